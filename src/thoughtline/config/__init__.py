@@ -1,0 +1,139 @@
+"""Where thoughtline keeps its state, and which providers it can talk to.
+
+Owns ``THOUGHTLINE_HOME`` resolution, the built-in presets (``presets.toml``) and the named
+providers of ``config.toml``. API keys are looked up in the environment when a request is made and
+are never stored anywhere.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from thoughtline.errors import ConfigError, UsageError
+
+DEMO_PROVIDER = "demo"
+_ECHO_VALUES = ("auto", "always", "never")
+
+
+def home(override: str | os.PathLike[str] | None = None) -> Path:
+    """``--home``, else ``$THOUGHTLINE_HOME``, else ``~/.thoughtline``."""
+    raw = override or os.environ.get("THOUGHTLINE_HOME") or Path.home() / ".thoughtline"
+    return Path(raw).expanduser()
+
+
+def ensure_home(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return path
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ProviderConfig:
+    """One provider as a session will use it. ``key_env`` names a variable; never the key."""
+
+    id: str
+    api: str = "openai-chat"
+    base_url: str = ""
+    key_env: str = ""
+    model: str = ""
+    echo: str = "auto"
+    region: str = ""
+    headers: Mapping[str, str] | None = None
+
+    def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
+        if not self.key_env:
+            return None
+        env = os.environ if environ is None else environ
+        return env.get(self.key_env) or None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored form (model config): names only, never a key."""
+        out = {"id": self.id, "api": self.api, "base_url": self.base_url,
+               "key_env": self.key_env, "model": self.model, "echo": self.echo}
+        if self.region:
+            out["region"] = self.region
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> ProviderConfig:
+        return cls(id=raw["id"], api=raw.get("api", "openai-chat"),
+                   base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
+                   model=raw.get("model", ""), echo=raw.get("echo", "auto"),
+                   region=raw.get("region", ""))
+
+
+@cache
+def presets() -> dict[str, ProviderConfig]:
+    text = resources.files("thoughtline.config").joinpath("presets.toml").read_text("utf-8")
+    return {name: _provider(name, raw) for name, raw in tomllib.loads(text).items()}
+
+
+def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
+    echo = raw.get("echo", "auto")
+    if echo not in _ECHO_VALUES:
+        raise ConfigError(f"provider {name!r}: echo must be one of {', '.join(_ECHO_VALUES)}, "
+                          f"not {echo!r}")
+    return ProviderConfig(
+        id=name, api=raw.get("api", "openai-chat"), base_url=raw.get("base_url", ""),
+        key_env=raw.get("api_key_env", raw.get("key_env", "")), model=raw.get("model", ""),
+        echo=echo, region=raw.get("region", ""), headers=raw.get("headers"),
+    )
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Config:
+    """``config.toml``: optional defaults and named providers."""
+
+    default_provider: str = ""
+    default_model: str = ""
+    providers: Mapping[str, ProviderConfig] | None = None
+
+
+def load_config(home_dir: Path) -> Config:
+    path = home_dir / "config.toml"
+    if not path.exists():
+        return Config(providers={})
+    try:
+        raw = tomllib.loads(path.read_text("utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
+    named = raw.get("providers", {})
+    if not isinstance(named, Mapping):
+        raise ConfigError(f"{path}: [providers] must be a table of named providers")
+    providers = {}
+    for name, entry in named.items():
+        base = presets().get(entry.get("preset", ""), None)
+        merged = {**(base.to_json() if base else {}), **entry}
+        providers[name.lower()] = _provider(name.lower(), merged)
+    defaults = raw.get("defaults", {})
+    return Config(default_provider=str(defaults.get("provider", "")),
+                  default_model=str(defaults.get("model", "")), providers=providers)
+
+
+def provider(provider_id: str, config: Config | None = None, *, base_url: str | None = None,
+             model: str | None = None, key_env: str | None = None) -> ProviderConfig:
+    """Look up a preset or named provider and apply command-line overrides."""
+    wanted = provider_id.strip().lower()
+    named = (config.providers or {}) if config else {}
+    found = named.get(wanted) or presets().get(wanted)
+    if found is None:
+        if wanted == DEMO_PROVIDER:
+            found = ProviderConfig(id=DEMO_PROVIDER, model="demo-reasoner")
+        else:
+            known = ", ".join(sorted({*presets(), *named}))
+            raise UsageError(f"unknown provider {provider_id!r}. Known providers: {known}. "
+                             "Define your own under [providers.NAME] in config.toml.")
+    changes: dict[str, Any] = {}
+    if base_url:
+        changes["base_url"] = base_url
+    if model:
+        changes["model"] = model
+    if key_env:
+        changes["key_env"] = key_env
+    return replace(found, **changes) if changes else found

@@ -1,0 +1,60 @@
+"""The one exception tree of thoughtline.
+
+Foreign exceptions (httpx, sqlite3, psycopg, botocore, orjson) are mapped into these at one
+boundary each: transport, store, codecs. Callers catch ``ThoughtlineError`` or a subclass.
+"""
+
+from __future__ import annotations
+
+
+class ThoughtlineError(Exception):
+    """Base of every error thoughtline raises on purpose."""
+
+
+class UsageError(ThoughtlineError):
+    """The caller asked for something that cannot work (bad flag, unknown provider, no key)."""
+
+
+class ConfigError(UsageError):
+    """``config.toml`` / ``gateway.toml`` or the route table is malformed."""
+
+
+class ProtocolError(ThoughtlineError):
+    """A provider response or stream that does not follow its API's shape."""
+
+
+class StreamInterrupted(ProtocolError):
+    """The stream ended before the provider said it was done."""
+
+
+class ProviderError(ThoughtlineError):
+    """The provider answered with an error status (or could not be reached)."""
+
+    def __init__(self, message: str, *, status: int | None = None, body: str = "",
+                 route: str = "", provider: str = "", retries: int = 0) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+        self.route = route
+        self.provider = provider
+        self.retries = retries
+
+    def __str__(self) -> str:
+        head = f"{self.provider or 'provider'}"
+        if self.status is not None:
+            head += f" answered HTTP {self.status}"
+        if self.route:
+            head += f" (route {self.route})"
+        return f"{head}: {self.args[0]}" if self.args and self.args[0] else head
+
+
+class StoreError(ThoughtlineError):
+    """The store could not be read or written."""
+
+
+class CorruptPayload(StoreError):
+    """A stored opaque payload no longer matches its digest; it is never sent."""
+
+
+class NotFound(UsageError):
+    """A session (or other named thing) does not exist or the name is ambiguous."""

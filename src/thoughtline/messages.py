@@ -1,0 +1,273 @@
+"""The canonical, provider-neutral conversation model.
+
+This module owns the shape of a conversation: messages made of an ordered list of parts, and the
+lossless JSON form they are stored and exported in. It knows no wire format: provider field
+names live in ``thoughtline.codecs``. Values that a provider returns with no neutral slot are kept
+verbatim under ``native``, namespaced by the format that owns them (``"openrouter"``, ``"google"``,
+``"copilot"`` …), and are only ever lifted back onto the wire by that format's codec.
+
+All values are frozen: a stored history is never mutated, every request works on a view of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias, assert_never
+
+import orjson
+
+Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
+ReasoningKind: TypeAlias = Literal["text", "summary", "signed", "redacted", "encrypted"]
+Api: TypeAlias = Literal["openai-chat", "anthropic", "gemini", "bedrock"]
+
+#: Verbatim provider values, keyed by the namespace of the format that owns them.
+Native: TypeAlias = Mapping[str, Any]
+
+_EMPTY: Native = {}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Origin:
+    """Where an assistant turn (or one reasoning part) came from."""
+
+    api: str
+    provider: str
+    host: str = ""
+    model: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Text:
+    """Visible text. Chat Completions ``content``; Anthropic/Gemini/Bedrock text blocks."""
+
+    text: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Reasoning:
+    """One unit of the model's thinking.
+
+    ``text`` is readable thinking (Chat Completions ``reasoning_content``/``reasoning``, Anthropic
+    ``thinking``, Gemini thought parts, Bedrock ``reasoningText.text``). ``summary`` is a provider
+    summary of hidden thinking. ``signature`` proves ``text`` untouched (Anthropic/Bedrock
+    ``signature``); ``data`` is an opaque payload (Anthropic ``redacted_thinking.data``, encrypted
+    items). A part whose stream was cut before its signature arrived is ``complete=False`` and is
+    never replayed as signed.
+    """
+
+    kind: ReasoningKind
+    text: str | None = None
+    summary: str | None = None
+    signature: str | None = None
+    data: str | None = None
+    complete: bool = True
+    origin: Origin | None = None
+    native: Native = field(default_factory=dict)
+
+    @property
+    def is_opaque(self) -> bool:
+        """True when the part carries a value that only works replayed byte for byte."""
+        return bool(self.signature or self.data)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolCall:
+    """A tool call; ``arguments`` is the exact JSON text received, never re-serialized."""
+
+    id: str
+    name: str
+    arguments: str
+    native: Native = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolResult:
+    """The result of one tool call, sent back by the caller."""
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+
+Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ToolSpec:
+    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
+
+    name: str
+    description: str = ""
+    parameters: Mapping[str, Any] = field(
+        default_factory=lambda: {"type": "object", "properties": {}})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Usage:
+    """Token counts reported by the provider for one response."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+    cached_tokens: int = 0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Message:
+    """One turn. Assistant turns carry their ``origin``; ``native`` holds message-level values."""
+
+    role: Role
+    parts: tuple[Part, ...] = ()
+    origin: Origin | None = None
+    incomplete: bool = False
+    native: Native = field(default_factory=dict)
+
+    @property
+    def text(self) -> str:
+        return "".join(p.text for p in self.parts if isinstance(p, Text))
+
+    @property
+    def reasoning(self) -> tuple[Reasoning, ...]:
+        return tuple(p for p in self.parts if isinstance(p, Reasoning))
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+
+    @property
+    def tool_results(self) -> tuple[ToolResult, ...]:
+        return tuple(p for p in self.parts if isinstance(p, ToolResult))
+
+    def reasoning_text(self) -> str:
+        """The readable thinking of this turn, for display and for text-only carriers.
+
+        Plain parts (no native record) are the flat carrier text; when a turn only has structured
+        items (summaries, signed text), their readable text is used instead.
+        """
+        plain = [p.text for p in self.parts if isinstance(p, Reasoning) and p.text and not p.native]
+        if plain:
+            return "".join(plain)
+        return "".join(
+            (p.text or p.summary or "") for p in self.parts if isinstance(p, Reasoning)
+        )
+
+
+def user(text: str) -> Message:
+    return Message(role="user", parts=(Text(text=text),))
+
+
+def system(text: str) -> Message:
+    return Message(role="system", parts=(Text(text=text),))
+
+
+def tool_results(results: Iterable[ToolResult]) -> Message:
+    return Message(role="tool", parts=tuple(results))
+
+
+# --- lossless JSON form -------------------------------------------------------------------------
+#
+# The stored/exported form of a message. Every field is written explicitly with a short type tag;
+# ``native`` values are written as the parsed JSON they were received as (orjson keeps key order and
+# string bytes), so opaque strings come back byte-identical.
+
+
+def _origin_to_json(origin: Origin | None) -> dict[str, str] | None:
+    if origin is None:
+        return None
+    return {"api": origin.api, "provider": origin.provider, "host": origin.host,
+            "model": origin.model}
+
+
+def _origin_from_json(raw: Mapping[str, Any] | None) -> Origin | None:
+    if raw is None:
+        return None
+    return Origin(api=raw["api"], provider=raw["provider"], host=raw.get("host", ""),
+                  model=raw.get("model", ""))
+
+
+def part_to_json(part: Part) -> dict[str, Any]:
+    match part:
+        case Text(text=text):
+            return {"t": "text", "text": text}
+        case Reasoning():
+            out: dict[str, Any] = {"t": "reasoning", "kind": part.kind}
+            for name in ("text", "summary", "signature", "data"):
+                value = getattr(part, name)
+                if value is not None:
+                    out[name] = value
+            if not part.complete:
+                out["complete"] = False
+            if part.origin is not None:
+                out["origin"] = _origin_to_json(part.origin)
+            if part.native:
+                out["native"] = part.native
+            return out
+        case ToolCall():
+            out = {"t": "tool_call", "id": part.id, "name": part.name,
+                   "arguments": part.arguments}
+            if part.native:
+                out["native"] = part.native
+            return out
+        case ToolResult():
+            out = {"t": "tool_result", "call_id": part.call_id, "content": part.content}
+            if part.is_error:
+                out["is_error"] = True
+            return out
+        case _:
+            assert_never(part)
+
+
+def part_from_json(raw: Mapping[str, Any]) -> Part:
+    tag = raw["t"]
+    if tag == "text":
+        return Text(text=raw["text"])
+    if tag == "reasoning":
+        return Reasoning(
+            kind=raw["kind"], text=raw.get("text"), summary=raw.get("summary"),
+            signature=raw.get("signature"), data=raw.get("data"),
+            complete=raw.get("complete", True), origin=_origin_from_json(raw.get("origin")),
+            native=raw.get("native", {}),
+        )
+    if tag == "tool_call":
+        return ToolCall(id=raw["id"], name=raw["name"], arguments=raw["arguments"],
+                        native=raw.get("native", {}))
+    if tag == "tool_result":
+        return ToolResult(call_id=raw["call_id"], content=raw["content"],
+                          is_error=raw.get("is_error", False))
+    raise ValueError(f"unknown part type {tag!r}")
+
+
+def message_to_json(message: Message) -> dict[str, Any]:
+    out: dict[str, Any] = {"role": message.role,
+                           "parts": [part_to_json(p) for p in message.parts]}
+    if message.origin is not None:
+        out["origin"] = _origin_to_json(message.origin)
+    if message.incomplete:
+        out["incomplete"] = True
+    if message.native:
+        out["native"] = message.native
+    return out
+
+
+def message_from_json(raw: Mapping[str, Any]) -> Message:
+    return Message(
+        role=raw["role"], parts=tuple(part_from_json(p) for p in raw["parts"]),
+        origin=_origin_from_json(raw.get("origin")), incomplete=raw.get("incomplete", False),
+        native=raw.get("native", {}),
+    )
+
+
+def dumps(message: Message) -> bytes:
+    """The canonical bytes of a message (stable: same message, same bytes)."""
+    return orjson.dumps(message_to_json(message))
+
+
+def loads(data: bytes | str) -> Message:
+    return message_from_json(orjson.loads(data))
+
+
+def digest(data: bytes) -> str:
+    """The content digest used for stored payloads and message ids."""
+    return "sha256:" + hashlib.sha256(data).hexdigest()

@@ -1,0 +1,85 @@
+"""Per-request replay decisions: which reasoning a route receives on this request.
+
+This module owns the step between a resolved route and a codec: the route table says what a route
+reads; learned verdicts narrow (or, for a learned pad, widen) that. The result is a ``ReplayPlan``,
+a small hashable value the codec obeys and its per-turn wire cache is keyed by. Nothing here
+touches a history; nothing here knows a wire shape beyond the carrier names of the route table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from thoughtline.routes.resolve import ECHO_CARRIER, Route
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Verdict:
+    """What a provider taught us about one (provider id, host, model).
+
+    ``drop`` are carriers it rejected as unknown fields; ``pad`` means it demanded the must-echo
+    placeholder. Verdicts are persisted with the session and in the store's global ledger.
+    """
+
+    provider: str
+    host: str
+    model: str
+    drop: frozenset[str] = frozenset()
+    pad: bool = False
+    reason: str = ""
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return (self.provider, self.host, self.model)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"provider": self.provider, "host": self.host, "model": self.model,
+                "drop": sorted(self.drop), "pad": self.pad, "reason": self.reason}
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Verdict:
+        return cls(provider=raw["provider"], host=raw.get("host", ""), model=raw.get("model", ""),
+                   drop=frozenset(raw.get("drop", ())), pad=bool(raw.get("pad", False)),
+                   reason=raw.get("reason", ""))
+
+    def merged(self, other: Verdict) -> Verdict:
+        return Verdict(provider=self.provider, host=self.host, model=self.model,
+                       drop=self.drop | other.drop, pad=self.pad or other.pad,
+                       reason="; ".join(r for r in (self.reason, other.reason) if r))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ReplayPlan:
+    """What one request may carry: the codec sends exactly this and nothing else."""
+
+    carriers: frozenset[str]
+    pad: bool = False
+    native: frozenset[str] = frozenset()
+    body_extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    @property
+    def key(self) -> tuple[frozenset[str], bool, frozenset[str]]:
+        """What the wire form of a stored turn depends on (the codec's cache key)."""
+        return (self.carriers, self.pad, self.native)
+
+
+def applicable(route: Route, verdicts: Iterable[Verdict]) -> list[Verdict]:
+    """The verdicts recorded for exactly this route's (provider, host, model)."""
+    key = (route.provider, route.host, route.model)
+    return [v for v in verdicts if v.key == key]
+
+
+def plan(route: Route, verdicts: Iterable[Verdict] = ()) -> ReplayPlan:
+    """The plan for one request on ``route`` after applying what was learned for it."""
+    carriers = set(route.carriers)
+    pad = route.must_echo
+    for verdict in applicable(route, verdicts):
+        carriers -= verdict.drop
+        pad = pad or verdict.pad
+    if pad and ECHO_CARRIER not in route.carriers:
+        # A learned pad only ever adds the placeholder where the route reads the field at all.
+        pad = False
+    return ReplayPlan(carriers=frozenset(carriers), pad=pad and ECHO_CARRIER in carriers,
+                      native=route.native, body_extras=route.body_extras)

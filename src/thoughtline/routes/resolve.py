@@ -1,0 +1,271 @@
+"""Resolve (provider id, base URL, model) to a route, from the route table data.
+
+This module owns matching: hostnames (never substrings of a URL), local-endpoint detection and the
+model conditions of the table. It knows no carrier semantics beyond reading them from the table;
+what a carrier means on the wire is the codec's business.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal, TypeAlias
+from urllib.parse import urlsplit
+
+from thoughtline.errors import ConfigError
+
+Echo: TypeAlias = Literal["auto", "always", "never"]
+ECHO_CARRIER = "reasoning_content"
+_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Route:
+    """Everything the replay policy and the codec need to know about where a request goes."""
+
+    row: str
+    api: str
+    provider: str
+    host: str
+    model: str
+    carriers: frozenset[str]
+    must_echo: bool = False
+    echo_family: str | None = None
+    body_extras: Mapping[str, Any] = field(default_factory=dict)
+    native: frozenset[str] = frozenset()
+    explain: str = ""
+    notes: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """The public ``routes --json`` object (design.md §3.2)."""
+        return {
+            "route": self.row,
+            "api": self.api,
+            "carriers": sorted(self.carriers),
+            "must_echo": self.must_echo,
+            "body_extras": dict(self.body_extras),
+            "native": sorted(self.native),
+        }
+
+
+# --- host matching ------------------------------------------------------------------------------
+
+
+def hostname_of(base_url: str | None) -> str:
+    """The lower-cased hostname of a base URL ('' when there is none)."""
+    if not base_url:
+        return ""
+    url = base_url.strip()
+    if "://" not in url:
+        url = "//" + url
+    try:
+        return (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
+@cache
+def _host_pattern(entry: str) -> re.Pattern[str]:
+    labels = [r"[^.]+" if label == "*" else re.escape(label) for label in entry.split(".")]
+    return re.compile(r"(?:.+\.)?" + r"\.".join(labels))
+
+
+def host_matches(hostname: str, entry: str) -> bool:
+    """True when ``hostname`` is ``entry`` or a subdomain of it ('*' is one label)."""
+    if not hostname:
+        return False
+    entry = entry.lower()
+    if "*" in entry:
+        return _host_pattern(entry).fullmatch(hostname) is not None
+    return hostname == entry or hostname.endswith("." + entry)
+
+
+def is_local_endpoint(hostname: str) -> bool:
+    """Loopback, private, link-local and CGNAT addresses, and localhost names."""
+    if not hostname:
+        return False
+    if hostname == "localhost" or hostname.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(hostname.strip("[]"))
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return (
+        address.is_loopback
+        or address.is_private
+        or address.is_link_local
+        or (isinstance(address, ipaddress.IPv4Address) and address in _CGNAT)
+    )
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Selector:
+    providers: frozenset[str] = frozenset()
+    hosts: tuple[str, ...] = ()
+    models_contain: tuple[str, ...] = ()
+
+    def by_provider_or_host(self, provider: str, hostname: str) -> bool:
+        return provider in self.providers or any(host_matches(hostname, h) for h in self.hosts)
+
+    def by_model(self, model: str) -> bool:
+        lowered = model.lower()
+        return any(s in lowered for s in self.models_contain)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Row:
+    id: str
+    carriers: frozenset[str]
+    select: _Selector
+    local_endpoint: bool = False
+    explain: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _KeepRule:
+    models: tuple[re.Pattern[str], ...]
+    body: Mapping[str, Any]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Keep:
+    id: str
+    select: _Selector
+    rules: tuple[_KeepRule, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Native:
+    id: str
+    select: _Selector
+    model_rows: frozenset[str]
+    explain: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteTable:
+    rows: tuple[_Row, ...]
+    echo: tuple[tuple[str, _Selector], ...]
+    keep: tuple[_Keep, ...]
+    native: tuple[_Native, ...]
+
+
+def _selector(raw: Mapping[str, Any]) -> _Selector:
+    return _Selector(
+        providers=frozenset(p.lower() for p in raw.get("providers", ())),
+        hosts=tuple(h.lower() for h in raw.get("hosts", ())),
+        models_contain=tuple(m.lower() for m in raw.get("models_contain", ())),
+    )
+
+
+def parse_table(raw: Mapping[str, Any]) -> RouteTable:
+    """Build a table from its TOML data; raises ConfigError naming the bad entry."""
+    try:
+        rows = tuple(
+            _Row(id=r["id"], carriers=frozenset(r["carriers"]), select=_selector(r),
+                 local_endpoint=bool(r.get("local_endpoint", False)), explain=r.get("explain", ""))
+            for r in raw["row"]
+        )
+        echo = tuple((e["family"], _selector(e)) for e in raw.get("echo", ()))
+        keep = tuple(
+            _Keep(id=k["id"], select=_selector(k), rules=tuple(
+                _KeepRule(models=tuple(re.compile(m, re.I) for m in rule["models"]),
+                          body=rule["body"])
+                for rule in k["rules"]))
+            for k in raw.get("keep", ())
+        )
+        native = tuple(
+            _Native(id=n["id"], select=_selector(n), model_rows=frozenset(n.get("model_rows", ())),
+                    explain=n.get("explain", ""))
+            for n in raw.get("native", ())
+        )
+    except (KeyError, TypeError, re.error) as exc:
+        raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
+    if not rows or rows[-1].select != _Selector() or rows[-1].local_endpoint:
+        raise ConfigError("route table must end with a catch-all default row")
+    return RouteTable(rows=rows, echo=echo, keep=keep, native=native)
+
+
+@cache
+def default_table() -> RouteTable:
+    text = resources.files("thoughtline.routes").joinpath("table.toml").read_text("utf-8")
+    return parse_table(tomllib.loads(text))
+
+
+# --- resolution ---------------------------------------------------------------------------------
+
+
+def _match_row(table: RouteTable, provider: str, hostname: str) -> _Row:
+    local = is_local_endpoint(hostname)
+    for row in table.rows:
+        if row.local_endpoint:
+            if local:
+                return row
+        elif row.select == _Selector() or row.select.by_provider_or_host(provider, hostname):
+            return row
+    raise AssertionError("the table ends with a catch-all row")  # pragma: no cover
+
+
+def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) -> str | None:
+    for family, select in table.echo:
+        if select.by_provider_or_host(provider, hostname) or select.by_model(model):
+            return family
+    return None
+
+
+def _body_extras(table: RouteTable, provider: str, hostname: str, model: str) -> dict[str, Any]:
+    for keep in table.keep:
+        if not keep.select.by_provider_or_host(provider, hostname):
+            continue
+        for rule in keep.rules:
+            if any(p.search(model) for p in rule.models):
+                return dict(rule.body)
+    return {}
+
+
+def _native(table: RouteTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
+    return {
+        n.id for n in table.native
+        if n.select.by_provider_or_host(provider, hostname)
+        or (row in n.model_rows and n.select.by_model(model))
+    }
+
+
+def resolve(provider: str, base_url: str | None = None, model: str = "", *,
+            echo: Echo = "auto", table: RouteTable | None = None) -> Route:
+    """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo override."""
+    table = table or default_table()
+    provider_id = provider.strip().lower()
+    hostname = hostname_of(base_url)
+    row = _match_row(table, provider_id, hostname)
+    family = _echo_family(table, provider_id, hostname, model)
+    wants_echo = echo == "always" or (echo == "auto" and family is not None)
+    notes: list[str] = []
+    must_echo = wants_echo and ECHO_CARRIER in row.carriers
+    if wants_echo and not must_echo:
+        notes.append("must-echo family matched, but this route does not read reasoning_content, "
+                     "so no placeholder is sent")
+    if family is not None and echo == "never":
+        notes.append(f"must-echo ({family}) switched off by echo = \"never\"")
+    return Route(
+        row=row.id, api="openai-chat", provider=provider_id, host=hostname, model=model,
+        carriers=row.carriers, must_echo=must_echo, echo_family=family if must_echo else None,
+        body_extras=_body_extras(table, provider_id, hostname, model),
+        native=frozenset(_native(table, row.id, provider_id, hostname, model)),
+        explain=row.explain, notes=tuple(notes),
+    )
+
+
+def native_explanations(ids: Sequence[str], table: RouteTable | None = None) -> list[str]:
+    table = table or default_table()
+    return [n.explain for n in table.native if n.id in ids]
