@@ -1,0 +1,72 @@
+"""Durable sessions, messages and verdicts behind one interface (``Store``).
+
+``open_store`` picks the backend: SQLite for a path (default ``$THOUGHTLINE_HOME/state.db``),
+PostgreSQL for a ``postgresql://`` URL (given, or from ``THOUGHTLINE_DATABASE_URL``). The
+PostgreSQL driver is an optional dependency (``thoughtline[postgres]``), imported only when used.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from thoughtline.errors import StoreError
+from thoughtline.store.base import (
+    LoadedHistory,
+    LoadProblem,
+    SessionRecord,
+    Store,
+    StoredMessage,
+)
+from thoughtline.store.codec import EncodedMessage, PayloadRef, encode_message
+from thoughtline.store.engine import SqlStore
+from thoughtline.store.sqlite import SQLiteStore
+
+DATABASE_URL_ENV = "THOUGHTLINE_DATABASE_URL"
+STATE_DB = "state.db"
+_PG_SCHEMES = ("postgresql://", "postgres://")
+
+__all__ = [
+    "DATABASE_URL_ENV",
+    "STATE_DB",
+    "EncodedMessage",
+    "LoadProblem",
+    "LoadedHistory",
+    "PayloadRef",
+    "SQLiteStore",
+    "SessionRecord",
+    "SqlStore",
+    "Store",
+    "StoredMessage",
+    "encode_message",
+    "open_store",
+]
+
+
+def open_store(url_or_path: str | Path | None, home: Path) -> Store:
+    """Open (creating and migrating as needed) the store named by a URL or path.
+
+    ``None`` means ``$THOUGHTLINE_DATABASE_URL`` when set, else ``home / "state.db"``. A directory
+    means its ``state.db``.
+    """
+    target: str | Path = url_or_path if url_or_path is not None else (
+        os.environ.get(DATABASE_URL_ENV, "").strip() or Path(home) / STATE_DB)
+    if isinstance(target, str) and target.startswith(_PG_SCHEMES):
+        return _open_postgres(target)
+    if isinstance(target, str) and "://" in target:
+        scheme = target.split("://", 1)[0]
+        raise StoreError(f"unsupported store URL scheme {scheme!r}: use a file path for SQLite "
+                         "or a postgresql:// URL")
+    path = Path(target).expanduser()
+    if path.is_dir():
+        path = path / STATE_DB
+    return SQLiteStore(path)
+
+
+def _open_postgres(url: str) -> SqlStore:
+    try:
+        from thoughtline.store.postgres import PostgresStore
+    except ImportError as exc:
+        raise StoreError("a postgresql:// store needs psycopg: "
+                         "pip install 'thoughtline[postgres]'") from exc
+    return PostgresStore(url)

@@ -1,0 +1,107 @@
+"""The store interface every backend implements (SQLite now, PostgreSQL behind the same calls).
+
+Callers (sessions, CLI, gateway) only use ``Store``; they never see SQL. A backend owns its schema,
+its numbered migrations, durability, and digest verification of opaque payloads on load.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from thoughtline.messages import Message
+from thoughtline.replay import Verdict
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SessionRecord:
+    """A session's row. ``model_config`` holds provider config (names, never keys), learned
+    ``verdicts`` and rejected-signature ``fingerprints``; ``turns`` counts its messages,
+    inherited ones included."""
+
+    id: str
+    title: str
+    created_at: float
+    updated_at: float
+    parent_id: str | None = None
+    fork_point: int | None = None  # number of the parent's messages the branch inherits
+    model_config: Mapping[str, Any] = field(default_factory=dict)
+    turns: int = 0
+    tenant: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class StoredMessage:
+    """A message as loaded: its position, its content digest (its id) and when it was added."""
+
+    seq: int
+    id: str
+    message: Message
+    created_at: float
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadProblem:
+    """A stored payload that failed verification (missing, or bytes not matching ``digest``).
+
+    ``part`` is the part's index in the message as stored (-1: the message's own native record).
+    A reasoning part with a bad payload is left out of the loaded message; a tool call or message
+    with a bad native record loads without it. Either way the bad bytes are never sent.
+    """
+
+    seq: int
+    part: int
+    digest: str
+    detail: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LoadedHistory:
+    messages: tuple[StoredMessage, ...]
+    problems: tuple[LoadProblem, ...] = ()
+
+
+class Store(Protocol):
+    """Durable sessions, messages and the global verdict ledger."""
+
+    def create_session(self, *, title: str = "", model_config: Mapping[str, Any] | None = None,
+                       tenant: str = "") -> SessionRecord: ...
+
+    def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
+        """By id, unique id prefix, or exact title (newest wins). Raises NotFound."""
+        ...
+
+    def latest_session(self, *, tenant: str | None = None) -> SessionRecord | None: ...
+
+    def list_sessions(self, *, tenant: str | None = None,
+                      limit: int | None = None) -> list[SessionRecord]: ...
+
+    def load_history(self, session_id: str) -> LoadedHistory:
+        """Every message of the session in order, inherited ones included, digests verified."""
+        ...
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
+        """Append messages atomically (all or none) and bump ``updated_at``."""
+        ...
+
+    def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
+
+    def set_title(self, session_id: str, title: str) -> None: ...
+
+    def branch(self, session_id: str, *, at: int | None = None, title: str = "") -> SessionRecord:
+        """A new session inheriting the first ``at`` messages (default: all), without copying."""
+        ...
+
+    def delete_session(self, session_id: str) -> None: ...
+
+    def record_verdict(self, verdict: Verdict) -> Verdict:
+        """Merge into the global ledger; returns the merged verdict."""
+        ...
+
+    def verdicts(self) -> list[Verdict]: ...
+
+    def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
+                        model: str | None = None) -> int: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,210 @@
+"""Rows <-> canonical values, shared by every backend.
+
+A message is stored as a *skeleton* (its lossless JSON with every opaque value lifted out) plus one
+*payload* per opaque value. Opaque values are ``Reasoning.signature``/``data``/``native``,
+``ToolCall.native`` and ``Message.native``; strings are stored as their exact UTF-8 bytes, native
+records as the orjson bytes of the parsed JSON. Payloads are keyed by the digest of their bytes, so
+identical values are stored once; the skeleton is keyed by the message id (the digest of
+``messages.dumps``) and carries its own digest.
+
+On load every payload is verified against its digest. A payload that is missing or fails
+verification is *reported* (``LoadProblem``) and the part it belongs to is not loaded: a reasoning
+part is dropped, a tool call or message loses its native record. A skeleton that fails verification
+raises ``CorruptPayload``: the turn's visible content itself cannot be trusted. This module owns
+that policy and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from thoughtline.errors import CorruptPayload, StoreError
+from thoughtline.messages import Message, digest, dumps, message_from_json, message_to_json
+from thoughtline.replay import Verdict
+from thoughtline.store.base import LoadProblem, SessionRecord
+from thoughtline.store.db import Row
+
+SKELETON_VERSION = 1
+MESSAGE_LEVEL = -1  # LoadProblem.part for a message-level native record
+
+#: Opaque fields lifted out of each part type (the tags of ``messages.part_to_json``).
+_OPAQUE_FIELDS: Mapping[str, tuple[str, ...]] = {
+    "reasoning": ("signature", "data", "native"),
+    "tool_call": ("native",),
+}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PayloadRef:
+    """Where one opaque value lives: part index (``MESSAGE_LEVEL``: the message), field, size."""
+
+    part: int
+    field: str
+    digest: str
+    size: int
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class EncodedMessage:
+    """A message ready to be written: its id, its skeleton and its payloads (digest -> bytes)."""
+
+    id: str
+    skeleton: bytes
+    skeleton_digest: str
+    refs: tuple[PayloadRef, ...]
+    payloads: Mapping[str, bytes]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Skeleton:
+    """A verified, parsed skeleton row, waiting for its payloads."""
+
+    seq: int
+    id: str
+    created_at: float
+    body: Mapping[str, Any]
+    refs: tuple[PayloadRef, ...]
+
+
+def encode_message(message: Message) -> EncodedMessage:
+    """Split a message into its skeleton and payloads; ``id`` is ``digest(dumps(message))``."""
+    body = message_to_json(message)
+    refs: list[PayloadRef] = []
+    payloads: dict[str, bytes] = {}
+    holders = [(index, part) for index, part in enumerate(body["parts"])]
+    holders.append((MESSAGE_LEVEL, body))
+    for index, holder in holders:
+        fields = _OPAQUE_FIELDS.get(holder.get("t", ""), ()) if index >= 0 else ("native",)
+        for name in fields:
+            if name not in holder:
+                continue
+            data = _to_bytes(name, holder.pop(name))
+            key = digest(data)
+            payloads[key] = data
+            refs.append(PayloadRef(part=index, field=name, digest=key, size=len(data)))
+    skeleton = orjson.dumps({"v": SKELETON_VERSION, "m": body,
+                             "r": [[r.part, r.field, r.digest, r.size] for r in refs]})
+    return EncodedMessage(id=digest(dumps(message)), skeleton=skeleton,
+                          skeleton_digest=digest(skeleton), refs=tuple(refs), payloads=payloads)
+
+
+def _to_bytes(name: str, value: Any) -> bytes:
+    if name == "native":
+        return orjson.dumps(value)
+    return str(value).encode("utf-8")
+
+
+def _from_bytes(name: str, data: bytes) -> Any:
+    if name == "native":
+        return orjson.loads(data)
+    return data.decode("utf-8")
+
+
+def parse_skeleton(session_id: str, row: Row) -> Skeleton:
+    """Verify and parse one ``(seq, message_id, created_at, skeleton, skeleton_digest)`` row."""
+    seq, message_id, created_at, raw, stored_digest = row
+    if raw is None:
+        raise _corrupt(session_id, seq, message_id, "the message row is missing")
+    data = bytes(raw) if not isinstance(raw, str) else raw.encode("utf-8")
+    if digest(data) != stored_digest:
+        raise _corrupt(session_id, seq, message_id, "its bytes no longer match their digest")
+    try:
+        parsed = orjson.loads(data)
+        refs = tuple(PayloadRef(part=int(p), field=str(f), digest=str(d), size=int(s))
+                     for p, f, d, s in parsed["r"])
+        body = parsed["m"]
+        version = parsed["v"]
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(session_id, seq, message_id, f"it is not a valid skeleton ({exc})") from exc
+    if version != SKELETON_VERSION:
+        raise StoreError(f"session {session_id}, message {seq}: stored in format {version!r}, "
+                         "which this thoughtline does not know; upgrade thoughtline.")
+    return Skeleton(seq=seq, id=message_id, created_at=created_at, body=body, refs=refs)
+
+
+def assemble(session_id: str, skeleton: Skeleton,
+             payloads: Mapping[str, bytes]) -> tuple[Message, list[LoadProblem]]:
+    """Put verified payloads back; parts whose payload fails are left out and reported."""
+    body = dict(skeleton.body)
+    parts = [dict(p) for p in body["parts"]]
+    problems: list[LoadProblem] = []
+    dropped: set[int] = set()
+    for ref in skeleton.refs:
+        holder = body if ref.part == MESSAGE_LEVEL else parts[ref.part]
+        value, detail = _verified(ref, payloads.get(ref.digest))
+        if detail is None:
+            holder[ref.field] = value
+            continue
+        problems.append(LoadProblem(seq=skeleton.seq, part=ref.part, digest=ref.digest,
+                                    detail=detail))
+        if ref.part != MESSAGE_LEVEL and parts[ref.part].get("t") == "reasoning":
+            dropped.add(ref.part)
+    body["parts"] = [p for i, p in enumerate(parts) if i not in dropped]
+    try:
+        return message_from_json(body), problems
+    except (KeyError, TypeError, ValueError) as exc:
+        raise _corrupt(session_id, skeleton.seq, skeleton.id,
+                       f"it does not describe a message ({exc})") from exc
+
+
+def _verified(ref: PayloadRef, data: bytes | None) -> tuple[Any, str | None]:
+    """The payload's value, or None and why it cannot be used."""
+    what = f"{ref.field} payload" if ref.part == MESSAGE_LEVEL else \
+        f"{ref.field} payload of part {ref.part}"
+    if data is None:
+        return None, f"{what} is missing; the part was not loaded and will not be sent"
+    data = bytes(data)
+    if digest(data) != ref.digest:
+        return None, (f"{what} is corrupt ({len(data)} bytes stored, {ref.size} expected, "
+                      "digest mismatch); the part was not loaded and will not be sent")
+    try:
+        return _from_bytes(ref.field, data), None
+    except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
+        return None, f"{what} cannot be decoded ({exc}); the part was not loaded"
+
+
+def _corrupt(session_id: str, seq: int, message_id: str, why: str) -> CorruptPayload:
+    return CorruptPayload(
+        f"session {session_id}: the stored message at position {seq} ({message_id}) is corrupt: "
+        f"{why}. Its content cannot be trusted or sent. To keep the turns before it, branch the "
+        f"session before this turn (branch at {seq}) and continue or export the branch; then "
+        "delete the damaged session.")
+
+
+# --- sessions and verdicts ----------------------------------------------------------------------
+
+
+def config_to_text(model_config: Mapping[str, Any] | None) -> str:
+    """Model config as JSON text (provider names and key *variable names*, never keys)."""
+    try:
+        return orjson.dumps(dict(model_config or {})).decode("utf-8")
+    except TypeError as exc:
+        raise StoreError(f"model config is not JSON-serializable: {exc}") from exc
+
+
+def session_from_row(row: Row) -> SessionRecord:
+    """A row of ``engine.SESSION_SELECT``."""
+    sid, title, created, updated, parent, fork, config, tenant, turns = row
+    try:
+        model_config = orjson.loads(config) if config else {}
+    except orjson.JSONDecodeError as exc:
+        raise StoreError(f"session {sid}: stored model config is corrupt ({exc})") from exc
+    return SessionRecord(id=sid, title=title, created_at=created, updated_at=updated,
+                         parent_id=parent, fork_point=fork, model_config=model_config,
+                         turns=int(turns), tenant=tenant)
+
+
+def verdict_to_row(verdict: Verdict, learned_at: float) -> tuple[Any, ...]:
+    return (verdict.provider, verdict.host, verdict.model,
+            orjson.dumps(sorted(verdict.drop)).decode("utf-8"), int(verdict.pad),
+            verdict.reason, learned_at)
+
+
+def verdict_from_row(row: Row) -> Verdict:
+    provider, host, model, drop, pad, reason = row[:6]
+    return Verdict(provider=provider, host=host, model=model, drop=frozenset(orjson.loads(drop)),
+                   pad=bool(pad), reason=reason)

@@ -1,0 +1,207 @@
+"""The ``Store`` implementation shared by every backend, in portable SQL over a ``Database``.
+
+Owns session bookkeeping (create, find by id / prefix / title, list, branch, delete) and the
+transaction boundaries of every public call. How histories are laid out is ``history``'s business,
+how rows map to values is ``codec``'s, the verdict ledger is ``ledger``'s, and connecting, locking
+and driver errors are the backend adapter's (``sqlite``, ``postgres``).
+
+Nothing here stores secrets: ``model_config`` holds provider ids, URLs and the *names* of the
+environment variables keys are read from, never key values or request headers.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from types import TracebackType
+from typing import Any
+
+from thoughtline.errors import NotFound, UsageError
+from thoughtline.messages import Message
+from thoughtline.replay import Verdict
+from thoughtline.store import codec, history, ledger
+from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
+from thoughtline.store.db import Database, Tx
+from thoughtline.store.migrations import migrate
+
+SESSION_SELECT = (
+    "SELECT s.id, s.title, s.created_at, s.updated_at, s.parent_id, s.fork_point, "
+    "s.model_config, s.tenant, COALESCE(s.fork_point, 0) + "
+    "(SELECT COUNT(*) FROM session_messages sm WHERE sm.session_id = s.id) FROM sessions s")
+
+_NEWEST_FIRST = " ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
+_CANDIDATES = 10
+
+
+class SqlStore:
+    """Durable sessions, messages and the verdict ledger (see ``thoughtline.store.base.Store``)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        try:
+            migrate(db)
+        except BaseException:
+            db.close()
+            raise
+
+    # --- sessions -----------------------------------------------------------------------------
+
+    def create_session(self, *, title: str = "", model_config: Mapping[str, Any] | None = None,
+                       tenant: str = "") -> SessionRecord:
+        config = codec.config_to_text(model_config)
+        now = time.time()
+        sid = uuid.uuid4().hex
+        with self._db.transaction(write=True) as tx:
+            tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, "
+                       "tenant) VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
+            return _session(tx, sid)
+
+    def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
+        """By exact id, else unique id prefix, else exact title (newest wins). Raises NotFound."""
+        with self._db.transaction(write=False) as tx:
+            return _find(tx, ref, tenant)
+
+    def latest_session(self, *, tenant: str | None = None) -> SessionRecord | None:
+        found = self.list_sessions(tenant=tenant, limit=1)
+        return found[0] if found else None
+
+    def list_sessions(self, *, tenant: str | None = None,
+                      limit: int | None = None) -> list[SessionRecord]:
+        """Newest-updated first; ``turns`` counts inherited messages too."""
+        where, params = _tenant_filter(tenant, "WHERE")
+        sql = SESSION_SELECT + where + _NEWEST_FIRST
+        if limit is not None:
+            sql += " LIMIT ?"
+            params.append(int(limit))
+        with self._db.transaction(write=False) as tx:
+            return [codec.session_from_row(row) for row in tx.all(sql, params)]
+
+    def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None:
+        config = codec.config_to_text(model_config)
+        self._update(session_id, "model_config = ?", config)
+
+    def set_title(self, session_id: str, title: str) -> None:
+        self._update(session_id, "title = ?", title)
+
+    def _update(self, session_id: str, assignment: str, value: Any) -> None:
+        with self._db.transaction(write=True) as tx:
+            changed = tx.execute(f"UPDATE sessions SET {assignment}, updated_at = ? WHERE id = ?",
+                                 (value, time.time(), session_id))
+            if not changed:
+                raise NotFound(f"no session {session_id!r}")
+
+    def branch(self, session_id: str, *, at: int | None = None, title: str = "") -> SessionRecord:
+        """A new session inheriting the first ``at`` visible messages (default: all); no copies."""
+        now = time.time()
+        sid = uuid.uuid4().hex
+        with self._db.transaction(write=True) as tx:
+            parent = _session(tx, session_id)
+            fork = parent.turns if at is None else at
+            if not 0 <= fork <= parent.turns:
+                raise UsageError(f"cannot branch session {session_id} at {fork}: it has "
+                                 f"{parent.turns} messages")
+            tx.execute(
+                "INSERT INTO sessions (id, title, created_at, updated_at, parent_id, fork_point, "
+                "model_config, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, title, now, now, parent.id, fork,
+                 codec.config_to_text(parent.model_config), parent.tenant))
+            return _session(tx, sid)
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session; its branches keep their whole history (they take over its entries)."""
+        with self._db.transaction(write=True) as tx:
+            # Touching the row first locks it against a concurrent append to it.
+            if not tx.execute("UPDATE sessions SET updated_at = updated_at WHERE id = ?",
+                              (session_id,)):
+                raise NotFound(f"no session {session_id!r}")
+            history.delete(tx, session_id)
+
+    # --- history ------------------------------------------------------------------------------
+
+    def load_history(self, session_id: str) -> LoadedHistory:
+        """Every visible message in order, payloads verified (problems reported, never sent)."""
+        with self._db.transaction(write=False) as tx:
+            _session(tx, session_id)
+            return history.load(tx, session_id)
+
+    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
+        """Append atomically (all or none) and bump ``updated_at``."""
+        now = time.time()
+        with self._db.transaction(write=True) as tx:
+            # Updating the row first also serializes concurrent appends to one session.
+            if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)):
+                raise NotFound(f"no session {session_id!r}")
+            return history.append(tx, session_id, messages, now)
+
+    # --- verdict ledger -----------------------------------------------------------------------
+
+    def record_verdict(self, verdict: Verdict) -> Verdict:
+        with self._db.transaction(write=True) as tx:
+            return ledger.record(tx, verdict, time.time())
+
+    def verdicts(self) -> list[Verdict]:
+        with self._db.transaction(write=False) as tx:
+            return ledger.all_verdicts(tx)
+
+    def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
+                        model: str | None = None) -> int:
+        with self._db.transaction(write=True) as tx:
+            return ledger.forget(tx, provider=provider, host=host, model=model)
+
+    # --- lifetime -----------------------------------------------------------------------------
+
+    @property
+    def location(self) -> str:
+        return self._db.location
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> SqlStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _session(tx: Tx, session_id: str) -> SessionRecord:
+    row = tx.one(SESSION_SELECT + " WHERE s.id = ?", (session_id,))
+    if row is None:
+        raise NotFound(f"no session {session_id!r}")
+    return codec.session_from_row(row)
+
+
+def _tenant_filter(tenant: str | None, keyword: str) -> tuple[str, list[Any]]:
+    if tenant is None:
+        return "", []
+    return f" {keyword} s.tenant = ?", [tenant]
+
+
+def _find(tx: Tx, ref: str, tenant: str | None) -> SessionRecord:
+    if not ref:
+        raise NotFound("no session named ''")
+    where, params = _tenant_filter(tenant, "AND")
+    row = tx.one(SESSION_SELECT + " WHERE s.id = ?" + where, [ref, *params])
+    if row is not None:
+        return codec.session_from_row(row)
+    rows = tx.all(SESSION_SELECT + " WHERE substr(s.id, 1, CAST(? AS INTEGER)) = ?" + where
+                  + _NEWEST_FIRST + f" LIMIT {_CANDIDATES + 1}", [len(ref), ref, *params])
+    if len(rows) == 1:
+        return codec.session_from_row(rows[0])
+    if rows:
+        raise NotFound(_ambiguous(ref, [codec.session_from_row(r) for r in rows]))
+    row = tx.one(SESSION_SELECT + " WHERE s.title = ?" + where
+                 + " ORDER BY s.created_at DESC, s.id LIMIT 1", [ref, *params])
+    if row is None:
+        raise NotFound(f"no session with id, id prefix or title {ref!r}")
+    return codec.session_from_row(row)
+
+
+def _ambiguous(ref: str, candidates: list[SessionRecord]) -> str:
+    shown = candidates[:_CANDIDATES]
+    lines = [f"  {s.id}  {s.title or '(untitled)'}" for s in shown]
+    more = "\n  …" if len(candidates) > len(shown) else ""
+    return (f"session prefix {ref!r} is ambiguous; it matches:\n" + "\n".join(lines) + more
+            + "\nGive more characters of the id.")

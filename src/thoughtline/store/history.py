@@ -1,0 +1,148 @@
+"""Reading and writing a session's visible history, in portable SQL over one open transaction.
+
+A session's visible history is its parent's first ``fork_point`` visible messages followed by its
+own rows; a row's ``seq`` is its position in that visible history, so a branch's first own row has
+``seq = fork_point``. Inherited turns are never copied: a branch adds only its own rows, and message
+and payload rows are content-addressed (written once, shared). Deleting a session splices it out of
+its branches (they take over the list entries they inherited) and then removes the content no
+session references any more.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from thoughtline.messages import Message
+from thoughtline.store import codec
+from thoughtline.store.base import LoadedHistory, LoadProblem, StoredMessage
+from thoughtline.store.db import Tx
+
+#: The session's ancestor chain, each with the exclusive ``seq`` bound of what is inherited from it.
+_VISIBLE = """
+WITH RECURSIVE chain(id, parent_id, fork_point, lim) AS (
+    SELECT id, parent_id, fork_point, CAST(NULL AS BIGINT) FROM sessions WHERE id = ?
+    UNION ALL
+    SELECT s.id, s.parent_id, s.fork_point,
+           CAST(CASE WHEN c.lim IS NULL OR c.fork_point < c.lim THEN c.fork_point
+                     ELSE c.lim END AS BIGINT)
+    FROM sessions s JOIN chain c ON s.id = c.parent_id
+)
+SELECT sm.seq, sm.message_id, sm.created_at, m.skeleton, m.skeleton_digest
+FROM chain c
+JOIN session_messages sm ON sm.session_id = c.id AND (c.lim IS NULL OR sm.seq < c.lim)
+LEFT JOIN messages m ON m.digest = sm.message_id
+ORDER BY sm.seq
+"""
+
+_CHUNK = 500
+
+
+def load(tx: Tx, session_id: str) -> LoadedHistory:
+    """Every visible message, verified; see ``codec`` for what corruption does."""
+    skeletons = [codec.parse_skeleton(session_id, row) for row in tx.all(_VISIBLE, (session_id,))]
+    wanted = {ref.digest for s in skeletons for ref in s.refs}
+    payloads = dict(_fetch_payloads(tx, sorted(wanted)))
+    messages: list[StoredMessage] = []
+    problems: list[LoadProblem] = []
+    for skeleton in skeletons:
+        message, found = codec.assemble(session_id, skeleton, payloads)
+        messages.append(StoredMessage(seq=skeleton.seq, id=skeleton.id, message=message,
+                                      created_at=skeleton.created_at))
+        problems.extend(found)
+    return LoadedHistory(messages=tuple(messages), problems=tuple(problems))
+
+
+def _fetch_payloads(tx: Tx, digests: Sequence[str]) -> Iterable[tuple[str, bytes]]:
+    for start in range(0, len(digests), _CHUNK):
+        chunk = digests[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        for key, data in tx.all(f"SELECT digest, data FROM payloads WHERE digest IN ({marks})",
+                                chunk):
+            yield key, bytes(data)
+
+
+def next_seq(tx: Tx, session_id: str) -> int:
+    row = tx.one("SELECT s.fork_point, (SELECT MAX(seq) FROM session_messages "
+                 "WHERE session_id = s.id) FROM sessions s WHERE s.id = ?", (session_id,))
+    assert row is not None, "caller checked the session exists"
+    fork_point, last = row
+    return last + 1 if last is not None else (fork_point or 0)
+
+
+def append(tx: Tx, session_id: str, messages: Sequence[Message],
+           now: float) -> list[StoredMessage]:
+    """Write content rows (once per digest) and the session's list entries, in ``tx``."""
+    tx.lock("thoughtline.content", shared=True)
+    seq = next_seq(tx, session_id)
+    stored: list[StoredMessage] = []
+    for offset, message in enumerate(messages):
+        encoded = codec.encode_message(message)
+        _write_content(tx, encoded)
+        tx.execute("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
+                   "VALUES (?, ?, ?, ?)", (session_id, seq + offset, encoded.id, now))
+        stored.append(StoredMessage(seq=seq + offset, id=encoded.id, message=message,
+                                    created_at=now))
+    return stored
+
+
+def _write_content(tx: Tx, encoded: codec.EncodedMessage) -> None:
+    # Rewriting a row whose bytes differ from what its digest names heals a corrupted copy.
+    tx.executemany(
+        "INSERT INTO payloads (digest, data) VALUES (?, ?) ON CONFLICT (digest) "
+        "DO UPDATE SET data = excluded.data WHERE payloads.data <> excluded.data",
+        sorted(encoded.payloads.items()))
+    tx.execute(
+        "INSERT INTO messages (digest, skeleton, skeleton_digest) VALUES (?, ?, ?) "
+        "ON CONFLICT (digest) DO UPDATE SET skeleton = excluded.skeleton, "
+        "skeleton_digest = excluded.skeleton_digest "
+        "WHERE messages.skeleton_digest <> excluded.skeleton_digest "
+        "OR messages.skeleton <> excluded.skeleton",
+        (encoded.id, encoded.skeleton, encoded.skeleton_digest))
+    tx.executemany(
+        "INSERT INTO message_payloads (message_id, payload_digest) VALUES (?, ?) "
+        "ON CONFLICT DO NOTHING",
+        [(encoded.id, key) for key in sorted(encoded.payloads)])
+
+
+def delete(tx: Tx, session_id: str) -> None:
+    """Splice the session out of its branches, delete it, then collect unreferenced content."""
+    tx.lock("thoughtline.content")
+    parent_id, fork_point = tx.one(
+        "SELECT parent_id, fork_point FROM sessions WHERE id = ?", (session_id,)) or (None, None)
+    children = tx.all("SELECT id, fork_point FROM sessions WHERE parent_id = ?", (session_id,))
+    for child_id, child_fork in children:
+        # The child takes over the entries it inherited from this session's own rows ...
+        tx.execute("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
+                   "SELECT ?, seq, message_id, created_at FROM session_messages "
+                   "WHERE session_id = ? AND seq < ?", (child_id, session_id, child_fork))
+        # ... and inherits the rest from this session's own parent, if any.
+        new_fork = None if parent_id is None else min(fork_point, child_fork)
+        tx.execute("UPDATE sessions SET parent_id = ?, fork_point = ? WHERE id = ?",
+                   (parent_id, new_fork, child_id))
+    message_ids = [m for (m,) in tx.all(
+        "SELECT DISTINCT message_id FROM session_messages WHERE session_id = ?", (session_id,))]
+    tx.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
+    tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    _collect(tx, message_ids)
+
+
+def _collect(tx: Tx, message_ids: Sequence[str]) -> None:
+    """Delete the given messages no session lists any more, then their orphaned payloads."""
+    for start in range(0, len(message_ids), _CHUNK):
+        chunk = message_ids[start:start + _CHUNK]
+        marks = ", ".join("?" * len(chunk))
+        orphans = [m for (m,) in tx.all(
+            f"SELECT digest FROM messages WHERE digest IN ({marks}) AND NOT EXISTS "
+            "(SELECT 1 FROM session_messages sm WHERE sm.message_id = messages.digest)", chunk)]
+        if not orphans:
+            continue
+        marks = ", ".join("?" * len(orphans))
+        payload_ids = [p for (p,) in tx.all(
+            f"SELECT DISTINCT payload_digest FROM message_payloads WHERE message_id IN ({marks})",
+            orphans)]
+        tx.execute(f"DELETE FROM messages WHERE digest IN ({marks})", orphans)
+        if payload_ids:
+            marks = ", ".join("?" * len(payload_ids))
+            tx.execute(f"DELETE FROM payloads WHERE digest IN ({marks}) AND NOT EXISTS "
+                       "(SELECT 1 FROM message_payloads mp "
+                       "WHERE mp.payload_digest = payloads.digest)", payload_ids)

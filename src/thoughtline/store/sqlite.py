@@ -1,0 +1,122 @@
+"""The SQLite backend: ``state.db`` under the thoughtline home.
+
+Owns the file and the connection: owner-only permissions (SQLite gives the ``-wal``/``-shm`` files
+the database file's mode), WAL journal, ``synchronous=FULL``, a busy timeout so the CLI and a
+gateway can share the file, foreign keys, and one connection shared by threads behind a lock.
+Writers take the write lock up front (``BEGIN IMMEDIATE``) so two processes never deadlock
+upgrading a read. sqlite3 errors become ``StoreError`` here and nowhere else.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from thoughtline.errors import StoreError
+from thoughtline.store.db import SQLITE, Row
+from thoughtline.store.engine import SqlStore
+
+BUSY_TIMEOUT_MS = 5000
+_PRAGMAS = (
+    f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
+    "PRAGMA journal_mode = WAL",
+    "PRAGMA synchronous = FULL",
+    "PRAGMA foreign_keys = ON",
+)
+
+
+class _SqliteTx:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> int:
+        return self._conn.execute(sql, params).rowcount
+
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        self._conn.executemany(sql, rows)
+
+    def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
+        return self._conn.execute(sql, params).fetchone()
+
+    def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
+        return self._conn.execute(sql, params).fetchall()
+
+    def lock(self, name: str, *, shared: bool = False) -> None:
+        """SQLite writers already hold the database's single write lock."""
+
+
+class SqliteDatabase:
+    """One sqlite3 connection, shared by threads, one transaction at a time."""
+
+    dialect = SQLITE
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.location = str(path)
+        self._lock = threading.RLock()
+        _create_private(path)
+        try:
+            self._conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000,
+                                         isolation_level=None, check_same_thread=False)
+            for pragma in _PRAGMAS:
+                self._conn.execute(pragma)
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open the state database {path}: {exc}") from exc
+        _restrict_siblings(path)
+
+    @contextmanager
+    def transaction(self, *, write: bool) -> Iterator[_SqliteTx]:
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE" if write else "BEGIN")
+                try:
+                    yield _SqliteTx(conn)
+                except BaseException:
+                    conn.rollback()
+                    raise
+                conn.commit()
+            except sqlite3.Error as exc:
+                if conn.in_transaction:
+                    conn.rollback()
+                raise StoreError(f"state database {self.path}: {exc}") from exc
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+
+def _create_private(path: Path) -> None:
+    """Create the home (0700) and the database file (0600) before SQLite touches them."""
+    try:
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        os.close(fd)
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o600)
+    except OSError as exc:
+        raise StoreError(f"cannot create the state database {path}: {exc}") from exc
+
+
+def _restrict_siblings(path: Path) -> None:
+    """``-wal``/``-shm`` files left by an older, laxer writer get the database file's mode too."""
+    for suffix in ("-wal", "-shm", "-journal"):
+        sibling = path.with_name(path.name + suffix)
+        try:
+            if sibling.exists() and sibling.stat().st_mode & 0o077:
+                sibling.chmod(0o600)
+        except OSError as exc:
+            raise StoreError(f"cannot restrict permissions of {sibling}: {exc}") from exc
+
+
+class SQLiteStore(SqlStore):
+    """The default store: a SQLite file (usually ``$THOUGHTLINE_HOME/state.db``)."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        super().__init__(SqliteDatabase(self.path))
