@@ -107,12 +107,20 @@ def _content_parts(content: Any, origin: Origin) -> list[Part]:
             parts.append(Text(text=chunk["text"]))
         elif chunk.get("type") == "thinking":
             # Mistral Magistral: thinking arrives as content chunks of text chunks.
-            inner = chunk.get("thinking")
-            text = "".join(_str(c.get("text")) for c in inner if isinstance(c, Mapping)) \
-                if isinstance(inner, list) else _str(inner)
-            parts.append(Reasoning(kind="text", text=text, origin=origin,
-                                   native={NS_MISTRAL: dict(chunk)}))
+            parts.append(Reasoning(kind="text", text=_thinking_text(chunk.get("thinking")),
+                                   origin=origin, native={NS_MISTRAL: dict(chunk)}))
     return parts
+
+
+def _thinking_text(inner: Any) -> str:
+    if isinstance(inner, list):
+        return "".join(_str(c.get("text")) for c in inner if isinstance(c, Mapping))
+    return _str(inner)
+
+
+def _is_text_chunk(chunk: Any) -> bool:
+    return isinstance(chunk, dict) and chunk.get("type") == "text" and isinstance(
+        chunk.get("text"), str)
 
 
 def _tool_call(raw: Any, position: int, response_id: str) -> ToolCall:
@@ -227,6 +235,7 @@ class StreamFold:
         self._details: dict[tuple[Any, ...], dict[str, Any]] = {}
         self._calls: dict[int, dict[str, Any]] = {}
         self._latest: dict[str, Any] = {}
+        self._chunks: list[dict[str, Any]] = []  # content-chunk lists (Mistral thinking)
 
     def add(self, chunk: Mapping[str, Any]) -> list[_Delta]:
         if not isinstance(chunk, Mapping):
@@ -259,6 +268,8 @@ class StreamFold:
             events.append(ReasoningDelta(reasoning))
         if _str(delta.get("content")):
             events.append(TextDelta(delta["content"]))
+        if isinstance(delta.get("content"), list):
+            events.extend(self._merge_chunks(delta["content"]))
         for item in delta.get(RD) or ():
             text = self._merge_detail(item)
             if text and not reasoning:
@@ -274,6 +285,46 @@ class StreamFold:
         if isinstance(extra, Mapping) and isinstance(extra.get("google"), Mapping):
             self._latest.setdefault("google", {}).update(extra["google"])
         return events
+
+    def _merge_chunks(self, chunks: list[Any]) -> list[_Delta]:
+        # Mistral Magistral streams its thinking as content-chunk lists, one fragment per delta,
+        # and its answer as strings: rebuild the whole content list, in arrival order.
+        events: list[_Delta] = []
+        for chunk in chunks:
+            if not isinstance(chunk, Mapping):
+                continue
+            if chunk.get("type") == "text":
+                if _str(chunk.get("text")):
+                    self._text["content"].append(chunk["text"])
+                    events.append(TextDelta(chunk["text"]))
+                continue
+            if self._text["content"]:  # the text so far keeps its place before this chunk
+                self._chunks.append({"type": "text", "text": "".join(self._text["content"])})
+                self._text["content"].clear()
+            if chunk.get("type") == "thinking":
+                self._merge_thinking(chunk)
+                if _thinking_text(chunk.get("thinking")):
+                    events.append(ReasoningDelta(_thinking_text(chunk.get("thinking"))))
+            else:
+                self._chunks.append(dict(chunk))
+        return events
+
+    def _merge_thinking(self, chunk: Mapping[str, Any]) -> None:
+        inner = chunk.get("thinking")
+        last = self._chunks[-1] if self._chunks else {}
+        if not (isinstance(inner, list) and last.get("type") == "thinking"
+                and isinstance(last.get("thinking"), list)):
+            copied = dict(chunk)
+            if isinstance(inner, list):
+                copied["thinking"] = [dict(c) if isinstance(c, Mapping) else c for c in inner]
+            self._chunks.append(copied)
+            return
+        for piece in inner:  # the next fragment of the same thinking chunk
+            previous = last["thinking"][-1] if last["thinking"] else None
+            if _is_text_chunk(piece) and _is_text_chunk(previous):
+                previous["text"] += piece["text"]
+            else:
+                last["thinking"].append(dict(piece) if isinstance(piece, Mapping) else piece)
 
     def _merge_detail(self, item: Any) -> str:
         if not isinstance(item, Mapping):
@@ -323,6 +374,9 @@ class StreamFold:
         for key, parts in self._text.items():
             if parts:
                 wire[key] = "".join(parts)
+        if self._chunks:
+            tail = "".join(self._text["content"])
+            wire["content"] = [*self._chunks, *([{"type": "text", "text": tail}] if tail else [])]
         if self._details:
             wire[RD] = list(self._details.values())
         if self._calls:
@@ -477,13 +531,43 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     return body
 
 
-def carriers_on_wire(body: Mapping[str, Any]) -> dict[str, int]:
-    """How many assistant messages carry each reasoning field (for the request log)."""
-    counts: dict[str, int] = {}
+def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Which reasoning fields went on the wire, on how many assistant turns (for the log)."""
+    carriers: dict[str, int] = {}
+    native: dict[str, int] = {}
+    pads = assistant = 0
     for message in body.get("messages", ()):
         if message.get("role") != "assistant":
             continue
-        for key in (RC, R, RD, "reasoning_opaque", "reasoning_text", "extra_content"):
+        assistant += 1
+        for key in (RC, R, RD):
             if key in message:
-                counts[key] = counts.get(key, 0) + 1
-    return counts
+                carriers[key] = carriers.get(key, 0) + 1
+        if message.get(RC) == PAD:
+            pads += 1
+        for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
+            if key in message:
+                native[key] = native.get(key, 0) + 1
+        for call in message.get("tool_calls") or ():
+            if "extra_content" in call:
+                native["tool_calls.extra_content"] = native.get("tool_calls.extra_content", 0) + 1
+            if "thought_signature" in call.get("function", {}):
+                native["function.thought_signature"] = (
+                    native.get("function.thought_signature", 0) + 1)
+    return {"assistant_turns": assistant, "carriers": carriers, "pads": pads, "native": native,
+            "body_extras": sorted(k for k in body if k not in _STANDARD_BODY_KEYS)}
+
+
+_STANDARD_BODY_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options",
+                                 "tool_choice", "temperature", "max_tokens", "top_p"})
+
+
+# --- endpoint -----------------------------------------------------------------------------------
+
+
+def endpoint(base_url: str, model: str, *, stream: bool) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}

@@ -38,6 +38,7 @@ class Route:
     echo_family: str | None = None
     body_extras: Mapping[str, Any] = field(default_factory=dict)
     native: frozenset[str] = frozenset()
+    stream_usage: bool = True  # may the request ask for usage on streams (stream_options)
     explain: str = ""
     notes: tuple[str, ...] = ()
 
@@ -128,6 +129,8 @@ class _Row:
     carriers: frozenset[str]
     select: _Selector
     local_endpoint: bool = False
+    catch_all: bool = False
+    stream_usage: bool = True
     explain: str = ""
 
 
@@ -173,7 +176,9 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
     try:
         rows = tuple(
             _Row(id=r["id"], carriers=frozenset(r["carriers"]), select=_selector(r),
-                 local_endpoint=bool(r.get("local_endpoint", False)), explain=r.get("explain", ""))
+                 local_endpoint=bool(r.get("local_endpoint", False)),
+                 catch_all=bool(r.get("catch_all", False)),
+                 stream_usage=bool(r.get("stream_usage", True)), explain=r.get("explain", ""))
             for r in raw["row"]
         )
         echo = tuple((e["family"], _selector(e)) for e in raw.get("echo", ()))
@@ -191,8 +196,9 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
         )
     except (KeyError, TypeError, re.error) as exc:
         raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
-    if not rows or rows[-1].select != _Selector() or rows[-1].local_endpoint:
-        raise ConfigError("route table must end with a catch-all default row")
+    if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
+        raise ConfigError("route table needs exactly one catch_all row and at most one "
+                          "local_endpoint row")
     return RouteTable(rows=rows, echo=echo, keep=keep, native=native)
 
 
@@ -206,14 +212,15 @@ def default_table() -> RouteTable:
 
 
 def _match_row(table: RouteTable, provider: str, hostname: str) -> _Row:
-    local = is_local_endpoint(hostname)
+    """Listed rows in order; then the local-endpoint row; then the catch-all row."""
     for row in table.rows:
-        if row.local_endpoint:
-            if local:
-                return row
-        elif row.select == _Selector() or row.select.by_provider_or_host(provider, hostname):
+        if not row.local_endpoint and row.select.by_provider_or_host(provider, hostname):
             return row
-    raise AssertionError("the table ends with a catch-all row")  # pragma: no cover
+    if is_local_endpoint(hostname):
+        local = next((row for row in table.rows if row.local_endpoint), None)
+        if local is not None:
+            return local
+    return next(row for row in table.rows if row.catch_all)
 
 
 def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) -> str | None:
@@ -262,7 +269,7 @@ def resolve(provider: str, base_url: str | None = None, model: str = "", *,
         carriers=row.carriers, must_echo=must_echo, echo_family=family if must_echo else None,
         body_extras=_body_extras(table, provider_id, hostname, model),
         native=frozenset(_native(table, row.id, provider_id, hostname, model)),
-        explain=row.explain, notes=tuple(notes),
+        stream_usage=row.stream_usage, explain=row.explain, notes=tuple(notes),
     )
 
 

@@ -1,0 +1,169 @@
+"""HTTP transport: POST a serialized body, return JSON or a stream of SSE events.
+
+Owns timeouts, bounded retries with backoff (429, 5xx, connection errors; ``Retry-After``
+honoured) and the mapping of httpx exceptions to ``ProviderError`` — once, here. It knows nothing
+of routes, carriers or reasoning; the learn-once fallback sits above it in the session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import random
+import time
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+from httpx_sse import EventSource, SSEError
+
+from thoughtline.errors import ProviderError, StreamInterrupted
+
+RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TransportConfig:
+    connect_timeout: float = 10.0
+    read_timeout: float = 300.0
+    max_retries: int = 2
+    backoff_base: float = 0.5
+    backoff_cap: float = 20.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Target:
+    """Where a request goes and what to call it in errors (route id, provider id)."""
+
+    url: str
+    headers: Mapping[str, str]
+    route: str = ""
+    provider: str = ""
+
+
+def provider_message(body: str) -> str:
+    """The human part of an error body (``error.message``, ``message``, or the text)."""
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body.strip()[:500]
+    if isinstance(data, list) and data:
+        data = data[0]
+    if isinstance(data, Mapping):
+        error = data.get("error", data)
+        if isinstance(error, Mapping):
+            message = error.get("message")
+            if isinstance(message, str | Mapping | list):
+                text = message if isinstance(message, str) else orjson.dumps(message).decode()
+                raw = error.get("metadata", {}).get("raw") if isinstance(
+                    error.get("metadata"), Mapping) else None
+                return f"{text} ({raw})" if isinstance(raw, str) else text
+        elif isinstance(error, str):
+            return error
+    return body.strip()[:500]
+
+
+def _retry_after(headers: Mapping[str, str]) -> float | None:
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+class HttpTransport:
+    """One httpx.AsyncClient; ``attempts`` counts HTTP requests actually sent."""
+
+    def __init__(self, config: TransportConfig | None = None,
+                 client: httpx.AsyncClient | None = None) -> None:
+        self.config = config or TransportConfig()
+        timeout = httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout)
+        self._client = client or httpx.AsyncClient(timeout=timeout, http2=False)
+        self.attempts = 0
+        self.retries = 0
+
+    async def aclose(self) -> None:
+        await self._client.aclose()
+
+    def _error(self, target: Target, message: str, *, status: int | None = None,
+               body: str = "") -> ProviderError:
+        return ProviderError(message, status=status, body=body, route=target.route,
+                             provider=target.provider, retries=self.retries)
+
+    async def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> None:
+        delay = _retry_after(headers) if headers is not None else None
+        if delay is None:
+            delay = min(self.config.backoff_cap, self.config.backoff_base * 2 ** attempt)
+            delay *= 0.5 + random.random() / 2
+        await asyncio.sleep(min(delay, self.config.backoff_cap))
+
+    async def _send(self, target: Target, body: bytes, *, stream: bool) -> httpx.Response:
+        """Send with retries; returns a response with a 2xx status (stream left open)."""
+        headers = {"content-type": "application/json", **target.headers}
+        for attempt in range(self.config.max_retries + 1):
+            last = attempt == self.config.max_retries
+            self.attempts += 1
+            try:
+                request = self._client.build_request("POST", target.url, content=body,
+                                                     headers=headers)
+                response = await self._client.send(request, stream=stream)
+            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                if last:
+                    raise self._error(target, f"could not reach {target.url}: {exc}") from exc
+                self.retries += 1
+                await self._backoff(attempt, None)
+                continue
+            if response.status_code < 400:
+                return response
+            text = (await response.aread()).decode("utf-8", "replace")
+            await response.aclose()
+            if response.status_code in RETRY_STATUSES and not last:
+                self.retries += 1
+                await self._backoff(attempt, response.headers)
+                continue
+            raise self._error(target, provider_message(text), status=response.status_code,
+                              body=text)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def post_json(self, target: Target, body: bytes) -> Any:
+        response = await self._send(target, body, stream=False)
+        try:
+            return orjson.loads(response.content)
+        except orjson.JSONDecodeError as exc:
+            raise self._error(target, "the response is not JSON: "
+                              f"{response.text[:200]!r}", status=response.status_code,
+                              body=response.text) from exc
+
+    async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[Any]:
+        """Yield each SSE ``data:`` payload parsed as JSON; ends at ``[DONE]``.
+
+        A stream that ends without ``[DONE]`` ends silently: the caller's fold decides whether
+        what arrived was complete. A connection error mid-stream raises StreamInterrupted.
+        """
+        response = await self._send(target, body, stream=True)
+        try:
+            async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+                async for event in events:
+                    data = event.data
+                    if not data:
+                        continue
+                    if data.strip() == "[DONE]":
+                        return
+                    try:
+                        yield orjson.loads(data)
+                    except orjson.JSONDecodeError as exc:
+                        raise StreamInterrupted(
+                            f"malformed stream event: {data[:200]!r}") from exc
+        except SSEError as exc:
+            raise StreamInterrupted(f"not an event stream: {exc}") from exc
+        except (httpx.TransportError, httpx.TimeoutException) as exc:
+            raise StreamInterrupted(f"the stream from {target.provider or target.url} broke "
+                                    f"off: {exc}") from exc
+        finally:
+            await response.aclose()
