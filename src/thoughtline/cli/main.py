@@ -18,7 +18,6 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "logs": ("thoughtline.cli.logs", "logs", "Show which reasoning fields each request carried."),
     "routes": ("thoughtline.cli.routes", "routes",
                "Explain what a route receives (and what was learned about it)."),
-    "serve": ("thoughtline.cli.serve", "serve", "Run the OpenAI-compatible gateway."),
     "demo": ("thoughtline.cli.demo", "demo", "Offline walkthrough on the built-in emulators."),
 }
 

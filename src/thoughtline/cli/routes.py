@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -41,28 +42,92 @@ def describe(route: Route) -> list[str]:
     return lines
 
 
-@click.command()
+def _learned(ctx: click.Context, route: Route, session_ref: str | None) -> list[Any]:
+    """Verdicts that apply to this route: the global ledger's, plus the session's if named."""
+    from thoughtline.cli.common import open_store
+    from thoughtline.replay import Verdict, applicable
+
+    store = open_store(ctx)
+    try:
+        known = list(store.verdicts())
+        if session_ref:
+            record = store.get_session(session_ref)
+            known += [Verdict.from_json(v) for v in record.model_config.get("verdicts", ())]
+    finally:
+        store.close()
+    merged: dict[tuple[str, str, str], Verdict] = {}
+    for verdict in applicable(route, known):
+        merged[verdict.key] = merged[verdict.key].merged(verdict) if verdict.key in merged \
+            else verdict
+    return list(merged.values())
+
+
+@click.group(invoke_without_command=True)
 @click.option("--provider", "provider_id", default="custom", show_default=True,
               help="Preset id or a provider named in config.toml.")
 @click.option("--base-url", help="Override the preset's base URL (the provider id is kept).")
 @click.option("--model", help="Model id (default: the preset's).")
+@click.option("--session", "session_ref", metavar="SESSION",
+              help="Also show what this session learned (id, prefix or title).")
 @click.option("--json", "as_json", is_flag=True, help="Print the resolution as one JSON object.")
 @click.pass_context
 def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: str | None,
-           as_json: bool) -> None:
-    """Explain which reasoning fields a route receives.
+           session_ref: str | None, as_json: bool) -> None:
+    """Explain which reasoning fields a route receives, and what was learned about it.
 
     \b
     Examples:
       thoughtline routes --provider deepseek
       thoughtline routes --provider custom --base-url https://api.groq.com/openai/v1 --json
+      thoughtline routes forget --provider mistral          # clear learned verdicts
     """
-    home = config.home(ctx.obj.get("home") if ctx.obj else None)
-    cfg = config.load_config(home)
+    if ctx.invoked_subcommand is not None:
+        return
+    from thoughtline.cli.common import home_dir
+    from thoughtline.replay import plan
+
+    cfg = config.load_config(home_dir(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
     route = resolve(prov.id, prov.base_url, prov.model, echo=prov.echo)  # type: ignore[arg-type]
+    learned = _learned(ctx, route, session_ref)
+    effective = plan(route, learned)
     if as_json:
-        click.echo(json.dumps(route.to_json()))
+        data = route.to_json()
+        if learned:
+            data["verdicts"] = [v.to_json() for v in learned]
+            data["effective_carriers"] = sorted(effective.carriers)
+            data["effective_must_echo"] = effective.pad
+        click.echo(json.dumps(data))
         return
     for line in describe(route):
         click.echo(line)
+    for verdict in learned:
+        what = [f"stop sending {', '.join(sorted(verdict.drop))}"] if verdict.drop else []
+        if verdict.pad:
+            what.append("send the placeholder on assistant turns without reasoning")
+        click.echo(f"learned: {' and '.join(what)} ({verdict.reason or 'from a 4xx'})")
+    if learned:
+        click.echo("effective on the wire: "
+                   + (", ".join(sorted(effective.carriers)) or "nothing"))
+
+
+@routes.command()
+@click.option("--provider", "provider_id", help="Only verdicts for this provider id.")
+@click.option("--host", help="Only verdicts for this host.")
+@click.option("--model", help="Only verdicts for this model.")
+@click.pass_context
+def forget(ctx: click.Context, provider_id: str | None, host: str | None,
+           model: str | None) -> None:
+    """Clear learned verdicts from the global ledger (all of them without filters).
+
+    Sessions keep their own copy; a new session starts from the ledger.
+    """
+    from thoughtline.cli.common import open_store
+
+    store = open_store(ctx)
+    try:
+        count = store.forget_verdicts(provider=provider_id.lower() if provider_id else None,
+                                      host=host.lower() if host else None, model=model)
+    finally:
+        store.close()
+    click.echo(f"forgot {count} verdict{'s' if count != 1 else ''}")

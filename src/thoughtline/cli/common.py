@@ -1,0 +1,46 @@
+"""What every command shares: the home directory, the store, the console, session lookup."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from thoughtline import config
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from thoughtline.store.base import Store
+
+
+def home_dir(ctx: click.Context) -> Path:
+    root = ctx.find_root()
+    override = root.obj.get("home") if isinstance(root.obj, dict) else None
+    return config.ensure_home(config.home(override))
+
+
+def open_store(ctx: click.Context) -> Store:
+    from thoughtline.store import open_store as _open
+
+    return _open(None, home_dir(ctx))
+
+
+def plain_output(stream: object = None) -> bool:
+    """True when output must be plain text: NO_COLOR set, or not a terminal."""
+    target = stream or sys.stdout
+    isatty = getattr(target, "isatty", None)
+    return bool(os.environ.get("NO_COLOR")) or not (isatty and isatty())
+
+
+def console(*, stderr: bool = False) -> Console:
+    from rich.console import Console
+
+    stream = sys.stderr if stderr else sys.stdout
+    plain = plain_output(stream)
+    return Console(file=stream, no_color=plain, color_system=None if plain else "auto",
+                   highlight=False, soft_wrap=True, emoji=False,
+                   force_terminal=False if plain else None)

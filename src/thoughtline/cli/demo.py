@@ -1,0 +1,229 @@
+"""``thoughtline demo``: the whole job, offline, on the built-in route emulators.
+
+Runs a scripted tool-calling conversation against several route personalities, resumes every
+session in a fresh process, and prints what each route received and whether every request was
+accepted — checked from the emulators' own records, not from our code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from thoughtline.cli.common import console
+
+TOOL_NAME = "lookup_weather"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Scenario:
+    label: str
+    personality: str
+    provider: str
+    model: str
+    rejections: int = 0  # requests the route is expected to reject (the fallback learns once)
+
+
+SCENARIOS = (
+    Scenario(label="deepseek (must-echo)", personality="deepseek", provider="deepseek",
+             model="deepseek-reasoner"),
+    Scenario(label="kimi (must-echo, keep)", personality="kimi", provider="kimi",
+             model="kimi-k2.6"),
+    Scenario(label="mistral (strict)", personality="mistral", provider="mistral",
+             model="magistral-medium-latest"),
+    Scenario(label="openrouter claude (signed)", personality="openrouter",
+             provider="openrouter", model="anthropic/claude-sonnet-4.5"),
+    Scenario(label="openrouter gpt-5 (encrypted)", personality="openrouter",
+             provider="openrouter", model="openai/gpt-5"),
+    Scenario(label="gemini compat (signatures)", personality="gemini-openai",
+             provider="gemini-openai", model="gemini-3-pro-preview"),
+    Scenario(label="copilot (opaque)", personality="copilot", provider="copilot",
+             model="claude-sonnet-4.5"),
+    Scenario(label="unlisted strict relay", personality="strict-custom",
+             provider="custom", model="relay-reasoner", rejections=1),
+)
+
+QUESTIONS = ("What's the weather in Florence?", "And in Rome?")
+RESUME_QUESTION = "Which city was warmer?"
+
+
+def _tool() -> Any:
+    from thoughtline.messages import ToolSpec
+
+    return ToolSpec(name=TOOL_NAME, description="Current weather for a city.",
+                    parameters={"type": "object", "properties": {"query": {"type": "string"}}})
+
+
+async def _conversation(session: Any, questions: tuple[str, ...]) -> None:
+    """Each question, then answer every tool call with a canned result until the model stops."""
+    from thoughtline.messages import ToolResult
+
+    for question in questions:
+        done = await session.send(question)
+        for _ in range(4):
+            calls = done.message.tool_calls
+            if not calls:
+                break
+            done = await session.send([ToolResult(call_id=c.id, content="22 °C, clear sky")
+                                       for c in calls])
+
+
+async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
+    from thoughtline.config import ProviderConfig
+    from thoughtline.requestlog import RequestLog
+    from thoughtline.session import Session
+    from thoughtline.store import open_store
+
+    out = console()
+    store = open_store(None, home)
+    ids: dict[str, str] = {}
+    try:
+        for scenario in SCENARIOS:
+            emulator = emulators[scenario.label]
+            provider = ProviderConfig(id=scenario.provider, base_url=emulator.base_url,
+                                      model=scenario.model, key_env="")
+            session = Session.create(store, provider, title=f"demo: {scenario.label}",
+                                     tools=[_tool()], log=RequestLog(home / "logs"))
+            try:
+                await _conversation(session, QUESTIONS)
+            finally:
+                await session.transport.aclose()
+            ids[scenario.label] = session.id
+            out.print(f"  ✓ {scenario.label}: {len(emulator.received)} requests, "
+                      f"{len(session.history)} turns stored", markup=False)
+    finally:
+        store.close()
+    return ids
+
+
+async def _resume_phase(home: Path, ids: list[str]) -> None:
+    from thoughtline.requestlog import RequestLog
+    from thoughtline.session import Session
+    from thoughtline.store import open_store
+
+    store = open_store(None, home)
+    try:
+        for session_id in ids:
+            session = Session.resume(store, session_id, log=RequestLog(home / "logs"))
+            try:
+                await _conversation(session, (RESUME_QUESTION,))
+            finally:
+                await session.transport.aclose()
+    finally:
+        store.close()
+
+
+def _assistant_turns(received: Any) -> list[bytes]:
+    import orjson
+
+    body = received.body or {}
+    return [orjson.dumps(m, option=orjson.OPT_SORT_KEYS) for m in body.get("messages", ())
+            if m.get("role") == "assistant"]
+
+
+def _row(scenario: Scenario, emulator: Any, before: int) -> dict[str, Any]:
+    """What the emulator saw: statuses, carriers per assistant turn, and the restart check."""
+    from thoughtline.routes import resolve
+
+    received = list(emulator.received)
+    accepted = sum(1 for r in received if r.status == 200)
+    rejected = [r.status for r in received if r.status != 200]
+    keys: set[str] = set()
+    pads = 0
+    for r in received:
+        if r.status != 200:
+            continue  # what the route accepted; the rejected request is counted separately
+        for m in (r.body or {}).get("messages", ()):
+            if m.get("role") == "assistant":
+                keys |= {k for k in m if k not in ("role", "content", "tool_calls")}
+                pads += m.get("reasoning_content") == " "
+    last_before, first_after = received[before - 1], received[before]
+    replayed = _assistant_turns(first_after)[: len(_assistant_turns(last_before))]
+    identical = replayed == _assistant_turns(last_before)
+    route = resolve(scenario.provider, emulator.base_url, scenario.model)
+    return {"label": scenario.label, "route": route.row, "requests": len(received),
+            "accepted": accepted, "rejected": rejected, "fields": sorted(keys), "pads": pads,
+            "restart_identical": identical,
+            "as_expected": identical and len(rejected) == scenario.rejections}
+
+
+_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD",
+          "extra_content": "google signature", "reasoning_opaque": "copilot opaque",
+          "reasoning_text": "copilot text"}
+LEGEND = ("RC = reasoning_content, R = reasoning, RD = reasoning_details (items verbatim); "
+          "fields counted on the requests each route accepted.")
+
+
+def _table(rows: list[dict[str, Any]]) -> Any:
+    from rich.table import Table
+
+    table = Table(title="What each route received (from the emulators' own records)")
+    for column in ("route", "row", "requests", "on assistant turns", "restart"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        status = f"{row['accepted']}/{row['requests']} ok"
+        if row["rejected"]:
+            status += f", {len(row['rejected'])} rejected → learned"
+        fields = ", ".join(_SHORT.get(f, f) for f in row["fields"]) or "nothing"
+        if row["pads"]:
+            fields += f" ({row['pads']} pads)"
+        table.add_row(row["label"], row["route"], status, fields,
+                      "identical" if row["restart_identical"] else "CHANGED")
+    return table
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the demo's state directory and print it.")
+@click.option("--resume-sessions", hidden=True, help="(internal) second-process phase.")
+@click.pass_context
+def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
+    """Offline walkthrough: a tool-calling conversation on eight emulated routes, resumed in a
+    fresh process, with a table of what each route received.
+
+    Nothing touches the network or your sessions: state goes to a temporary directory unless
+    --home is given.
+    """
+    root = ctx.find_root().obj or {}
+    if resume_sessions is not None:
+        asyncio.run(_resume_phase(Path(root["home"]), resume_sessions.split(",")))
+        return
+    from thoughtline.testing import ChatEmulator
+
+    home = Path(root.get("home") or tempfile.mkdtemp(prefix="thoughtline-demo-"))
+    out = console()
+    emulators = {s.label: ChatEmulator(s.personality, require_auth=False).start()
+                 for s in SCENARIOS}
+    try:
+        out.print("thoughtline demo — a tool-calling conversation on each route "
+                  "(2 questions, each with a tool call)", style="bold", markup=False)
+        ids = asyncio.run(_first_phase(home, emulators))
+        before = {label: len(e.received) for label, e in emulators.items()}
+        out.print("  … resuming every session in a fresh process", markup=False)
+        subprocess.run([sys.executable, "-m", "thoughtline.cli.main", "--home", str(home),
+                        "demo", "--resume-sessions", ",".join(ids.values())], check=True)
+        rows = [_row(s, emulators[s.label], before[s.label]) for s in SCENARIOS]
+    finally:
+        for emulator in emulators.values():
+            emulator.stop()
+    out.print(_table(rows))
+    out.print(LEGEND, style="dim", markup=False)
+    ok = all(r["as_expected"] for r in rows)
+    out.print(f"{sum(r['requests'] for r in rows)} requests, "
+              f"{sum(len(r['rejected']) for r in rows)} rejected (expected: the one the "
+              f"fallback learns from); every session resumed in a fresh process with its "
+              f"reasoning replayed byte-identical: {'yes' if ok else 'NO'}", markup=False)
+    if keep or root.get("home"):
+        out.print(f"state kept in {home} (try: thoughtline --home {home} sessions list)",
+                  markup=False)
+    else:
+        shutil.rmtree(home, ignore_errors=True)
+    if not ok:
+        raise SystemExit(1)

@@ -1,0 +1,119 @@
+"""The interactive chat loop: prompt_toolkit input, slash commands, Ctrl-C / Ctrl-D."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from thoughtline.cli.turns import ChatRunner
+
+HELP = """\
+Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. Ctrl-C stops an answer, Ctrl-D exits.
+  /branch [title]        continue in a new branch (every turn's reasoning carried over)
+  /model ID              switch the model for the next turns
+  /sessions              list recent sessions
+  /reasoning show|hide   show or hide the model's reasoning
+  /compact               compact the context (not available yet)
+  /exit                  leave (the session is saved after every turn)"""
+
+
+def _prompt_reader(runner: ChatRunner) -> Callable[[], str]:
+    """A line reader: prompt_toolkit on a terminal, plain stdin otherwise."""
+    if not sys.stdin.isatty():
+        def read_plain() -> str:
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line.rstrip("\n")
+
+        return read_plain
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings
+
+    bindings = KeyBindings()
+
+    @bindings.add("escape", "enter")
+    def _newline(event: object) -> None:
+        event.current_buffer.insert_text("\n")  # type: ignore[attr-defined]
+
+    history = FileHistory(str(runner.home / "prompt-history"))
+    prompt = PromptSession(history=history, key_bindings=bindings, multiline=False)
+
+    def read() -> str:
+        return prompt.prompt("› ")
+
+    return read
+
+
+def _slash(runner: ChatRunner, line: str) -> bool:
+    """Handle a slash command; False means exit."""
+    name, _, arg = line[1:].partition(" ")
+    arg = arg.strip()
+    out = runner.out
+    if name in ("exit", "quit", "q"):
+        return False
+    if name == "help":
+        out.print(HELP, markup=False)
+    elif name == "branch":
+        branched = runner.branch(arg)
+        out.print(f"branched: now in session {branched.id[:12]} ({branched.record.title}) with "
+                  f"{len(branched.history)} turns carried over", markup=False)
+    elif name == "model":
+        if not arg:
+            out.print(f"model: {runner.session.provider.model}", markup=False)
+        else:
+            runner.switch_model(arg)
+            route = runner.session.route
+            out.print(f"model: {arg} (route {route.row}, carriers "
+                      f"{', '.join(sorted(route.carriers)) or 'none'})", markup=False)
+    elif name == "sessions":
+        for record in runner.store.list_sessions(limit=10):
+            mark = "*" if record.id == runner.session.id else " "
+            out.print(f"{mark} {record.id[:12]}  {record.turns:>4} turns  {record.title}",
+                      markup=False)
+    elif name == "reasoning":
+        if arg not in ("show", "hide"):
+            out.print("usage: /reasoning show|hide", markup=False)
+        else:
+            runner.show_reasoning = arg == "show"
+            out.print(f"reasoning {'shown' if runner.show_reasoning else 'hidden'}",
+                      markup=False)
+    elif name == "compact":
+        out.print("compaction is not available yet; nothing was changed", markup=False)
+    else:
+        out.print(f"unknown command /{name} — /help lists them", markup=False)
+    return True
+
+
+def run_interactive(runner: ChatRunner) -> None:
+    from thoughtline.errors import ProtocolError, ProviderError
+
+    session = runner.session
+    runner.out.print(f"thoughtline — session {session.id[:12]} · {session.provider.id} · "
+                     f"{session.provider.model} · route {session.route.row}   (/help)",
+                     style="bold", markup=False)
+    read = _prompt_reader(runner)
+    while True:
+        try:
+            line = read()
+        except KeyboardInterrupt:
+            continue
+        except EOFError:
+            runner.out.print()
+            return
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/"):
+            if not _slash(runner, line):
+                return
+            continue
+        try:
+            runner.turn(line)
+        except (ProviderError, ProtocolError) as exc:
+            runner.err.print(f"error: {exc}", style="red", markup=False)
+            runner.err.print("(the session is intact; try again or /model to switch)",
+                             style="dim", markup=False)

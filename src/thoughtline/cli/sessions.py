@@ -1,0 +1,258 @@
+"""``thoughtline sessions list|show|export|import|rm``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import sys
+from typing import Any
+
+import click
+
+from thoughtline.cli.common import console, open_store
+from thoughtline.messages import (
+    Message,
+    Reasoning,
+    message_from_json,
+    message_to_json,
+)
+
+EXPORT_FORMAT = "thoughtline.session/1"
+
+
+def _when(ts: float) -> str:
+    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M")
+
+
+def _model_of(record: Any) -> str:
+    provider = record.model_config.get("provider", {})
+    return f"{provider.get('id', '?')}/{provider.get('model', '?')}"
+
+
+def reasoning_summary(part: Reasoning, refs: list[Any]) -> dict[str, Any]:
+    """Kind, origin, size and stored payload digests of one reasoning part (what ``show`` lists).
+
+    ``refs`` are the store's payload references for this part: the digests a corrupted payload
+    would be reported under.
+    """
+    origin = part.origin
+    readable = len((part.text or "").encode()) + len((part.summary or "").encode())
+    return {
+        "kind": part.kind,
+        "origin": f"{origin.api}:{origin.provider}/{origin.model}" if origin else "",
+        "bytes": readable + sum(r.size for r in refs),
+        "payloads": [{"field": r.field, "bytes": r.size, "digest": r.digest} for r in refs],
+        "complete": part.complete,
+        "native": sorted(part.native),
+    }
+
+
+def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]:
+    from thoughtline.store import encode_message
+
+    refs = encode_message(message).refs
+    preview = message.text or "; ".join(
+        f"{r.call_id}: {r.content}" for r in message.tool_results)
+    return {
+        "seq": seq, "id": message_id, "role": message.role,
+        "preview": preview[:120], "incomplete": message.incomplete,
+        "tool_calls": [c.name for c in message.tool_calls],
+        "reasoning": [reasoning_summary(p, [r for r in refs if r.part == i])
+                      for i, p in enumerate(message.parts) if isinstance(p, Reasoning)],
+        "native": sorted(message.native),
+    }
+
+
+@click.group()
+def sessions() -> None:
+    """List, show, export, import or remove stored sessions."""
+
+
+@sessions.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON array.")
+@click.option("-n", "--limit", type=int, default=None, help="Show at most N sessions.")
+@click.pass_context
+def list_(ctx: click.Context, as_json: bool, limit: int | None) -> None:
+    """Sessions, most recently updated first."""
+    store = open_store(ctx)
+    try:
+        records = store.list_sessions(limit=limit)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps([{
+            "id": r.id, "title": r.title, "provider": r.model_config.get("provider", {}).get("id"),
+            "model": r.model_config.get("provider", {}).get("model"), "turns": r.turns,
+            "created_at": r.created_at, "updated_at": r.updated_at, "parent": r.parent_id,
+        } for r in records]))
+        return
+    from rich.table import Table
+
+    table = Table(box=None, pad_edge=False)
+    for column in ("id", "title", "provider/model", "turns", "updated"):
+        table.add_column(column, justify="right" if column == "turns" else "left")
+    for r in records:
+        table.add_row(r.id[:12], r.title or "(untitled)", _model_of(r), str(r.turns),
+                      _when(r.updated_at))
+    out = console()
+    if not records:
+        out.print("no sessions yet — start one with 'thoughtline chat' or 'thoughtline demo'")
+    else:
+        out.print(table)
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def show(ctx: click.Context, session: str, as_json: bool) -> None:
+    """Turns with their reasoning carriers (kind, origin, bytes, digest) and learned verdicts."""
+    store = open_store(ctx)
+    try:
+        record = store.get_session(session)
+        loaded = store.load_history(record.id)
+    finally:
+        store.close()
+    turns = [_turn_summary(m.seq, m.message, m.id) for m in loaded.messages]
+    cfg = record.model_config
+    data = {
+        "id": record.id, "title": record.title, "parent": record.parent_id,
+        "fork_point": record.fork_point, "provider": cfg.get("provider", {}),
+        "verdicts": cfg.get("verdicts", []), "fingerprints": cfg.get("fingerprints", []),
+        "turns": turns,
+        "problems": [{"seq": p.seq, "part": p.part, "digest": p.digest, "detail": p.detail}
+                     for p in loaded.problems],
+    }
+    if as_json:
+        click.echo(json.dumps(data, ensure_ascii=False))
+        return
+    _print_show(data)
+
+
+def _print_show(data: dict[str, Any]) -> None:
+    out = console()
+    provider = data["provider"]
+    out.print(f"session {data['id']}  {data['title'] or '(untitled)'}", style="bold",
+              markup=False)
+    out.print(f"provider {provider.get('id')} · model {provider.get('model')} · "
+              f"base URL {provider.get('base_url') or '(preset)'}", markup=False)
+    if data["parent"]:
+        out.print(f"branch of {data['parent']} at turn {data['fork_point']}", markup=False)
+    for turn in data["turns"]:
+        flag = " (incomplete)" if turn["incomplete"] else ""
+        calls = f" → {', '.join(turn['tool_calls'])}" if turn["tool_calls"] else ""
+        out.print(f"[{turn['seq']:>3}] {turn['role']:<9} {turn['preview']!r}{calls}{flag}",
+                  markup=False)
+        for r in turn["reasoning"]:
+            state = "" if r["complete"] else " INCOMPLETE"
+            native = f" native={','.join(r['native'])}" if r["native"] else ""
+            digests = " ".join(f"{p['field']}={p['digest'][7:19]}…" for p in r["payloads"])
+            out.print(f"        reasoning {r['kind']:<9} {r['bytes']:>7} B  {r['origin']}"
+                      f"{native}{state}  {digests}", style="dim", markup=False)
+        if turn["native"]:
+            out.print(f"        message-level native: {', '.join(turn['native'])}",
+                      style="dim", markup=False)
+    out.print("learned verdicts:" if data["verdicts"] else "learned verdicts: none",
+              markup=False)
+    for v in data["verdicts"]:
+        what = f"drop {', '.join(v['drop'])}" if v["drop"] else ""
+        if v.get("pad"):
+            what = (what + "; " if what else "") + "pad with the placeholder"
+        out.print(f"  {v['provider']} @ {v['host'] or '-'} / {v['model']}: {what}"
+                  f"  ({v.get('reason', '')})", markup=False)
+    out.print(f"rejected-signature fingerprints: {len(data['fingerprints'])}", markup=False)
+    for p in data["problems"]:
+        out.print(f"problem: turn {p['seq']} part {p['part']}: {p['detail']}", style="red",
+                  markup=False)
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "md"]), default="json",
+              show_default=True)
+@click.option("-o", "--output", type=click.File("w"), default="-", help="File (default stdout).")
+@click.pass_context
+def export(ctx: click.Context, session: str, fmt: str, output: Any) -> None:
+    """Export a session. JSON keeps everything and re-imports to an identical session."""
+    store = open_store(ctx)
+    try:
+        record = store.get_session(session)
+        loaded = store.load_history(record.id)
+    finally:
+        store.close()
+    messages = [message_to_json(m.message) for m in loaded.messages]
+    meta = {"id": record.id, "title": record.title, "created_at": record.created_at,
+            "updated_at": record.updated_at, "model_config": dict(record.model_config)}
+    if fmt == "json":
+        json.dump({"format": EXPORT_FORMAT, "session": meta, "messages": messages}, output,
+                  ensure_ascii=False)
+        output.write("\n")
+    elif fmt == "jsonl":
+        output.write(json.dumps({"format": EXPORT_FORMAT, "session": meta},
+                                ensure_ascii=False) + "\n")
+        for m in messages:
+            output.write(json.dumps(m, ensure_ascii=False) + "\n")
+    else:
+        output.write(_markdown(record.title, [m.message for m in loaded.messages]))
+
+
+def _markdown(title: str, messages: list[Message]) -> str:
+    lines = [f"# {title or 'thoughtline session'}", ""]
+    for message in messages:
+        lines.append(f"## {message.role}{' (incomplete)' if message.incomplete else ''}")
+        thought = message.reasoning_text()
+        if thought:
+            lines.extend(["", "<details><summary>reasoning</summary>", "", thought, "",
+                          "</details>"])
+        if message.text:
+            lines.extend(["", message.text])
+        for call in message.tool_calls:
+            lines.extend(["", f"tool call `{call.name}` (`{call.id}`): `{call.arguments}`"])
+        for result in message.tool_results:
+            lines.extend(["", f"tool result for `{result.call_id}`:", "", "```",
+                          result.content, "```"])
+        lines.append("")
+    return "\n".join(lines)
+
+
+@sessions.command("import")
+@click.argument("file", type=click.File("r"))
+@click.pass_context
+def import_(ctx: click.Context, file: Any) -> None:
+    """Import a JSON export as a new session with the identical history."""
+    try:
+        data = json.load(file)
+        if data.get("format") != EXPORT_FORMAT:
+            raise ValueError(f"not a {EXPORT_FORMAT} export")
+        messages = [message_from_json(m) for m in data["messages"]]
+        meta = data["session"]
+    except (ValueError, KeyError, TypeError) as exc:
+        raise click.UsageError(f"cannot import {file.name}: {exc}") from exc
+    store = open_store(ctx)
+    try:
+        record = store.create_session(title=meta.get("title", ""),
+                                      model_config=meta.get("model_config", {}))
+        store.append(record.id, messages)
+    finally:
+        store.close()
+    click.echo(record.id)
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.pass_context
+def rm(ctx: click.Context, session: str, yes: bool) -> None:
+    """Remove a session."""
+    store = open_store(ctx)
+    try:
+        record = store.get_session(session)
+        if not yes:
+            if not sys.stdin.isatty():
+                raise click.UsageError("refusing to remove without confirmation: pass --yes")
+            click.confirm(f"Remove session {record.id[:12]} ({record.title or 'untitled'}, "
+                          f"{record.turns} turns)?", abort=True)
+        store.delete_session(record.id)
+    finally:
+        store.close()
+    click.echo(f"removed {record.id}")

@@ -1,0 +1,171 @@
+"""Running chat turns from the CLI: one event loop, one session, streamed rendering, Ctrl-C.
+
+Owns the glue between the click command / interactive loop and ``Session``: creating or resuming
+the session (starting the demo emulator when asked), streaming events to the terminal, and
+turning an interrupt into "stop this answer, keep the session".
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from thoughtline import config
+from thoughtline.events import Done, Notice, ReasoningDelta, TextDelta, ToolCallStarted
+from thoughtline.requestlog import RequestLog
+from thoughtline.session import Session, TurnOptions
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from thoughtline.store.base import Store
+
+
+class ChatRunner:
+    def __init__(self, *, ctx: click.Context, store: Store, stream: bool, show_reasoning: bool,
+                 out: Console, err: Console) -> None:
+        from thoughtline.cli.common import home_dir
+
+        self.ctx = ctx
+        self.store = store
+        self.home = home_dir(ctx)
+        self.stream = stream
+        self.show_reasoning = show_reasoning
+        self.out = out
+        self.err = err
+        self.loop = asyncio.new_event_loop()
+        self.emulator: Any = None
+        self._session: Session | None = None
+
+    @property
+    def session(self) -> Session:
+        assert self._session is not None
+        return self._session
+
+    # --- session lifecycle --------------------------------------------------------------------
+
+    def _prepare(self, prov: config.ProviderConfig) -> config.ProviderConfig:
+        if prov.id == config.DEMO_PROVIDER:
+            from thoughtline.cli.chat import start_demo_backend
+
+            if self.emulator is not None:
+                return replace(prov, base_url=self.emulator.base_url, key_env="")
+            prov, self.emulator = start_demo_backend(prov)
+        return prov
+
+    def _log(self) -> RequestLog:
+        return RequestLog(self.home / "logs")
+
+    def create(self, prov: config.ProviderConfig, *, title: str = "") -> None:
+        prov = self._prepare(prov)
+        self._session = Session.create(self.store, prov, title=title, log=self._log())
+
+    def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
+               model: str | None, key_env: str | None) -> None:
+        session = Session.resume(self.store, ref, log=self._log())
+        prov = session.provider
+        if provider_id and provider_id.lower() != prov.id:
+            cfg = config.load_config(self.home)
+            prov = config.provider(provider_id, cfg)
+        changes = {k: v for k, v in (("base_url", base_url), ("model", model),
+                                     ("key_env", key_env)) if v}
+        if changes:
+            prov = replace(prov, **changes)
+        prepared = self._prepare(prov)
+        if prepared != session.provider:
+            session.set_provider(prepared)
+        self._session = session
+        for problem in session.problems:
+            self.err.print(f"warning: turn {problem.seq}: {problem.detail} — that part will "
+                           "not be sent", style="yellow")
+
+    def switch_model(self, model: str) -> None:
+        self.session.set_model(model)
+
+    def branch(self, title: str = "") -> Session:
+        branched = self.session.branch(title=title or f"{self.session.record.title} (branch)")
+        self._session = branched
+        return branched
+
+    def close(self) -> None:
+        if self._session is not None:
+            self.loop.run_until_complete(self._session.transport.aclose())
+        self.loop.run_until_complete(self.loop.shutdown_asyncgens())
+        if self.emulator is not None:
+            self.emulator.stop()
+        self.loop.close()
+
+    # --- turns --------------------------------------------------------------------------------
+
+    def one_shot(self, text: str, *, as_json: bool) -> Done | None:
+        """Send one turn; render it unless ``as_json``. Ctrl-C stops it and keeps the session."""
+        return self.turn(text, render=not as_json)
+
+    def turn(self, text: str, *, render: bool = True) -> Done | None:
+        task = self.loop.create_task(self._run(text, render))
+        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-main thread
+            self.loop.add_signal_handler(signal.SIGINT, task.cancel)
+        try:
+            return self.loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            self.out.print()
+            self.err.print("[interrupted — the session is kept; the partial answer is stored "
+                           "as incomplete]", style="yellow", markup=False)
+            return None
+        finally:
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                self.loop.remove_signal_handler(signal.SIGINT)
+
+    async def _run(self, text: str, render: bool) -> Done | None:
+        done: Done | None = None
+        state = _RenderState()
+        async for event in self.session.stream(text, TurnOptions(stream=self.stream)):
+            if isinstance(event, Done):
+                done = event
+                if render and not self.stream:
+                    self._render_whole(event)
+            elif isinstance(event, Notice):
+                self.err.print(event.text, style="yellow", markup=False)
+            elif render:
+                self._render_delta(event, state)
+        if render and self.stream:
+            self.out.print()
+        return done
+
+    def _render_delta(self, event: Any, state: _RenderState) -> None:
+        if isinstance(event, ReasoningDelta):
+            if self.show_reasoning:
+                self.out.print(event.text, style="dim italic", end="", markup=False)
+                state.reasoning = True
+        elif isinstance(event, TextDelta):
+            if state.reasoning and not state.text:
+                self.out.print("\n")
+            state.text = True
+            self.out.print(event.text, end="", markup=False)
+        elif isinstance(event, ToolCallStarted):
+            self.out.print(f"\n→ tool call: {event.name}", style="cyan", markup=False)
+
+    def _render_whole(self, done: Done) -> None:
+        message = done.message
+        thought = message.reasoning_text()
+        if self.show_reasoning and thought:
+            self.out.print(thought, style="dim italic", markup=False)
+            self.out.print()
+        if message.text:
+            self.out.print(message.text, markup=False)
+        for call in message.tool_calls:
+            self.out.print(f"→ tool call: {call.name}({call.arguments})", style="cyan",
+                           markup=False)
+
+
+class _RenderState:
+    __slots__ = ("reasoning", "text")
+
+    def __init__(self) -> None:
+        self.reasoning = False
+        self.text = False
