@@ -132,34 +132,20 @@ def _assistant_turns(received: Any) -> list[bytes]:
 def _row(scenario: Scenario, emulator: Any, before: int) -> dict[str, Any]:
     """What the emulator saw: statuses, carriers per assistant turn, and the restart check."""
     from thoughtline.routes import resolve
+    from thoughtline.testing.records import assistant_fields
 
     received = list(emulator.received)
     accepted = sum(1 for r in received if r.status == 200)
     rejected = [r.status for r in received if r.status != 200]
-    keys: set[str] = set()
-    pads = 0
-    for r in received:
-        if r.status != 200:
-            continue  # what the route accepted; the rejected request is counted separately
-        for m in (r.body or {}).get("messages", ()):
-            if m.get("role") == "assistant":
-                keys |= {k for k in m if k not in ("role", "content", "tool_calls")}
-                pads += m.get("reasoning_content") == " "
     last_before, first_after = received[before - 1], received[before]
     replayed = _assistant_turns(first_after)[: len(_assistant_turns(last_before))]
     identical = replayed == _assistant_turns(last_before)
     route = resolve(scenario.provider, emulator.base_url, scenario.model)
     return {"label": scenario.label, "route": route.row, "requests": len(received),
-            "accepted": accepted, "rejected": rejected, "fields": sorted(keys), "pads": pads,
+            "accepted": accepted, "rejected": rejected,
+            "fields": assistant_fields(received).label(),
             "restart_identical": identical,
             "as_expected": identical and len(rejected) == scenario.rejections}
-
-
-_SHORT = {"reasoning_content": "RC", "reasoning": "R", "reasoning_details": "RD",
-          "extra_content": "google signature", "reasoning_opaque": "copilot opaque",
-          "reasoning_text": "copilot text"}
-LEGEND = ("RC = reasoning_content, R = reasoning, RD = reasoning_details (items verbatim); "
-          "fields counted on the requests each route accepted.")
 
 
 def _table(rows: list[dict[str, Any]]) -> Any:
@@ -172,10 +158,7 @@ def _table(rows: list[dict[str, Any]]) -> Any:
         status = f"{row['accepted']}/{row['requests']} ok"
         if row["rejected"]:
             status += f", {len(row['rejected'])} rejected → learned"
-        fields = ", ".join(_SHORT.get(f, f) for f in row["fields"]) or "nothing"
-        if row["pads"]:
-            fields += f" ({row['pads']} pads)"
-        table.add_row(row["label"], row["route"], status, fields,
+        table.add_row(row["label"], row["route"], status, row["fields"],
                       "identical" if row["restart_identical"] else "CHANGED")
     return table
 
@@ -214,6 +197,8 @@ def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
         for emulator in emulators.values():
             emulator.stop()
     out.print(_table(rows))
+    from thoughtline.testing.records import LEGEND
+
     out.print(LEGEND, style="dim", markup=False)
     ok = all(r["as_expected"] for r in rows)
     out.print(f"{sum(r['requests'] for r in rows)} requests, "

@@ -9,13 +9,7 @@ import click
 
 from thoughtline import config
 from thoughtline.routes import Route, resolve
-from thoughtline.routes.resolve import native_explanations
-
-_CARRIER_WORDS = {
-    "reasoning_content": "reasoning_content (readable reasoning)",
-    "reasoning": "reasoning (the same readable text)",
-    "reasoning_details": "reasoning_details (structured items, signed/encrypted ones verbatim)",
-}
+from thoughtline.routes.resolve import ECHO_CARRIER, carrier_words, native_explanations
 
 
 def describe(route: Route) -> list[str]:
@@ -25,13 +19,13 @@ def describe(route: Route) -> list[str]:
              f"route: {route.row} — {route.explain}"]
     if route.carriers:
         lines.append("replayed on assistant turns: "
-                     + ", ".join(_CARRIER_WORDS.get(c, c) for c in sorted(route.carriers)))
+                     + ", ".join(carrier_words(c) for c in sorted(route.carriers)))
     else:
         lines.append("replayed on assistant turns: nothing — no reasoning fields are sent, "
                      "not even the placeholder")
     if route.must_echo:
         lines.append(f"must-echo ({route.echo_family}): every assistant turn carries "
-                     "reasoning_content — its reasoning, else a single-space placeholder \" \" — "
+                     f"{ECHO_CARRIER} — its reasoning, else a single-space placeholder \" \" — "
                      "or the provider rejects tool-call turns")
     lines.extend(route.notes)
     if route.body_extras:

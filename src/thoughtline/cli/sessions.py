@@ -5,17 +5,14 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from thoughtline.cli.common import console, open_store
-from thoughtline.messages import (
-    Message,
-    Reasoning,
-    message_from_json,
-    message_to_json,
-)
+from thoughtline.cli.common import console, open_store, plain_output
+
+if TYPE_CHECKING:
+    from thoughtline.messages import Message, Reasoning
 
 EXPORT_FORMAT = "thoughtline.session/1"
 
@@ -48,6 +45,7 @@ def reasoning_summary(part: Reasoning, refs: list[Any]) -> dict[str, Any]:
 
 
 def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]:
+    from thoughtline.messages import Reasoning
     from thoughtline.store import encode_message
 
     refs = encode_message(message).refs
@@ -86,19 +84,28 @@ def list_(ctx: click.Context, as_json: bool, limit: int | None) -> None:
             "created_at": r.created_at, "updated_at": r.updated_at, "parent": r.parent_id,
         } for r in records]))
         return
+    if not records:
+        click.echo("no sessions yet — start one with 'thoughtline chat' or 'thoughtline demo'")
+        return
+    rows = [(r.id[:12], r.title or "(untitled)", _model_of(r), str(r.turns), _when(r.updated_at))
+            for r in records]
+    header = ("id", "title", "provider/model", "turns", "updated")
+    if plain_output():
+        # Plain, aligned columns: scriptable, and no rich import on the fast path.
+        widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header))]
+        for row in [header, *rows]:
+            click.echo("  ".join(cell.rjust(w) if i == 3 else cell.ljust(w)
+                                 for i, (cell, w) in enumerate(zip(row, widths, strict=True)))
+                       .rstrip())
+        return
     from rich.table import Table
 
     table = Table(box=None, pad_edge=False)
-    for column in ("id", "title", "provider/model", "turns", "updated"):
+    for column in header:
         table.add_column(column, justify="right" if column == "turns" else "left")
-    for r in records:
-        table.add_row(r.id[:12], r.title or "(untitled)", _model_of(r), str(r.turns),
-                      _when(r.updated_at))
-    out = console()
-    if not records:
-        out.print("no sessions yet — start one with 'thoughtline chat' or 'thoughtline demo'")
-    else:
-        out.print(table)
+    for row in rows:
+        table.add_row(*row)
+    console().print(table)
 
 
 @sessions.command()
@@ -180,6 +187,8 @@ def export(ctx: click.Context, session: str, fmt: str, output: Any) -> None:
         loaded = store.load_history(record.id)
     finally:
         store.close()
+    from thoughtline.messages import message_to_json
+
     messages = [message_to_json(m.message) for m in loaded.messages]
     meta = {"id": record.id, "title": record.title, "created_at": record.created_at,
             "updated_at": record.updated_at, "model_config": dict(record.model_config)}
@@ -220,6 +229,8 @@ def _markdown(title: str, messages: list[Message]) -> str:
 @click.pass_context
 def import_(ctx: click.Context, file: Any) -> None:
     """Import a JSON export as a new session with the identical history."""
+    from thoughtline.messages import message_from_json
+
     try:
         data = json.load(file)
         if data.get("format") != EXPORT_FORMAT:

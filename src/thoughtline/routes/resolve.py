@@ -161,6 +161,7 @@ class RouteTable:
     echo: tuple[tuple[str, _Selector], ...]
     keep: tuple[_Keep, ...]
     native: tuple[_Native, ...]
+    carrier_words: Mapping[str, tuple[str, str]] = field(default_factory=dict)
 
 
 def _selector(raw: Mapping[str, Any]) -> _Selector:
@@ -194,12 +195,14 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
                     explain=n.get("explain", ""))
             for n in raw.get("native", ())
         )
-    except (KeyError, TypeError, re.error) as exc:
+        words = {name: (short, long) for name, (short, long) in
+                 raw.get("carrier_words", {}).items()}
+    except (KeyError, TypeError, ValueError, re.error) as exc:
         raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
     if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
         raise ConfigError("route table needs exactly one catch_all row and at most one "
                           "local_endpoint row")
-    return RouteTable(rows=rows, echo=echo, keep=keep, native=native)
+    return RouteTable(rows=rows, echo=echo, keep=keep, native=native, carrier_words=words)
 
 
 @cache
@@ -271,6 +274,12 @@ def resolve(provider: str, base_url: str | None = None, model: str = "", *,
         native=frozenset(_native(table, row.id, provider_id, hostname, model)),
         stream_usage=row.stream_usage, explain=row.explain, notes=tuple(notes),
     )
+
+
+def carrier_words(name: str, *, short: bool = False, table: RouteTable | None = None) -> str:
+    """How to name a carrier to a user (short label or a few words)."""
+    words = (table or default_table()).carrier_words.get(name)
+    return name if words is None else words[0 if short else 1]
 
 
 def native_explanations(ids: Sequence[str], table: RouteTable | None = None) -> list[str]:

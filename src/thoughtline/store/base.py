@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thoughtline.messages import Message
-from thoughtline.replay import Verdict
+from thoughtline.verdicts import Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

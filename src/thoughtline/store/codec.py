@@ -24,9 +24,9 @@ import orjson
 
 from thoughtline.errors import CorruptPayload, StoreError
 from thoughtline.messages import Message, digest, dumps, message_from_json, message_to_json
-from thoughtline.replay import Verdict
 from thoughtline.store.base import LoadProblem, SessionRecord
 from thoughtline.store.db import Row
+from thoughtline.verdicts import Verdict
 
 SKELETON_VERSION = 1
 MESSAGE_LEVEL = -1  # LoadProblem.part for a message-level native record

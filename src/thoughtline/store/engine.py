@@ -19,11 +19,11 @@ from typing import Any
 
 from thoughtline.errors import NotFound, UsageError
 from thoughtline.messages import Message
-from thoughtline.replay import Verdict
 from thoughtline.store import codec, history, ledger
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
+from thoughtline.verdicts import Verdict
 
 SESSION_SELECT = (
     "SELECT s.id, s.title, s.created_at, s.updated_at, s.parent_id, s.fork_point, "

@@ -7,9 +7,9 @@ ledger is what a new session starts from.
 
 from __future__ import annotations
 
-from thoughtline.replay import Verdict
 from thoughtline.store import codec
 from thoughtline.store.db import Tx
+from thoughtline.verdicts import Verdict
 
 _COLUMNS = "provider, host, model, drop_carriers, pad, reason, learned_at"
 
