@@ -26,6 +26,7 @@ class ReplayPlan:
     pad: bool = False
     native: frozenset[str] = frozenset()
     body_extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    drop_params: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
 
     @property
     def key(self) -> tuple[frozenset[str], bool, frozenset[str]]:
@@ -50,4 +51,5 @@ def plan(route: Route, verdicts: Iterable[Verdict] = ()) -> ReplayPlan:
         # A learned pad only ever adds the placeholder where the route reads the field at all.
         pad = False
     return ReplayPlan(carriers=frozenset(carriers), pad=pad and ECHO_CARRIER in carriers,
-                      native=route.native, body_extras=route.body_extras)
+                      native=route.native, body_extras=route.body_extras,
+                      drop_params=route.drop_params)

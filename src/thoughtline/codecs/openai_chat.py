@@ -423,7 +423,9 @@ def _encode_call(call: ToolCall, plan: ReplayPlan, *, dummy_signature: bool) -> 
 
 
 def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
-    calls = message.tool_calls
+    # An interrupted turn is replayed as plain text: its tool calls never ran (and may be cut
+    # mid-arguments) and its opaque values may be cut before they were complete.
+    calls = () if message.incomplete else message.tool_calls
     text = message.text
     wire: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
@@ -445,11 +447,11 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
                      if isinstance(p, Reasoning) and p.complete and NS_OPENROUTER in p.native]
             if items:
                 wire[RD] = items
-    if plan.native:
+    if plan.native and not message.incomplete:
         if NS_GOOGLE in plan.native and NS_GOOGLE in message.native:
             wire["extra_content"] = {"google": message.native[NS_GOOGLE]}
         copilot = message.native.get(NS_COPILOT) if NS_COPILOT in plan.native else None
-        if copilot and copilot.get("reasoning_opaque") and not message.incomplete:
+        if copilot and copilot.get("reasoning_opaque"):
             wire["reasoning_opaque"] = copilot["reasoning_opaque"]
             if copilot.get("reasoning_text"):
                 wire["reasoning_text"] = copilot["reasoning_text"]
@@ -528,6 +530,8 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         _deep_merge(body, plan.body_extras)
     if params:
         _deep_merge(body, params)
+    for name in plan.drop_params:
+        body.pop(name, None)
     return body
 
 

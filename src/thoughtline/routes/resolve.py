@@ -21,7 +21,10 @@ from thoughtline.errors import ConfigError
 
 Echo: TypeAlias = Literal["auto", "always", "never"]
 ECHO_CARRIER = "reasoning_content"
-_CGNAT = ipaddress.ip_network("100.64.0.0/10")
+# What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
+# Deliberately not ``ip_address.is_private``, which also covers documentation and benchmark ranges.
+_LOCAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
+    "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "fc00::/7"))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,6 +40,7 @@ class Route:
     must_echo: bool = False
     echo_family: str | None = None
     body_extras: Mapping[str, Any] = field(default_factory=dict)
+    drop_params: frozenset[str] = frozenset()  # request parameters the keep-thinking rule forbids
     native: frozenset[str] = frozenset()
     stream_usage: bool = True  # may the request ask for usage on streams (stream_options)
     explain: str = ""
@@ -72,12 +76,17 @@ def hostname_of(base_url: str | None) -> str:
 
 @cache
 def _host_pattern(entry: str) -> re.Pattern[str]:
-    labels = [r"[^.]+" if label == "*" else re.escape(label) for label in entry.split(".")]
+    labels = [r"[^.]*".join(re.escape(piece) for piece in label.split("*"))
+              for label in entry.split(".")]
     return re.compile(r"(?:.+\.)?" + r"\.".join(labels))
 
 
 def host_matches(hostname: str, entry: str) -> bool:
-    """True when ``hostname`` is ``entry`` or a subdomain of it ('*' is one label)."""
+    """True when ``hostname`` is ``entry`` or a subdomain of it.
+
+    ``*`` matches within one DNS label only: ``token-plan.*.maas.aliyuncs.com`` or
+    ``*-aiplatform.googleapis.com``.
+    """
     if not hostname:
         return False
     entry = entry.lower()
@@ -98,12 +107,9 @@ def is_local_endpoint(hostname: str) -> bool:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
         address = address.ipv4_mapped
-    return (
-        address.is_loopback
-        or address.is_private
-        or address.is_link_local
-        or (isinstance(address, ipaddress.IPv4Address) and address in _CGNAT)
-    )
+    return (address.is_loopback or address.is_link_local
+            or any(address in network for network in _LOCAL_NETWORKS
+                   if network.version == address.version))
 
 
 # --- the table ----------------------------------------------------------------------------------
@@ -138,6 +144,7 @@ class _Row:
 class _KeepRule:
     models: tuple[re.Pattern[str], ...]
     body: Mapping[str, Any]
+    drop_params: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -186,7 +193,8 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
         keep = tuple(
             _Keep(id=k["id"], select=_selector(k), rules=tuple(
                 _KeepRule(models=tuple(re.compile(m, re.I) for m in rule["models"]),
-                          body=rule["body"])
+                          body=rule["body"],
+                          drop_params=frozenset(rule.get("drop_params", ())))
                 for rule in k["rules"]))
             for k in raw.get("keep", ())
         )
@@ -233,14 +241,14 @@ def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) ->
     return None
 
 
-def _body_extras(table: RouteTable, provider: str, hostname: str, model: str) -> dict[str, Any]:
+def _keep_rule(table: RouteTable, provider: str, hostname: str, model: str) -> _KeepRule | None:
     for keep in table.keep:
         if not keep.select.by_provider_or_host(provider, hostname):
             continue
         for rule in keep.rules:
             if any(p.search(model) for p in rule.models):
-                return dict(rule.body)
-    return {}
+                return rule
+    return None
 
 
 def _native(table: RouteTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
@@ -259,6 +267,7 @@ def resolve(provider: str, base_url: str | None = None, model: str = "", *,
     hostname = hostname_of(base_url)
     row = _match_row(table, provider_id, hostname)
     family = _echo_family(table, provider_id, hostname, model)
+    keep = _keep_rule(table, provider_id, hostname, model)
     wants_echo = echo == "always" or (echo == "auto" and family is not None)
     notes: list[str] = []
     must_echo = wants_echo and ECHO_CARRIER in row.carriers
@@ -270,7 +279,8 @@ def resolve(provider: str, base_url: str | None = None, model: str = "", *,
     return Route(
         row=row.id, api="openai-chat", provider=provider_id, host=hostname, model=model,
         carriers=row.carriers, must_echo=must_echo, echo_family=family if must_echo else None,
-        body_extras=_body_extras(table, provider_id, hostname, model),
+        body_extras=dict(keep.body) if keep else {},
+        drop_params=keep.drop_params if keep else frozenset(),
         native=frozenset(_native(table, row.id, provider_id, hostname, model)),
         stream_usage=row.stream_usage, explain=row.explain, notes=tuple(notes),
     )

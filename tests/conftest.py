@@ -1,0 +1,35 @@
+"""Suite-wide test setup: importable helpers, deterministic hypothesis, an isolated state home."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, settings
+
+_TESTS = str(Path(__file__).parent)
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)  # helpers_*.py, from any test folder
+
+# Deterministic and offline: a fixed seed per test, no example database written to disk.
+settings.register_profile(
+    "thoughtline", deadline=None, derandomize=True, database=None, max_examples=100,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "thoughtline"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _isolated_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Nothing in the suite may read or write the developer's real ~/.thoughtline."""
+    home = tmp_path_factory.mktemp("thoughtline-home")
+    previous = os.environ.get("THOUGHTLINE_HOME")
+    os.environ["THOUGHTLINE_HOME"] = str(home)
+    yield home
+    if previous is None:
+        os.environ.pop("THOUGHTLINE_HOME", None)
+    else:
+        os.environ["THOUGHTLINE_HOME"] = previous
