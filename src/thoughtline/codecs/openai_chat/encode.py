@@ -1,0 +1,211 @@
+"""Encode a request for a route: exactly the plan's carriers, the pad, native values on their own
+route, keep-thinking body fields — and nothing of ours on the wire.
+
+Each stored turn's wire form is derived once per plan (``WireCache``) and a growing history reuses
+the wire list of the prefix it already built, so a request costs little more than serializing it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from thoughtline.codecs.openai_chat.wire import (
+    GEMINI_DUMMY_SIGNATURE,
+    NS_COPILOT,
+    NS_GOOGLE,
+    NS_OPENROUTER,
+    PAD,
+    RC,
+    RD,
+    R,
+)
+from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolSpec
+from thoughtline.replay import ReplayPlan
+
+
+def _encode_call(call: ToolCall, plan: ReplayPlan, *, dummy_signature: bool) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
+    wire: dict[str, Any] = {"id": call.id, "type": "function", "function": function}
+    if NS_GOOGLE in plan.native:
+        if NS_GOOGLE in call.native:
+            wire["extra_content"] = {"google": call.native[NS_GOOGLE]}
+        elif dummy_signature:
+            wire["extra_content"] = {"google": {"thought_signature": GEMINI_DUMMY_SIGNATURE}}
+    if NS_COPILOT in plan.native:
+        signature = call.native.get(NS_COPILOT, {}).get("thought_signature")
+        if signature:
+            function["thought_signature"] = signature
+    return wire
+
+
+def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
+    # An interrupted turn is replayed as plain text: its tool calls never ran (and may be cut
+    # mid-arguments) and its opaque values may be cut before they were complete.
+    calls = () if message.incomplete else message.tool_calls
+    text = message.text
+    wire: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    if calls:
+        # Gemini 3 wants the first call of a step signed; a foreign turn gets the documented dummy.
+        unsigned = NS_GOOGLE not in message.native and not any(NS_GOOGLE in c.native
+                                                                for c in calls)
+        wire["tool_calls"] = [_encode_call(c, plan, dummy_signature=unsigned and i == 0)
+                              for i, c in enumerate(calls)]
+    carriers = plan.carriers
+    if carriers:
+        thought = message.reasoning_text()
+        has_thought = bool(thought.strip())
+        if RC in carriers and (has_thought or plan.pad):
+            wire[RC] = thought if has_thought else PAD
+        if R in carriers and has_thought:
+            wire[R] = thought
+        if RD in carriers:
+            items = [p.native[NS_OPENROUTER] for p in message.parts
+                     if isinstance(p, Reasoning) and p.complete and NS_OPENROUTER in p.native]
+            if items:
+                wire[RD] = items
+    if plan.native and not message.incomplete:
+        if NS_GOOGLE in plan.native and NS_GOOGLE in message.native:
+            wire["extra_content"] = {"google": message.native[NS_GOOGLE]}
+        copilot = message.native.get(NS_COPILOT) if NS_COPILOT in plan.native else None
+        if copilot and copilot.get("reasoning_opaque"):
+            wire["reasoning_opaque"] = copilot["reasoning_opaque"]
+            if copilot.get("reasoning_text"):
+                wire["reasoning_text"] = copilot["reasoning_text"]
+    return wire
+
+
+def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    """The wire messages for one canonical turn (a tool turn becomes one message per result)."""
+    if message.role == "assistant":
+        return [_encode_assistant(message, plan)]
+    if message.role == "tool":
+        return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content}
+                for r in message.parts if isinstance(r, ToolResult)]
+    return [{"role": message.role, "content": message.text}]
+
+
+class WireCache:
+    """Each stored turn's wire form per plan, derived once and reused (turns are immutable).
+
+    Turns are keyed by object identity (the cache holds each message so its identity stays valid).
+    Per plan it also remembers the last history it encoded and that history's wire list: a history
+    that only grew since (the normal case, one turn per request) reuses the list and encodes just
+    the new turns. Equal messages have equal wire forms, so a prefix that compares equal is safe.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
+        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]]]] = {}
+
+    def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+        key = (id(message), plan.key)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        wire = encode_message(message, plan)
+        self._entries[key] = (message, wire)
+        return wire
+
+    def messages(self, history: Sequence[Message], plan: ReplayPlan) -> list[dict[str, Any]]:
+        """The wire messages of ``history`` (a new list; its items are shared, read-only)."""
+        turns = list(history)
+        last = self._last.get(plan.key)
+        start = 0
+        wire: list[dict[str, Any]] = []
+        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
+            start, wire = len(last[0]), last[1].copy()
+        for message in turns[start:]:
+            wire.extend(self.get(message, plan))
+        self._last[plan.key] = (turns, wire.copy())  # the caller's list may be edited; ours not
+        return wire
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"type": "function", "function": {"name": t.name, "description": t.description,
+                                              "parameters": dict(t.parameters)}}
+            for t in tools]
+
+
+def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
+    for key, value in extra.items():
+        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
+            merged = dict(base[key])
+            _deep_merge(merged, value)
+            base[key] = merged
+        else:
+            base[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
+                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
+                   stream: bool = False, stream_usage: bool = True,
+                   cache: WireCache | None = None) -> dict[str, Any]:
+    """The request body for ``history`` on a route, shaped by ``plan``. Never mutates history.
+
+    The returned body shares (read-only) native values and cached wire turns: serialize it, do not
+    edit it.
+    """
+    if cache is not None:
+        messages = cache.messages(history, plan)
+    else:
+        messages = [wire for message in history for wire in encode_message(message, plan)]
+    body: dict[str, Any] = {"model": model, "messages": messages}
+    if tools:
+        body["tools"] = encode_tools(tools)
+    if stream:
+        body["stream"] = True
+        if stream_usage:
+            body["stream_options"] = {"include_usage": True}
+    if plan.body_extras:
+        _deep_merge(body, plan.body_extras)
+    if params:
+        _deep_merge(body, params)
+    for name in plan.drop_params:
+        body.pop(name, None)
+    return body
+
+
+def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """Which reasoning fields went on the wire, on how many assistant turns (for the log)."""
+    carriers: dict[str, int] = {}
+    native: dict[str, int] = {}
+    pads = assistant = 0
+    for message in body.get("messages", ()):
+        if message.get("role") != "assistant":
+            continue
+        assistant += 1
+        for key in (RC, R, RD):
+            if key in message:
+                carriers[key] = carriers.get(key, 0) + 1
+        if message.get(RC) == PAD:
+            pads += 1
+        for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
+            if key in message:
+                native[key] = native.get(key, 0) + 1
+        for call in message.get("tool_calls") or ():
+            if "extra_content" in call:
+                native["tool_calls.extra_content"] = native.get("tool_calls.extra_content", 0) + 1
+            if "thought_signature" in call.get("function", {}):
+                native["function.thought_signature"] = (
+                    native.get("function.thought_signature", 0) + 1)
+    return {"assistant_turns": assistant, "carriers": carriers, "pads": pads, "native": native,
+            "body_extras": sorted(k for k in body if k not in _STANDARD_BODY_KEYS)}
+
+
+_STANDARD_BODY_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options",
+                                 "tool_choice", "temperature", "max_tokens", "top_p"})
+
+
+# --- endpoint -----------------------------------------------------------------------------------
+
+
+def endpoint(base_url: str, model: str, *, stream: bool) -> str:
+    return base_url.rstrip("/") + "/chat/completions"
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
