@@ -198,14 +198,15 @@ class Session:
             except ProviderError as error:
                 self._log(route, body, attempt, error.status, started, learned,
                           self.transport.retries - retries_before)
-                lesson = self._learn(error, body, plan, route) if attempt == 1 else None
+                lesson = (self._learn(error, body, plan, route, pending, stream=options.stream)
+                          if attempt == 1 else None)
                 if lesson is None:
                     raise
                 learned.append(lesson)
                 yield Notice(fallback.describe(lesson.classification, model=route.model))
 
     def _learn(self, error: ProviderError, body: Mapping[str, Any], plan: replay.ReplayPlan,
-               route: Route) -> _Learned | None:
+               route: Route, pending: Sequence[Message], *, stream: bool) -> _Learned | None:
         if error.status is not None and not 400 <= error.status < 500:
             return None
         codec = registry.codec(self.provider.api)
@@ -218,6 +219,12 @@ class Session:
             verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
                                      pad=True, reason=c.reason)
         else:
+            return None
+        retry, _ = self.build_request(pending, stream=stream,
+                                      verdicts=[*self.known_verdicts(), verdict])
+        if retry == body:
+            # E.g. a pad demanded while every assistant turn already carries reasoning_content,
+            # or after reasoning_content was learned unknown: the retry would be the same request.
             return None
         self._remember(verdict)
         return _Learned(verdict=verdict, classification=c)

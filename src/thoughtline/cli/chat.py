@@ -27,6 +27,9 @@ NO_PROVIDER = (
 )
 
 
+INTERRUPTED = 130  # exit status of a one-shot stopped by Ctrl-C / SIGINT (128 + SIGINT)
+
+
 def pick_provider(ctx: click.Context, provider_id: str | None, base_url: str | None,
                   model: str | None, key_env: str | None) -> config.ProviderConfig:
     """The provider for a new session: the flag, else config.toml's default, else a set key."""
@@ -106,25 +109,30 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
       thoughtline chat -r 3f2a -p "again"          # continue a session by id prefix
       thoughtline chat --provider demo             # offline, emulated model
     """
-    from thoughtline.cli.turns import ChatRunner
-
     text = prompt_opt or prompt
     if text is None and not sys.stdin.isatty():
         text = sys.stdin.read().strip() or None
     if as_json and text is None:
         raise click.UsageError("--json needs a prompt (-p TEXT, an argument or piped stdin)")
+    # A new session's provider is settled before the HTTP and session machinery loads, so a
+    # missing provider or key fails at once.
+    resuming = resume is not None or cont
+    prov = None if resuming else pick_provider(ctx, provider_id, base_url, model, key_env)
+    from thoughtline.cli.turns import ChatRunner
+
     store = open_store(ctx)
     runner = ChatRunner(ctx=ctx, store=store, stream=not no_stream,
                         show_reasoning=show_reasoning, out=console(), err=console(stderr=True))
     try:
-        if resume is not None or cont:
+        if prov is None:
             runner.resume(resume or None, provider_id=provider_id, base_url=base_url,
                           model=model, key_env=key_env)
         else:
-            prov = pick_provider(ctx, provider_id, base_url, model, key_env)
             runner.create(prov, title=title or (text or "")[:60])
         if text is not None:
             done = runner.one_shot(text, as_json=as_json)
+            if done is None:  # interrupted: the session is kept, but this is not a success
+                raise SystemExit(INTERRUPTED)
             if as_json:
                 click.echo(json.dumps(reply_json(runner.session.id, done), ensure_ascii=False))
             return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -51,8 +52,12 @@ def _learned(ctx: click.Context, route: Route, session_ref: str | None) -> list[
         store.close()
     merged: dict[tuple[str, str, str], Verdict] = {}
     for verdict in applicable(route, known):
-        merged[verdict.key] = merged[verdict.key].merged(verdict) if verdict.key in merged \
-            else verdict
+        if verdict.key in merged:
+            # The session's copy and the ledger usually hold the same lesson: say it once.
+            both = merged[verdict.key].merged(verdict)
+            reasons = dict.fromkeys(r for r in both.reason.split("; ") if r)
+            verdict = replace(both, reason="; ".join(reasons))
+        merged[verdict.key] = verdict
     return list(merged.values())
 
 

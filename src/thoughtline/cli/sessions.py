@@ -27,17 +27,24 @@ def _model_of(record: Any) -> str:
 
 
 def reasoning_summary(part: Reasoning, refs: list[Any]) -> dict[str, Any]:
-    """Kind, origin, size and stored payload digests of one reasoning part (what ``show`` lists).
+    """Kind, origin, size and digests of one reasoning part (what ``show`` lists).
 
-    ``refs`` are the store's payload references for this part: the digests a corrupted payload
-    would be reported under.
+    ``digest`` is the content digest of the whole part as stored (readable text, signature, opaque
+    data, origin, native record), so a part with readable reasoning only has one too. ``refs`` are
+    the store's payload references for this part: the digests a corrupted payload would be
+    reported under.
     """
+    import orjson
+
+    from thoughtline.messages import digest, part_to_json
+
     origin = part.origin
     readable = len((part.text or "").encode()) + len((part.summary or "").encode())
     return {
         "kind": part.kind,
         "origin": f"{origin.api}:{origin.provider}/{origin.model}" if origin else "",
         "bytes": readable + sum(r.size for r in refs),
+        "digest": digest(orjson.dumps(part_to_json(part))),
         "payloads": [{"field": r.field, "bytes": r.size, "digest": r.digest} for r in refs],
         "complete": part.complete,
         "native": sorted(part.native),
@@ -49,6 +56,7 @@ def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]
     from thoughtline.store import encode_message
 
     refs = encode_message(message).refs
+    thinking = {i for i, p in enumerate(message.parts) if isinstance(p, Reasoning)}
     preview = message.text or "; ".join(
         f"{r.call_id}: {r.content}" for r in message.tool_results)
     return {
@@ -58,6 +66,10 @@ def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]
         "reasoning": [reasoning_summary(p, [r for r in refs if r.part == i])
                       for i, p in enumerate(message.parts) if isinstance(p, Reasoning)],
         "native": sorted(message.native),
+        # Opaque values outside reasoning parts (a tool call's or the message's native record,
+        # e.g. a Gemini tool-call signature or Copilot's reasoning_opaque); part -1: the message.
+        "payloads": [{"part": r.part, "field": r.field, "bytes": r.size, "digest": r.digest}
+                     for r in refs if r.part not in thinking],
     }
 
 
@@ -153,12 +165,17 @@ def _print_show(data: dict[str, Any]) -> None:
         for r in turn["reasoning"]:
             state = "" if r["complete"] else " INCOMPLETE"
             native = f" native={','.join(r['native'])}" if r["native"] else ""
-            digests = " ".join(f"{p['field']}={p['digest'][7:19]}…" for p in r["payloads"])
+            digests = " ".join([f"digest={r['digest'][7:19]}…",
+                                *(f"{p['field']}={p['digest'][7:19]}…" for p in r["payloads"])])
             out.print(f"        reasoning {r['kind']:<9} {r['bytes']:>7} B  {r['origin']}"
                       f"{native}{state}  {digests}", style="dim", markup=False)
         if turn["native"]:
             out.print(f"        message-level native: {', '.join(turn['native'])}",
                       style="dim", markup=False)
+        for p in turn["payloads"]:
+            owner = "message" if p["part"] < 0 else f"part {p['part']}"
+            out.print(f"        payload   {owner} {p['field']} {p['bytes']:>7} B  "
+                      f"digest={p['digest'][7:19]}…", style="dim", markup=False)
     out.print("learned verdicts:" if data["verdicts"] else "learned verdicts: none",
               markup=False)
     for v in data["verdicts"]:
@@ -168,6 +185,9 @@ def _print_show(data: dict[str, Any]) -> None:
         out.print(f"  {v['provider']} @ {v['host'] or '-'} / {v['model']}: {what}"
                   f"  ({v.get('reason', '')})", markup=False)
     out.print(f"rejected-signature fingerprints: {len(data['fingerprints'])}", markup=False)
+    for fingerprint in data["fingerprints"]:
+        shown = fingerprint if isinstance(fingerprint, str) else json.dumps(fingerprint)
+        out.print(f"  {shown}", markup=False)
     for p in data["problems"]:
         out.print(f"problem: turn {p['seq']} part {p['part']}: {p['detail']}", style="red",
                   markup=False)

@@ -111,30 +111,46 @@ class ChatRunner:
         with contextlib.suppress(NotImplementedError, RuntimeError):  # non-main thread
             self.loop.add_signal_handler(signal.SIGINT, task.cancel)
         try:
-            return self.loop.run_until_complete(task)
+            done = self.loop.run_until_complete(task)
         except asyncio.CancelledError:
-            self.out.print()
             self.err.print("[interrupted — the session is kept; the partial answer is stored "
                            "as incomplete]", style="yellow", markup=False)
             return None
         finally:
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 self.loop.remove_signal_handler(signal.SIGINT)
+        if done is not None:
+            self._name_untitled(text)
+        return done
+
+    def _name_untitled(self, text: str) -> None:
+        """A session started without a title (interactive, no --title) is named after its first
+        answered message, so ``sessions list`` and ``-r TITLE`` can find it."""
+        session = self.session
+        title = " ".join(text.split())[:60]
+        if session.record.title or not title:
+            return
+        self.store.set_title(session.id, title)
+        session.record = replace(session.record, title=title)
 
     async def _run(self, text: str, render: bool) -> Done | None:
         done: Done | None = None
         state = _RenderState()
-        async for event in self.session.stream(text, TurnOptions(stream=self.stream)):
-            if isinstance(event, Done):
-                done = event
-                if render and not self.stream:
-                    self._render_whole(event)
-            elif isinstance(event, Notice):
-                self.err.print(event.text, style="yellow", markup=False)
-            elif render:
-                self._render_delta(event, state)
-        if render and self.stream:
-            self.out.print()
+        try:
+            async for event in self.session.stream(text, TurnOptions(stream=self.stream)):
+                if isinstance(event, Done):
+                    done = event
+                    if render and not self.stream:
+                        self._render_whole(event)
+                elif isinstance(event, Notice):
+                    self.err.print(event.text, style="yellow", markup=False)
+                elif render:
+                    self._render_delta(event, state)
+        finally:
+            # End the streamed line, also when an error or Ctrl-C cut it short, so the message
+            # that follows starts on a line of its own.
+            if render and self.stream and (done is not None or state.reasoning or state.text):
+                self.out.print()
         return done
 
     def _render_delta(self, event: Any, state: _RenderState) -> None:

@@ -20,6 +20,7 @@ from thoughtline.errors import ConfigError, UsageError
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
+_TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset")
 
 
 def home(override: str | os.PathLike[str] | None = None) -> Path:
@@ -75,6 +76,9 @@ def presets() -> dict[str, ProviderConfig]:
 
 
 def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
+    for key in _TEXT_FIELDS:
+        if not isinstance(raw.get(key, ""), str):
+            raise ConfigError(f"provider {name!r}: {key} must be a string, not {raw[key]!r}")
     echo = raw.get("echo", "auto")
     if echo not in _ECHO_VALUES:
         raise ConfigError(f"provider {name!r}: echo must be one of {', '.join(_ECHO_VALUES)}, "
@@ -108,10 +112,18 @@ def load_config(home_dir: Path) -> Config:
         raise ConfigError(f"{path}: [providers] must be a table of named providers")
     providers = {}
     for name, entry in named.items():
-        base = presets().get(entry.get("preset", ""), None)
+        if not isinstance(entry, Mapping):
+            raise ConfigError(f"{path}: [providers.{name}] must be a table, not {entry!r}")
+        preset = entry.get("preset", "")
+        base = presets().get(preset) if preset else None
+        if preset and base is None:
+            raise ConfigError(f"{path}: [providers.{name}] names an unknown preset {preset!r}. "
+                              f"Presets: {', '.join(sorted(presets()))}")
         merged = {**(base.to_json() if base else {}), **entry}
         providers[name.lower()] = _provider(name.lower(), merged)
     defaults = raw.get("defaults", {})
+    if not isinstance(defaults, Mapping):
+        raise ConfigError(f"{path}: [defaults] must be a table")
     return Config(default_provider=str(defaults.get("provider", "")),
                   default_model=str(defaults.get("model", "")), providers=providers)
 

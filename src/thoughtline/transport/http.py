@@ -66,6 +66,10 @@ def provider_message(body: str) -> str:
     return body.strip()[:500]
 
 
+def _text(exc: Exception) -> str:
+    return str(exc) or type(exc).__name__
+
+
 def _retry_after(headers: Mapping[str, str]) -> float | None:
     value = headers.get("retry-after")
     if not value:
@@ -73,8 +77,12 @@ def _retry_after(headers: Mapping[str, str]) -> float | None:
     try:
         return max(0.0, float(value))
     except ValueError:
+        pass
+    try:
         parsed = email.utils.parsedate_to_datetime(value)
-        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+    except (TypeError, ValueError):
+        return None  # unparseable: fall back to our own backoff
+    return max(0.0, parsed.timestamp() - time.time())
 
 
 class HttpTransport:
@@ -96,6 +104,17 @@ class HttpTransport:
         return ProviderError(message, status=status, body=body, route=target.route,
                              provider=target.provider, retries=self.retries)
 
+    def _unreachable(self, url: str, exc: Exception) -> str:
+        """Why the last attempt failed; httpx timeouts carry no text of their own."""
+        if isinstance(exc, httpx.ConnectTimeout):
+            return (f"could not connect to {url} within {self.config.connect_timeout:g} s "
+                    "(connect timeout)")
+        if isinstance(exc, httpx.ReadTimeout):
+            return f"no answer from {url} within {self.config.read_timeout:g} s (read timeout)"
+        if isinstance(exc, httpx.TimeoutException):
+            return f"{url} timed out after {self.config.read_timeout:g} s ({type(exc).__name__})"
+        return f"could not reach {url}: {_text(exc)}"
+
     async def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> None:
         delay = _retry_after(headers) if headers is not None else None
         if delay is None:
@@ -115,7 +134,7 @@ class HttpTransport:
                 response = await self._client.send(request, stream=stream)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 if last:
-                    raise self._error(target, f"could not reach {target.url}: {exc}") from exc
+                    raise self._error(target, self._unreachable(target.url, exc)) from exc
                 self.retries += 1
                 await self._backoff(attempt, None)
                 continue
@@ -162,8 +181,12 @@ class HttpTransport:
                             f"malformed stream event: {data[:200]!r}") from exc
         except SSEError as exc:
             raise StreamInterrupted(f"not an event stream: {exc}") from exc
-        except (httpx.TransportError, httpx.TimeoutException) as exc:
+        except httpx.TimeoutException as exc:
+            raise StreamInterrupted(
+                f"the stream from {target.provider or target.url} stalled: nothing arrived for "
+                f"{self.config.read_timeout:g} s (read timeout)") from exc
+        except httpx.TransportError as exc:
             raise StreamInterrupted(f"the stream from {target.provider or target.url} broke "
-                                    f"off: {exc}") from exc
+                                    f"off: {_text(exc)}") from exc
         finally:
             await response.aclose()
