@@ -1,0 +1,54 @@
+"""Child process of the resume scenario: run by path, so nothing but thoughtline gets imported.
+
+Times (inside this fresh process) importing thoughtline, then opening ``state.db``, resuming the
+session (``load_history``), building its next request and serializing it; then the floor: reading
+the same stored rows with bare ``sqlite3`` and serializing the same body. Prints one JSON object.
+"""
+
+import sys
+import time
+
+started = time.perf_counter()
+
+import sqlite3  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import orjson  # noqa: E402
+
+from thoughtline.messages import user  # noqa: E402
+from thoughtline.session import Session  # noqa: E402
+from thoughtline.store import open_store  # noqa: E402
+
+
+def main() -> None:
+    imported = time.perf_counter()
+    path, session_id = Path(sys.argv[1]), sys.argv[2]
+    c0 = time.process_time()
+    t0 = time.perf_counter()
+    store = open_store(path, path.parent)
+    t1 = time.perf_counter()
+    session = Session.resume(store, session_id)
+    t2 = time.perf_counter()
+    body, _ = session.build_request([user("And the next step?")], stream=True)
+    t3 = time.perf_counter()
+    data = orjson.dumps(body)
+    t4 = time.perf_counter()
+    c4 = time.process_time()
+    store.close()
+    f0 = time.perf_counter()
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT skeleton FROM messages").fetchall()
+    rows += conn.execute("SELECT data FROM payloads").fetchall()
+    conn.close()
+    floor_data = orjson.dumps(body)
+    f1 = time.perf_counter()
+    print(orjson.dumps({
+        "import_s": imported - started, "open_s": t1 - t0, "load_s": t2 - t1,
+        "build_s": t3 - t2, "dumps_s": t4 - t3, "inproc_s": t4 - t0, "cpu_s": c4 - c0,
+        "floor_s": f1 - f0,
+        "bytes": len(data), "same_bytes": data == floor_data, "rows": len(rows),
+        "turns": len(session.history),
+    }).decode())
+
+
+main()
