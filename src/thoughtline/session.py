@@ -8,17 +8,18 @@ field names (those are the codec's) and no SQL (the store's).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from thoughtline import config as config_mod
 from thoughtline import fallback, replay
 from thoughtline.codecs import registry
-from thoughtline.errors import ProviderError, StreamInterrupted, UsageError
+from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
 from thoughtline.events import Done, Event, Notice
 from thoughtline.messages import Message, Origin, ToolResult, ToolSpec, tool_results, user
 from thoughtline.messages import system as system_message
@@ -26,7 +27,9 @@ from thoughtline.requestlog import RequestLog
 from thoughtline.routes import Route, is_local_endpoint, resolve
 from thoughtline.routes.resolve import ECHO_CARRIER
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
-from thoughtline.transport import HttpTransport, Target
+
+if TYPE_CHECKING:
+    from thoughtline.transport import HttpTransport, Target
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,7 +58,7 @@ class Session:
         self.record = record
         self._history: list[Message] = list(history)
         self.problems = tuple(problems)
-        self.transport = transport or HttpTransport()
+        self._transport = transport
         self.log = log
         cfg = record.model_config
         self.provider = config_mod.ProviderConfig.from_json(cfg["provider"])
@@ -90,6 +93,23 @@ class Session:
                    problems=loaded.problems, **kwargs)
 
     # --- state --------------------------------------------------------------------------------
+
+    @property
+    def transport(self) -> HttpTransport:
+        """The HTTP transport, made on first use (httpx is only imported to send)."""
+        if self._transport is None:
+            from thoughtline.transport import HttpTransport
+
+            self._transport = HttpTransport()
+        return self._transport
+
+    @transport.setter
+    def transport(self, transport: HttpTransport) -> None:
+        self._transport = transport
+
+    async def aclose(self) -> None:
+        if self._transport is not None:
+            await self._transport.aclose()
 
     @property
     def id(self) -> str:
@@ -133,7 +153,7 @@ class Session:
         """A new session sharing the first ``at`` turns (default all), reasoning untouched."""
         record = self.store.branch(self.id, at=at, title=title)
         kept = self._history if at is None else self._history[:at]
-        return Session(store=self.store, record=record, history=kept, transport=self.transport,
+        return Session(store=self.store, record=record, history=kept, transport=self._transport,
                        log=self.log)
 
     # --- requests -----------------------------------------------------------------------------
@@ -161,6 +181,8 @@ class Session:
             raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
                              f"(or name another variable with --api-key-env / api_key_env in "
                              f"config.toml)")
+        from thoughtline.transport import Target
+
         codec = registry.codec(p.api)
         return Target(url=codec.endpoint(p.base_url, p.model, stream=stream),
                       headers={**codec.auth_headers(key), **(p.headers or {})},
@@ -178,7 +200,11 @@ class Session:
 
     async def stream(self, turn: str | Message | Sequence[ToolResult],
                      options: TurnOptions | None = None) -> AsyncIterator[Event]:
-        """Send one turn; yield reasoning/text deltas, notices, and finally ``Done``."""
+        """Send one turn; yield reasoning/text deltas, notices, and finally ``Done``.
+
+        At most two requests: the second only when the first's 4xx taught a new verdict. Every
+        request sent gets one log record, also when its stream breaks or is cancelled.
+        """
         options = options or TurnOptions()
         pending = [_as_message(turn)]
         learned: list[_Learned] = []
@@ -186,24 +212,31 @@ class Session:
             route = self.route
             body, plan = self.build_request(pending, stream=options.stream)
             target = self._target(route, stream=options.stream)
-            started = time.monotonic()
-            retries_before = self.transport.retries
+            record = _Request(route=route, body=body, attempt=attempt, learned=tuple(learned),
+                              started=time.monotonic(), retries_before=self.transport.retries)
+            lesson: _Learned | None = None
             try:
                 async for event in self._exchange(route, target, body, pending, options):
                     if isinstance(event, Done):
-                        self._log(route, body, attempt, 200, started, learned,
-                                  self.transport.retries - retries_before)
+                        record.finish(200, "ok")
                     yield event
                 return
             except ProviderError as error:
-                self._log(route, body, attempt, error.status, started, learned,
-                          self.transport.retries - retries_before)
-                lesson = (self._learn(error, body, plan, route, pending, stream=options.stream)
-                          if attempt == 1 else None)
-                if lesson is None:
+                record.finish(error.status, "error")
+                # A lesson from the retry's own rejection is kept for later turns, not retried.
+                lesson = self._learn(error, body, plan, route, pending, stream=options.stream)
+                if lesson is None or attempt == 2:
                     raise
-                learned.append(lesson)
-                yield Notice(fallback.describe(lesson.classification, model=route.model))
+            except ProtocolError:
+                record.finish(200, "interrupted")
+                raise
+            except (asyncio.CancelledError, GeneratorExit):
+                record.finish(record.status, record.outcome or "cancelled")
+                raise
+            finally:
+                self._log(record)
+            learned.append(lesson)
+            yield Notice(fallback.describe(lesson.classification, model=route.model))
 
     def _learn(self, error: ProviderError, body: Mapping[str, Any], plan: replay.ReplayPlan,
                route: Route, pending: Sequence[Message], *, stream: bool) -> _Learned | None:
@@ -215,7 +248,8 @@ class Session:
         if c.action == "drop" and (c.drop & plan.carriers):
             verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
                                      drop=frozenset(c.drop & plan.carriers), reason=c.reason)
-        elif c.action == "pad" and not plan.pad and ECHO_CARRIER in route.carriers:
+        elif (c.action == "pad" and not plan.pad and ECHO_CARRIER in route.carriers
+              and self.provider.echo != "never"):
             verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
                                      pad=True, reason=c.reason)
         else:
@@ -269,18 +303,19 @@ class Session:
                 if partial.message.parts:
                     self._append([*pending, partial.message])
 
-    def _log(self, route: Route, body: Mapping[str, Any], attempt: int, status: int | None,
-             started: float, learned: Sequence[_Learned], retries: int) -> None:
+    def _log(self, request: _Request) -> None:
         if self.log is None:
             return
+        route, body = request.route, request.body
         summary = registry.codec(self.provider.api).wire_summary(body)
         self.log.write({
             "session": self.id, "route": route.row, "api": route.api,
             "provider": route.provider, "host": route.host, "model": route.model,
-            "status": status, "attempt": attempt, "stream": bool(body.get("stream")),
-            "duration_ms": round((time.monotonic() - started) * 1000, 1),
-            "retries": retries, **summary,
-            "verdicts": [v.verdict.to_json() for v in learned],
+            "status": request.status, "outcome": request.outcome or "cancelled",
+            "attempt": request.attempt, "stream": bool(body.get("stream")),
+            "duration_ms": round((time.monotonic() - request.started) * 1000, 1),
+            "retries": self.transport.retries - request.retries_before, **summary,
+            "verdicts": [v.verdict.to_json() for v in request.learned],
         })
 
 
@@ -288,6 +323,23 @@ class Session:
 class _Learned:
     verdict: replay.Verdict
     classification: fallback.Classification
+
+
+@dataclass(kw_only=True, slots=True)
+class _Request:
+    """One HTTP request of a turn, as the request log records it."""
+
+    route: Route
+    body: Mapping[str, Any]
+    attempt: int
+    learned: tuple[_Learned, ...]
+    started: float
+    retries_before: int
+    status: int | None = None
+    outcome: str = ""
+
+    def finish(self, status: int | None, outcome: str) -> None:
+        self.status, self.outcome = status, outcome
 
 
 def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:

@@ -95,7 +95,7 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
             try:
                 await _conversation(session, QUESTIONS)
             finally:
-                await session.transport.aclose()
+                await session.aclose()
             ids[scenario.label] = session.id
             out.print(f"  ✓ {scenario.label}: {len(emulator.received)} requests, "
                       f"{len(session.history)} turns stored", markup=False)
@@ -116,7 +116,7 @@ async def _resume_phase(home: Path, ids: list[str]) -> None:
             try:
                 await _conversation(session, (RESUME_QUESTION,))
             finally:
-                await session.transport.aclose()
+                await session.aclose()
     finally:
         store.close()
 

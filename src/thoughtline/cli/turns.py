@@ -94,7 +94,7 @@ class ChatRunner:
 
     def close(self) -> None:
         if self._session is not None:
-            self.loop.run_until_complete(self._session.transport.aclose())
+            self.loop.run_until_complete(self._session.aclose())
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         if self.emulator is not None:
             self.emulator.stop()

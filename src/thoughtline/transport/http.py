@@ -91,13 +91,30 @@ class HttpTransport:
     def __init__(self, config: TransportConfig | None = None,
                  client: httpx.AsyncClient | None = None) -> None:
         self.config = config or TransportConfig()
-        timeout = httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout)
-        self._client = client or httpx.AsyncClient(timeout=timeout, http2=False)
+        self._given = client
+        self._clients: dict[bool, httpx.AsyncClient] = {}
         self.attempts = 0
         self.retries = 0
 
+    def _client_for(self, url: str) -> httpx.AsyncClient:
+        """The client for a URL, made on first use. Plain-HTTP targets (loopback emulators, local
+        servers) get a client that never loads the CA store: about 0.1 s saved per process."""
+        if self._given is not None:
+            return self._given
+        tls = not url.startswith("http://")
+        client = self._clients.get(tls)
+        if client is None:
+            timeout = httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout)
+            client = httpx.AsyncClient(timeout=timeout, verify=tls)
+            self._clients[tls] = client
+        return client
+
     async def aclose(self) -> None:
-        await self._client.aclose()
+        clients, self._clients = list(self._clients.values()), {}
+        for client in clients:
+            await client.aclose()
+        if self._given is not None:
+            await self._given.aclose()
 
     def _error(self, target: Target, message: str, *, status: int | None = None,
                body: str = "") -> ProviderError:
@@ -129,9 +146,10 @@ class HttpTransport:
             last = attempt == self.config.max_retries
             self.attempts += 1
             try:
-                request = self._client.build_request("POST", target.url, content=body,
+                client = self._client_for(target.url)
+                request = client.build_request("POST", target.url, content=body,
                                                      headers=headers)
-                response = await self._client.send(request, stream=stream)
+                response = await client.send(request, stream=stream)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 if last:
                     raise self._error(target, self._unreachable(target.url, exc)) from exc
