@@ -46,8 +46,11 @@ RC_R_RD = frozenset({RC, R, RD})
 # --- §1: the rows, restated from the contract -----------------------------------------------------
 
 CONTRACT_ROWS: list[tuple[frozenset[str], list[str], list[str]]] = [
-    (NONE, ["mistral", "groq", "cerebras", "sambanova"],
-     ["mistral.ai", "groq.com", "cerebras.ai", "sambanova.ai", "hunyuan.cloud.tencent.com"]),
+    (NONE, ["mistral", "groq", "sambanova"],
+     ["mistral.ai", "groq.com", "sambanova.ai", "hunyuan.cloud.tencent.com"]),
+    # §1 puts Cerebras in row 1; the evidence (a recorded accepted replay of `reasoning`, public
+    # reports that only `reasoning_content` is rejected) gives it `reasoning` alone.
+    (frozenset({R}), ["cerebras"], ["cerebras.ai"]),
     (RC_ONLY, ["fireworks"], ["fireworks.ai"]),
     (RC_R_RD, ["openrouter", "kilocode", "ai-gateway", "nous"],
      ["openrouter.ai", "kilo.ai", "ai-gateway.vercel.sh", "nousresearch.com"]),

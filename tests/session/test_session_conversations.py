@@ -53,7 +53,9 @@ EXPECTED_CARRIERS: dict[str, frozenset[str]] = {
     "mimo": frozenset({RC}),  # xiaomi: §1 last row + §2 must-echo family
     "mistral": frozenset(),  # §1 row 1: strict schema
     "groq": frozenset(),  # §1 row 1
-    "cerebras": frozenset(),  # §1 row 1
+    # §1 lists Cerebras as strict; the recorded fixture and public reports show it reads
+    # `reasoning` and rejects only `reasoning_content` (see the route table's cerebras row).
+    "cerebras": frozenset({"reasoning"}),
     # custom @ loopback reads RC + R (§1 local-endpoint row) until the 400 teaches it: §9 rule 3,
     # "RC named → drop every carrier".
     "strict-custom": frozenset(),

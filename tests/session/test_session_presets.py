@@ -42,7 +42,8 @@ CHAT_COMPLETIONS_IDS = (
 LOCAL_SERVERS = {"ollama", "lmstudio", "vllm"}  # run on the user's machine: no key needed
 # provider-contracts.md §1: what each preset's route reads.
 PRESET_CARRIERS: dict[str, frozenset[str]] = {
-    **dict.fromkeys(("mistral", "groq", "cerebras", "sambanova"), frozenset()),  # row 1
+    **dict.fromkeys(("mistral", "groq", "sambanova"), frozenset()),  # row 1
+    "cerebras": frozenset({"reasoning"}),  # evidence over §1: reads reasoning, rejects RC
     "fireworks": frozenset({RC}),  # row 2
     **dict.fromkeys(("openrouter", "kilocode", "ai-gateway", "nous"), frozenset({RC, R, RD})),
     **dict.fromkeys(("novita", "minimax"), frozenset({RC, RD})),  # row 4

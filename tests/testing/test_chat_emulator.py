@@ -529,6 +529,15 @@ def test_cerebras_wording_names_the_property_path(emulators: dict[str, ChatEmula
     }
 
 
+def test_cerebras_reads_reasoning_back(emulators: dict[str, ChatEmulator]) -> None:
+    # Recorded: Cerebras accepted an assistant turn replaying `reasoning` (pydantic-ai cassette
+    # test_cerebras_thinking_part_survives_multiturn); only `reasoning_content` is rejected.
+    emu = emulators["cerebras"]
+    history = _tool_turn_history("cerebras", emu, reasoning="I looked it up.")
+    response = post(emu, {"model": MODELS["cerebras"], "messages": history, "tools": [WEATHER]})
+    assert response.status_code == 200, response.text
+
+
 def test_strict_custom_invites_a_replay_it_then_refuses(emulators: dict[str, ChatEmulator]) -> None:
     emu = emulators["strict-custom"]
     first = ask(emu, [{"role": "user", "content": "Weather?"}], streamed=False)

@@ -80,7 +80,9 @@ def _anthropic_index(messages: Sequence[dict[str, Any]], index: int) -> int:
 _ASSISTANT_KEYS: Mapping[StrictRule, frozenset[str]] = {
     "mistral": frozenset({"role", "content", "tool_calls", "prefix", "name"}),
     "groq": frozenset({"role", "content", "name", "tool_calls"}),
-    "cerebras": frozenset({"role", "content", "name", "tool_calls"}),
+    # Cerebras reads `reasoning` back (a recorded multi-turn request replaying it was accepted) and
+    # rejects `reasoning_content`: vercel/ai#15042, QwenLM/qwen-code#11045.
+    "cerebras": frozenset({"role", "content", "name", "tool_calls", "reasoning"}),
 }
 _TOOL_CALL_KEYS = frozenset({"id", "type", "function", "index"})
 _FUNCTION_KEYS = frozenset({"name", "arguments"})
