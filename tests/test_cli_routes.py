@@ -123,3 +123,16 @@ def test_unknown_provider_is_a_usage_error(home: Path) -> None:
     assert "deepseek" in result.stderr  # it says which providers exist
     assert "Traceback" not in result.stderr + result.stdout
     assert result.stdout == ""
+
+
+def test_named_provider_built_on_a_preset_routes_as_the_preset(home: Path) -> None:
+    # A proxy to DeepSeek named "ds-proxy" keeps DeepSeek's rules (must-echo, RC only), also on a
+    # loopback URL; without a preset the same URL is just an unlisted local endpoint.
+    home.mkdir(parents=True)
+    (home / "config.toml").write_text(
+        '[providers.ds-proxy]\npreset = "deepseek"\nbase_url = "http://127.0.0.1:9/v1"\n\n'
+        '[providers.plain]\nbase_url = "http://127.0.0.1:9/v1"\nmodel = "m"\n')
+    proxy = routes_json(home, "--provider", "ds-proxy")
+    assert (proxy["carriers"], proxy["must_echo"]) == ([RC], True)
+    plain = routes_json(home, "--provider", "plain")
+    assert (plain["carriers"], plain["must_echo"]) == ([R, RC], False)

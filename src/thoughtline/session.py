@@ -126,7 +126,7 @@ class Session:
     @property
     def route(self) -> Route:
         p = self.provider
-        return resolve(p.id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
+        return resolve(p.route_id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""

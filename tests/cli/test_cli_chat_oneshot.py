@@ -237,3 +237,11 @@ def test_broken_stream_exits_1_and_keeps_the_partial_answer(cli: Cli, emu: ChatE
     turns = cli.show(session["id"])["turns"]
     assert [(t["role"], t["incomplete"]) for t in turns] == [("user", False),
                                                              ("assistant", True)]
+
+
+def test_a_first_turn_that_fails_leaves_no_empty_session(cli: Cli, emu: ChatEmulator) -> None:
+    emu.fail_next(400, {"error": {"message": "model not available", "type": "invalid_request"}})
+    result = cli.run(*deepseek(emu), "-p", "hello")
+    assert result.returncode == 1, result
+    assert "model not available" in result.stderr
+    assert cli.sessions() == []

@@ -181,7 +181,8 @@ def test_rm_asks_first(demo_copy: Cli) -> None:
         tty.expect("Remove session")
         tty.expect("?")
         tty.line("n")
-        assert tty.wait() != 0
+        assert tty.wait() == 0  # declining is an answer, not an error
+        assert "kept" in tty.screen
     finally:
         tty.close()
     assert target["id"] in {s["id"] for s in demo_copy.sessions()}

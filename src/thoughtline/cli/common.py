@@ -36,11 +36,14 @@ def plain_output(stream: object = None) -> bool:
     return bool(os.environ.get("NO_COLOR")) or not (isatty and isatty())
 
 
-def console(*, stderr: bool = False) -> Console:
+def console(*, stderr: bool = False, plain_width: int | None = None) -> Console:
+    """A rich console; plain (no colour, no escapes) when ``plain_output``. ``plain_width`` sets
+    the width used off a terminal (rich assumes 80, which folds wide tables)."""
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
     plain = plain_output(stream)
+    width = plain_width if plain and plain_width and not os.environ.get("COLUMNS") else None
     return Console(file=stream, no_color=plain, color_system=None if plain else "auto",
-                   highlight=False, soft_wrap=True, emoji=False,
+                   highlight=False, soft_wrap=True, emoji=False, width=width,
                    force_terminal=False if plain else None)

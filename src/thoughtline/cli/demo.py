@@ -181,7 +181,7 @@ def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
     from thoughtline.testing import ChatEmulator
 
     home = Path(root.get("home") or tempfile.mkdtemp(prefix="thoughtline-demo-"))
-    out = console()
+    out = console(plain_width=120)
     emulators = {s.label: ChatEmulator(s.personality, require_auth=False).start()
                  for s in SCENARIOS}
     try:

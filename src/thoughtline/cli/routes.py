@@ -87,7 +87,7 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
 
     cfg = config.load_config(home_dir(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
-    route = resolve(prov.id, prov.base_url, prov.model, echo=prov.echo)  # type: ignore[arg-type]
+    route = resolve(prov.route_id, prov.base_url, prov.model, echo=prov.echo)  # type: ignore[arg-type]
     learned = _learned(ctx, route, session_ref)
     effective = plan(route, learned)
     if as_json:

@@ -281,8 +281,10 @@ def rm(ctx: click.Context, session: str, yes: bool) -> None:
         if not yes:
             if not sys.stdin.isatty():
                 raise click.UsageError("refusing to remove without confirmation: pass --yes")
-            click.confirm(f"Remove session {record.id[:12]} ({record.title or 'untitled'}, "
-                          f"{record.turns} turns)?", abort=True)
+            if not click.confirm(f"Remove session {record.id[:12]} "
+                                 f"({record.title or 'untitled'}, {record.turns} turns)?"):
+                click.echo("kept")
+                return
         store.delete_session(record.id)
     finally:
         store.close()

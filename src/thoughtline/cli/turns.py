@@ -41,6 +41,7 @@ class ChatRunner:
         self.loop = asyncio.new_event_loop()
         self.emulator: Any = None
         self._session: Session | None = None
+        self._created = False  # this run created the session (removed again if it stays empty)
 
     @property
     def session(self) -> Session:
@@ -64,6 +65,7 @@ class ChatRunner:
     def create(self, prov: config.ProviderConfig, *, title: str = "") -> None:
         prov = self._prepare(prov)
         self._session = Session.create(self.store, prov, title=title, log=self._log())
+        self._created = True
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None) -> None:
@@ -89,10 +91,13 @@ class ChatRunner:
 
     def branch(self, title: str = "") -> Session:
         branched = self.session.branch(title=title or f"{self.session.record.title} (branch)")
-        self._session = branched
+        self._session, self._created = branched, False
         return branched
 
     def close(self) -> None:
+        if self._created and self._session is not None and not self._session.history:
+            # The first turn never completed: no empty "(untitled)" session is left behind.
+            self.store.delete_session(self._session.id)
         if self._session is not None:
             self.loop.run_until_complete(self._session.aclose())
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())

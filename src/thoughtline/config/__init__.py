@@ -20,7 +20,8 @@ from thoughtline.errors import ConfigError, UsageError
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
-_TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset")
+_TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
+                "route_as")
 
 
 def home(override: str | os.PathLike[str] | None = None) -> Path:
@@ -46,6 +47,12 @@ class ProviderConfig:
     echo: str = "auto"
     region: str = ""
     headers: Mapping[str, str] | None = None
+    route_as: str = ""  # the provider id route rules key on, when it is not ``id``
+
+    @property
+    def route_id(self) -> str:
+        """The id the route table matches: a named provider built on a preset routes as it."""
+        return self.route_as or self.id
 
     def api_key(self, environ: Mapping[str, str] | None = None) -> str | None:
         if not self.key_env:
@@ -59,6 +66,8 @@ class ProviderConfig:
                "key_env": self.key_env, "model": self.model, "echo": self.echo}
         if self.region:
             out["region"] = self.region
+        if self.route_as:
+            out["route_as"] = self.route_as
         return out
 
     @classmethod
@@ -66,7 +75,7 @@ class ProviderConfig:
         return cls(id=raw["id"], api=raw.get("api", "openai-chat"),
                    base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
                    model=raw.get("model", ""), echo=raw.get("echo", "auto"),
-                   region=raw.get("region", ""))
+                   region=raw.get("region", ""), route_as=raw.get("route_as", ""))
 
 
 @cache
@@ -87,6 +96,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         id=name, api=raw.get("api", "openai-chat"), base_url=raw.get("base_url", ""),
         key_env=raw.get("api_key_env", raw.get("key_env", "")), model=raw.get("model", ""),
         echo=echo, region=raw.get("region", ""), headers=raw.get("headers"),
+        route_as=raw.get("route_as", "").lower(),
     )
 
 
@@ -120,6 +130,8 @@ def load_config(home_dir: Path) -> Config:
             raise ConfigError(f"{path}: [providers.{name}] names an unknown preset {preset!r}. "
                               f"Presets: {', '.join(sorted(presets()))}")
         merged = {**(base.to_json() if base else {}), **entry}
+        if base is not None and "route_as" not in entry:
+            merged["route_as"] = base.route_id  # built on a preset: route rules keyed on its id
         providers[name.lower()] = _provider(name.lower(), merged)
     defaults = raw.get("defaults", {})
     if not isinstance(defaults, Mapping):
