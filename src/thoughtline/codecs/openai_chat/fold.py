@@ -25,8 +25,8 @@ from thoughtline.messages import Origin
 
 Delta = ReasoningDelta | TextDelta | ToolCallStarted
 
-# Flat readable reasoning, in the order a delta's text is shown when several come together.
-_FLAT = (RC, R, "reasoning_text")
+# Flat readable reasoning, ranked: the text shown when several come in one delta.
+_FLAT_RANK = {RC: 0, R: 1, "reasoning_text": 2}
 _LATEST = ("reasoning_opaque", "thought_signature")  # Copilot rotates the blob: the latest wins
 
 
@@ -68,11 +68,15 @@ class _Detail:
         self.pieces: dict[str, list[str]] = {}
 
     def merge(self, item: Mapping[str, Any]) -> None:
-        fields = self.fields
+        fields, pieces = self.fields, self.pieces
         for name, value in item.items():
-            if name in RD_CONCAT and type(value) is str:
-                self.pieces.setdefault(name, []).append(value)
-            elif fields.get(name) is None and value is not None:
+            if type(value) is str and name in RD_CONCAT:
+                fragments = pieces.get(name)
+                if fragments is None:
+                    pieces[name] = [value]
+                else:
+                    fragments.append(value)
+            elif value is not None and fields.get(name) is None:
                 fields[name] = value
 
     def wire(self) -> dict[str, Any]:
@@ -101,67 +105,75 @@ class StreamFold:
         self._chunks: list[dict[str, Any]] = []  # content-chunk lists (Mistral thinking)
 
     def add(self, chunk: Mapping[str, Any]) -> list[Delta]:
-        if not _is_map(chunk):
+        if type(chunk) is not dict and not isinstance(chunk, Mapping):
             raise ProtocolError("stream chunk is not a JSON object")
-        if chunk.get("error") is not None and _is_map(chunk["error"]):
-            raise ProtocolError(f"provider sent an error in the stream: {chunk['error']!r:.300}")
+        error = chunk.get("error")
+        if error is not None and _is_map(error):
+            raise ProtocolError(f"provider sent an error in the stream: {error!r:.300}")
         self.saw_chunk = True
         if not self.response_id:
             rid = chunk.get("id")
             self.response_id = rid if type(rid) is str else ""
-        if chunk.get("usage"):
-            self.usage = chunk["usage"]
+        usage = chunk.get("usage")
+        if usage:
+            self.usage = usage
         events: list[Delta] = []
         for choice in chunk.get("choices") or ():
             if not _is_map(choice) or choice.get("index", 0) != 0:
                 continue
-            if choice.get("finish_reason"):
-                self.finish_reason = choice["finish_reason"]
+            finish = choice.get("finish_reason")
+            if finish:
+                self.finish_reason = finish
             delta = choice.get("delta") or choice.get("message")
             if delta and _is_map(delta):
                 self._delta(delta, events)
         return events
 
     def _delta(self, delta: Mapping[str, Any], events: list[Delta]) -> None:
-        shown: tuple[str, str] | None = None  # (field, text) of the flat reasoning shown
-        text_event: TextDelta | None = None
-        rest: list[Delta] = []
+        shown_rank, shown = 3, ""  # the flat reasoning shown for this delta (RC before R ...)
+        text = ""
+        details: list[str] = []
+        others: list[Delta] = []
         for key, value in delta.items():
-            if value is None:
+            if value is None or key == "role":
                 continue
-            if key == "content":
+            rank = _FLAT_RANK.get(key)
+            if rank is not None:
+                if type(value) is str and value:
+                    self._text[key].append(value)
+                    if rank < shown_rank:
+                        shown_rank, shown = rank, value
+            elif key == "content":
                 if type(value) is str:
                     if value:
                         self._text["content"].append(value)
-                        text_event = TextDelta(value)
+                        text = value
                 elif type(value) is list:
-                    rest.extend(self._merge_chunks(value))
-            elif key in _FLAT:
-                if type(value) is str and value:
-                    self._text[key].append(value)
-                    if shown is None or _FLAT.index(key) < _FLAT.index(shown[0]):
-                        shown = (key, value)
+                    others.extend(self._merge_chunks(value))
             elif key == RD:
                 for item in value:
-                    text = self._merge_detail(item)
-                    if text:
-                        rest.append(ReasoningDelta(text))
+                    piece = self._merge_detail(item)
+                    if piece:
+                        details.append(piece)
             elif key == "tool_calls":
                 for raw in value:
                     started = self._merge_call(raw)
                     if started is not None:
-                        rest.append(started)
+                        others.append(started)
             elif key in _LATEST:
                 if type(value) is str and value:
                     self._latest[key] = value
             elif key == "extra_content" and _is_map(value) and _is_map(value.get("google")):
                 self._latest.setdefault("google", {}).update(value["google"])
-        if shown is not None:
-            events.append(ReasoningDelta(shown[1]))
-            rest = [e for e in rest if not isinstance(e, ReasoningDelta)]
-        if text_event is not None:
-            events.append(text_event)
-        events.extend(rest)
+        if shown:
+            events.append(ReasoningDelta(shown))
+        else:
+            events.extend(ReasoningDelta(piece) for piece in details)
+        if text:
+            events.append(TextDelta(text))
+        if shown:
+            others = [e for e in others if type(e) is not ReasoningDelta]
+        events.extend(others)
 
     def _merge_chunks(self, chunks: list[Any]) -> list[Delta]:
         # Mistral Magistral streams its thinking as content-chunk lists, one fragment per delta,
