@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any, Literal, TypeAlias, assert_never
 
 import orjson
@@ -183,8 +184,13 @@ def _origin_to_json(origin: Origin | None) -> dict[str, str] | None:
 def _origin_from_json(raw: Mapping[str, Any] | None) -> Origin | None:
     if raw is None:
         return None
-    return Origin(api=raw["api"], provider=raw["provider"], host=raw.get("host", ""),
-                  model=raw.get("model", ""))
+    return _origin(raw["api"], raw["provider"], raw.get("host", ""), raw.get("model", ""))
+
+
+@lru_cache(maxsize=256)
+def _origin(api: str, provider: str, host: str, model: str) -> Origin:
+    # A history has a handful of distinct origins over thousands of parts: share the values.
+    return Origin(api=api, provider=provider, host=host, model=model)
 
 
 def part_to_json(part: Part) -> dict[str, Any]:
