@@ -73,6 +73,16 @@ def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]
     }
 
 
+def _load(ctx: click.Context, ref: str) -> tuple[Any, Any]:
+    """A session's record and its verified history, by id, unique prefix or title."""
+    store = open_store(ctx)
+    try:
+        record = store.get_session(ref)
+        return record, store.load_history(record.id)
+    finally:
+        store.close()
+
+
 @click.group()
 def sessions() -> None:
     """List, show, export, import or remove stored sessions."""
@@ -126,12 +136,7 @@ def list_(ctx: click.Context, as_json: bool, limit: int | None) -> None:
 @click.pass_context
 def show(ctx: click.Context, session: str, as_json: bool) -> None:
     """Turns with their reasoning carriers (kind, origin, bytes, digest) and learned verdicts."""
-    store = open_store(ctx)
-    try:
-        record = store.get_session(session)
-        loaded = store.load_history(record.id)
-    finally:
-        store.close()
+    record, loaded = _load(ctx, session)
     turns = [_turn_summary(m.seq, m.message, m.id) for m in loaded.messages]
     cfg = record.model_config
     data = {
@@ -201,12 +206,7 @@ def _print_show(data: dict[str, Any]) -> None:
 @click.pass_context
 def export(ctx: click.Context, session: str, fmt: str, output: Any) -> None:
     """Export a session. JSON keeps everything and re-imports to an identical session."""
-    store = open_store(ctx)
-    try:
-        record = store.get_session(session)
-        loaded = store.load_history(record.id)
-    finally:
-        store.close()
+    record, loaded = _load(ctx, session)
     from thoughtline.messages import message_to_json
 
     messages = [message_to_json(m.message) for m in loaded.messages]
