@@ -6,6 +6,7 @@ body for keys. Expectations stay in the tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
@@ -27,10 +28,18 @@ OUR_KEYS = frozenset({"native", "origin", "complete", "kind", "t", "parts", "inc
 
 def encode_on(history: Sequence[Message], provider: str, base_url: str | None = None,
               model: str = "", *, echo: str = "auto", verdicts: Iterable[Verdict] = (),
+              producer_rule: bool = False,
               **kwargs: Any) -> tuple[Route, ReplayPlan, dict[str, Any]]:
-    """Resolve a route, plan it and encode ``history``; the body is JSON round-tripped."""
+    """Resolve a route, plan it and encode ``history``; the body is JSON round-tripped.
+
+    Turns in these tests carry a fixed test origin, so by default the plan drops the producer
+    rule (opaque reasoning only to the model that made it) and the tests see what the route
+    reads; ``tests/codecs/test_cross_provider.py`` exercises the rule itself.
+    """
     route = resolve(provider, base_url, model, echo=echo)  # type: ignore[arg-type]
     plan = replay.plan(route, verdicts)
+    if not producer_rule:
+        plan = dataclasses.replace(plan, producer=("", ""))
     body = openai_chat.encode_request(history, plan, model=model or "m", **kwargs)
     return route, plan, orjson.loads(orjson.dumps(body))
 

@@ -467,7 +467,10 @@ def test_verdict_json_round_trip_and_merge() -> None:
 def test_plan_key_is_hashable_and_ignores_body_extras() -> None:
     one = replay.plan(resolve("zai", None, "glm-4.7"))
     two = replay.plan(resolve("zai", None, "glm-4"))
-    assert one.key == two.key and hash(one) == hash(two)
+    assert one.body_extras != two.body_extras
+    assert one.key[:3] == two.key[:3] and one.key[3] != two.key[3]  # the producer (model) differs
+    same = replay.plan(resolve("zai", "https://api.z.ai/api/paas/v4", "glm-4.7"))
+    assert one.key == same.key and hash(one) == hash(same)
 
 
 # --- the wire: route × turn -----------------------------------------------------------------------

@@ -24,15 +24,16 @@ from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolS
 from thoughtline.replay import ReplayPlan
 
 
-def _encode_call(call: ToolCall, plan: ReplayPlan, *, dummy_signature: bool) -> dict[str, Any]:
+def _encode_call(call: ToolCall, plan: ReplayPlan, *, own: bool,
+                 dummy_signature: bool) -> dict[str, Any]:
     function: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
     wire: dict[str, Any] = {"id": call.id, "type": "function", "function": function}
     if NS_GOOGLE in plan.native:
-        if NS_GOOGLE in call.native:
+        if own and NS_GOOGLE in call.native:
             wire["extra_content"] = {"google": call.native[NS_GOOGLE]}
         elif dummy_signature:
             wire["extra_content"] = {"google": {"thought_signature": GEMINI_DUMMY_SIGNATURE}}
-    if NS_COPILOT in plan.native:
+    if NS_COPILOT in plan.native and own:
         signature = call.native.get(NS_COPILOT, {}).get("thought_signature")
         if signature:
             function["thought_signature"] = signature
@@ -45,11 +46,12 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
     calls = () if message.incomplete else message.tool_calls
     text = message.text
     wire: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
+    own = plan.produced_here(message.origin)
     if calls:
         # Gemini 3 wants the first call of a step signed; a foreign turn gets the documented dummy.
-        unsigned = NS_GOOGLE not in message.native and not any(NS_GOOGLE in c.native
-                                                                for c in calls)
-        wire["tool_calls"] = [_encode_call(c, plan, dummy_signature=unsigned and i == 0)
+        unsigned = not own or (NS_GOOGLE not in message.native
+                               and not any(NS_GOOGLE in c.native for c in calls))
+        wire["tool_calls"] = [_encode_call(c, plan, own=own, dummy_signature=unsigned and i == 0)
                               for i, c in enumerate(calls)]
     carriers = plan.carriers
     if carriers:
@@ -60,11 +62,14 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
         if R in carriers and has_thought:
             wire[R] = thought
         if RD in carriers:
+            # Another model's items (signed, encrypted, or bound to its format) stay home; their
+            # readable text has already gone in the plain carriers above.
             items = [p.native[NS_OPENROUTER] for p in message.parts
-                     if isinstance(p, Reasoning) and p.complete and NS_OPENROUTER in p.native]
+                     if isinstance(p, Reasoning) and p.complete and NS_OPENROUTER in p.native
+                     and plan.produced_here(p.origin)]
             if items:
                 wire[RD] = items
-    if plan.native and not message.incomplete:
+    if plan.native and own and not message.incomplete:
         if NS_GOOGLE in plan.native and NS_GOOGLE in message.native:
             wire["extra_content"] = {"google": message.native[NS_GOOGLE]}
         copilot = message.native.get(NS_COPILOT) if NS_COPILOT in plan.native else None
