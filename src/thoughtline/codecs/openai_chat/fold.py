@@ -119,13 +119,13 @@ class StreamFold:
             self.usage = usage
         events: list[Delta] = []
         for choice in chunk.get("choices") or ():
-            if not _is_map(choice) or choice.get("index", 0) != 0:
+            if (type(choice) is not dict and not _is_map(choice)) or choice.get("index", 0):
                 continue
             finish = choice.get("finish_reason")
             if finish:
                 self.finish_reason = finish
             delta = choice.get("delta") or choice.get("message")
-            if delta and _is_map(delta):
+            if delta and (type(delta) is dict or _is_map(delta)):
                 self._delta(delta, events)
         return events
 
@@ -218,7 +218,7 @@ class StreamFold:
                 last["thinking"].append(dict(piece) if _is_map(piece) else piece)
 
     def _merge_detail(self, item: Any) -> str:
-        if not _is_map(item):
+        if type(item) is not dict and not _is_map(item):
             raise ProtocolError(f"reasoning_details delta is not an object: {item!r:.80}")
         index = item.get("index")
         key = (index, item.get("type")) if index is not None else (len(self._details), id(item))

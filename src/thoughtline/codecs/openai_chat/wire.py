@@ -27,7 +27,7 @@ RD_KINDS: dict[str, ReasoningKind] = {
     "reasoning.summary": "summary",
     "reasoning.encrypted": "encrypted",
 }
-RD_CONCAT = ("text", "summary", "data", "signature")
+RD_CONCAT = frozenset({"text", "summary", "data", "signature"})
 
 
 
