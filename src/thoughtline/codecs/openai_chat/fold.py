@@ -100,6 +100,8 @@ class StreamFold:
         self.saw_chunk = False
         self._text: dict[str, list[str]] = {"content": [], RC: [], R: [], "reasoning_text": []}
         self._details: dict[tuple[Any, ...], _Detail] = {}
+        self._last_key: tuple[Any, ...] | None = None
+        self._last_detail: _Detail | None = None
         self._calls: dict[int, _Call] = {}
         self._latest: dict[str, Any] = {}
         self._chunks: list[dict[str, Any]] = []  # content-chunk lists (Mistral thinking)
@@ -132,8 +134,8 @@ class StreamFold:
     def _delta(self, delta: Mapping[str, Any], events: list[Delta]) -> None:
         shown_rank, shown = 3, ""  # the flat reasoning shown for this delta (RC before R ...)
         text = ""
-        details: list[str] = []
-        others: list[Delta] = []
+        details: list[str] | None = None
+        others: list[Delta] | None = None
         for key, value in delta.items():
             if value is None or key == "role":
                 continue
@@ -149,17 +151,17 @@ class StreamFold:
                         self._text["content"].append(value)
                         text = value
                 elif type(value) is list:
-                    others.extend(self._merge_chunks(value))
+                    others = (others or []) + self._merge_chunks(value)
             elif key == RD:
                 for item in value:
                     piece = self._merge_detail(item)
                     if piece:
-                        details.append(piece)
+                        details = (details or []) + [piece]
             elif key == "tool_calls":
                 for raw in value:
                     started = self._merge_call(raw)
                     if started is not None:
-                        others.append(started)
+                        others = (others or []) + [started]
             elif key in _LATEST:
                 if type(value) is str and value:
                     self._latest[key] = value
@@ -167,13 +169,12 @@ class StreamFold:
                 self._latest.setdefault("google", {}).update(value["google"])
         if shown:
             events.append(ReasoningDelta(shown))
-        else:
+        elif details:
             events.extend(ReasoningDelta(piece) for piece in details)
         if text:
             events.append(TextDelta(text))
-        if shown:
-            others = [e for e in others if type(e) is not ReasoningDelta]
-        events.extend(others)
+        if others:
+            events.extend(e for e in others if not shown or type(e) is not ReasoningDelta)
 
     def _merge_chunks(self, chunks: list[Any]) -> list[Delta]:
         # Mistral Magistral streams its thinking as content-chunk lists, one fragment per delta,
@@ -222,11 +223,15 @@ class StreamFold:
             raise ProtocolError(f"reasoning_details delta is not an object: {item!r:.80}")
         index = item.get("index")
         key = (index, item.get("type")) if index is not None else (len(self._details), id(item))
-        into = self._details.get(key)
-        if into is None:
-            self._details[key] = _Detail(item)
+        if key == self._last_key:  # streams send one item's fragments back to back
+            self._last_detail.merge(item)
         else:
-            into.merge(item)
+            into = self._details.get(key)
+            if into is None:
+                into = self._details[key] = _Detail(item)
+            else:
+                into.merge(item)
+            self._last_key, self._last_detail = key, into
         text = item.get("text") or item.get("summary")
         return text if type(text) is str else ""
 
