@@ -45,7 +45,7 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
 
 @pytest.fixture
 def demo_copy(demo_run: DemoRun, tmp_path: Path) -> Cli:
-    """The CLI on a private copy of the demo's state (eight sessions), safe to change."""
+    """The CLI on a private copy of the demo's state (one session per scenario), safe to change."""
     assert demo_run.result.returncode == 0, demo_run.result.stderr
     home = tmp_path / "demo-home"
     shutil.copytree(demo_run.home, home)

@@ -31,4 +31,4 @@ def test_demo_sessions_are_in_the_given_home(demo_run: DemoRun) -> None:
     assert (demo_run.home / "state.db").exists()
     records = [line for line in (demo_run.home / "logs" / "requests.jsonl").read_text()
                .splitlines() if line]
-    assert len(records) == 49  # 8 routes x 6 requests, plus the one the relay rejected
+    assert len(records) == 6 * len(SCENARIOS) + 1  # 6 requests a route, plus the relay's 400

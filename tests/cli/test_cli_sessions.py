@@ -1,4 +1,4 @@
-"""``thoughtline sessions list|show|export|import|rm`` on the demo's eight stored sessions.
+"""``thoughtline sessions list|show|export|import|rm`` on the demo's stored sessions.
 
 The demo leaves sessions with every kind of carrier: readable reasoning, signed parts with their
 signature and native payloads (OpenRouter), tool-call and message-level native records (Gemini,
@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 from cli_support import ENTRY, Cli, PtyProcess, clean_env
 
+from thoughtline.cli.demo import SCENARIOS
+
 SIGNED = "demo: openrouter claude (signed)"
 GEMINI = "demo: gemini compat (signatures)"
 RELAY = "demo: unlisted strict relay"
@@ -28,7 +30,7 @@ def find(cli: Cli, title: str) -> dict[str, Any]:
 
 def test_list_is_a_table_of_every_session(demo_copy: Cli) -> None:
     records = demo_copy.sessions()
-    assert len(records) == 8
+    assert len(records) == len(SCENARIOS)
     assert [r["updated_at"] for r in records] == sorted((r["updated_at"] for r in records),
                                                         reverse=True)
     for record in records:
@@ -36,7 +38,7 @@ def test_list_is_a_table_of_every_session(demo_copy: Cli) -> None:
         assert record["turns"] == 12
     lines = demo_copy.ok("sessions", "list").stdout.splitlines()
     assert lines[0].split() == ["id", "title", "provider/model", "turns", "updated"]
-    assert len(lines) == 1 + 8
+    assert len(lines) == 1 + len(SCENARIOS)
     for record, line in zip(records, lines[1:], strict=True):  # same order as --json
         assert line.startswith(record["id"][:12])
         assert record["title"] in line
@@ -204,7 +206,7 @@ def test_rm_yes_removes_without_asking(demo_copy: Cli) -> None:
     result = demo_copy.ok("sessions", "rm", "--yes", RELAY)
     assert f"removed {target['id']}" in result.stdout
     remaining = demo_copy.sessions()
-    assert len(remaining) == 7 and target["id"] not in {s["id"] for s in remaining}
+    assert len(remaining) == len(SCENARIOS) - 1 and target["id"] not in {s["id"] for s in remaining}
     gone = demo_copy.run("sessions", "show", target["id"])
     assert gone.returncode == 2
     assert demo_copy.run("sessions", "rm", "-y", target["id"]).returncode == 2

@@ -39,6 +39,8 @@ SCENARIOS = (
              model="kimi-k2.6"),
     Scenario(label="mistral (strict)", personality="mistral", provider="mistral",
              model="magistral-medium-latest"),
+    Scenario(label="cerebras (reasoning only)", personality="cerebras", provider="cerebras",
+             model="gpt-oss-120b"),
     Scenario(label="openrouter claude (signed)", personality="openrouter",
              provider="openrouter", model="anthropic/claude-sonnet-4.5"),
     Scenario(label="openrouter gpt-5 (encrypted)", personality="openrouter",
@@ -168,7 +170,7 @@ def _table(rows: list[dict[str, Any]]) -> Any:
 @click.option("--resume-sessions", hidden=True, help="(internal) second-process phase.")
 @click.pass_context
 def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
-    """Offline walkthrough: a tool-calling conversation on eight emulated routes, resumed in a
+    """Offline walkthrough: a tool-calling conversation on nine emulated routes, resumed in a
     fresh process, with a table of what each route received.
 
     Nothing touches the network or your sessions: state goes to a temporary directory unless
