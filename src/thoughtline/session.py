@@ -243,7 +243,7 @@ class Session:
         if error.status is not None and not 400 <= error.status < 500:
             return None
         codec = registry.codec(self.provider.api)
-        sent = set(codec.wire_summary(body)["carriers"])
+        sent = set(codec.wire_summary(body, self._cache)["carriers"])
         c = fallback.classify(error.status, error.body, sent=sent, must_echo=plan.pad)
         if c.action == "drop" and (c.drop & plan.carriers):
             verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
@@ -307,7 +307,7 @@ class Session:
         if self.log is None:
             return
         route, body = request.route, request.body
-        summary = registry.codec(self.provider.api).wire_summary(body)
+        summary = registry.codec(self.provider.api).wire_summary(body, self._cache)
         self.log.write({
             "session": self.id, "route": route.row, "api": route.api,
             "provider": route.provider, "host": route.host, "model": route.model,

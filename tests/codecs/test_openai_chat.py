@@ -44,6 +44,7 @@ from thoughtline.codecs.openai_chat import (
     encode_message,
     encode_request,
     fold,
+    wire_summary,
 )
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallStarted
@@ -968,3 +969,18 @@ def test_whole_copilot_response_decodes_like_its_stream() -> None:
     assert message.native["copilot"] == {"reasoning_text": "Need the weather for Paris.",
                                          "reasoning_opaque": "OPAQUE/whole+=="}
     assert message.tool_calls[0].native == {"copilot": {"thought_signature": "tool-sig=="}}
+
+
+def test_wire_summary_from_the_cache_equals_a_full_walk() -> None:
+    # The log's counts kept while encoding must match counting the body from scratch, request
+    # after request as the history grows (prefix reuse) and on a plan change.
+    turn = decode_response(load_json("openrouter/pydantic-ai-openrouter-reasoning-details-text"
+                                     ".i0.response.json"), ORIGIN).message
+    cache = WireCache()
+    history: list[Message] = []
+    for step, provider in enumerate(["openrouter", "openrouter", "deepseek", "openrouter"]):
+        history += [user(f"q{step}"), turn]
+        plan = replay.plan(resolve(provider, None, "m"))
+        body = encode_request(history, plan, model="m", cache=cache)
+        assert wire_summary(body, cache) == wire_summary(body)
+        assert wire_summary(body)["assistant_turns"] == step + 1

@@ -101,7 +101,8 @@ class WireCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
-        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]]]] = {}
+        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]], _Tally]] = {}
+        self._returned: tuple[list[dict[str, Any]], _Tally] | None = None
 
     def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
         key = (id(message), plan.key)
@@ -118,12 +119,21 @@ class WireCache:
         last = self._last.get(plan.key)
         start = 0
         wire: list[dict[str, Any]] = []
+        tally = _Tally()
         if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
-            start, wire = len(last[0]), last[1].copy()
+            start, wire, tally = len(last[0]), last[1].copy(), last[2].copy()
         for message in turns[start:]:
-            wire.extend(self.get(message, plan))
-        self._last[plan.key] = (turns, wire.copy())  # the caller's list may be edited; ours not
+            for item in self.get(message, plan):
+                wire.append(item)
+                tally.add(item)
+        self._last[plan.key] = (turns, wire.copy(), tally)  # the caller's list may be edited
+        self._returned = (wire, tally)
         return wire
+
+    def tally_of(self, messages: Any) -> _Tally | None:
+        """The counts kept while building ``messages``, if it is the list last returned."""
+        returned = self._returned
+        return returned[1] if returned is not None and returned[0] is messages else None
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -174,20 +184,32 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     return body
 
 
-def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Which reasoning fields went on the wire, on how many assistant turns (for the log)."""
-    carriers: dict[str, int] = {}
-    native: dict[str, int] = {}
-    pads = assistant = 0
-    for message in body.get("messages", ()):
+class _Tally:
+    """Running counts of reasoning fields on assistant wire messages (the request log's view)."""
+
+    __slots__ = ("assistant", "carriers", "native", "pads")
+
+    def __init__(self) -> None:
+        self.assistant = self.pads = 0
+        self.carriers: dict[str, int] = {}
+        self.native: dict[str, int] = {}
+
+    def copy(self) -> _Tally:
+        other = _Tally()
+        other.assistant, other.pads = self.assistant, self.pads
+        other.carriers, other.native = dict(self.carriers), dict(self.native)
+        return other
+
+    def add(self, message: Mapping[str, Any]) -> None:
         if message.get("role") != "assistant":
-            continue
-        assistant += 1
+            return
+        self.assistant += 1
+        carriers, native = self.carriers, self.native
         for key in (RC, R, RD):
             if key in message:
                 carriers[key] = carriers.get(key, 0) + 1
         if message.get(RC) == PAD:
-            pads += 1
+            self.pads += 1
         for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
             if key in message:
                 native[key] = native.get(key, 0) + 1
@@ -197,7 +219,22 @@ def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
             if "thought_signature" in call.get("function", {}):
                 native["function.thought_signature"] = (
                     native.get("function.thought_signature", 0) + 1)
-    return {"assistant_turns": assistant, "carriers": carriers, "pads": pads, "native": native,
+
+
+def wire_summary(body: Mapping[str, Any], cache: WireCache | None = None) -> dict[str, Any]:
+    """Which reasoning fields went on the wire, on how many assistant turns (for the log).
+
+    With the ``cache`` that built the body, the counts it kept while encoding are reused instead
+    of walking every message again.
+    """
+    messages = body.get("messages", ())
+    tally = cache.tally_of(messages) if cache is not None else None
+    if tally is None:
+        tally = _Tally()
+        for message in messages:
+            tally.add(message)
+    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers),
+            "pads": tally.pads, "native": dict(tally.native),
             "body_extras": sorted(k for k in body if k not in _STANDARD_BODY_KEYS)}
 
 
