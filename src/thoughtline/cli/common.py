@@ -24,9 +24,12 @@ def home_dir(ctx: click.Context) -> Path:
 
 
 def open_store(ctx: click.Context) -> Store:
+    """The store named by ``--store``, else ``$THOUGHTLINE_DATABASE_URL``, else the home's."""
     from thoughtline.store import open_store as _open
 
-    return _open(None, home_dir(ctx))
+    root = ctx.find_root()
+    chosen = root.obj.get("store") if isinstance(root.obj, dict) else None
+    return _open(chosen, home_dir(ctx))
 
 
 def plain_output(stream: object = None) -> bool:

@@ -1,28 +1,51 @@
-"""The PostgreSQL backend (psycopg 3), for gateways running on several machines.
+"""The PostgreSQL backend (psycopg 3 with ``psycopg_pool``), for gateways on several machines.
 
-Owns the connection (reconnecting after it breaks), translating ``?`` placeholders, advisory locks
-(migrations run once; content garbage collection never races an append), repeatable-read snapshots
-for reads, and mapping psycopg errors to ``StoreError``. The schema lives in the connection's
-``search_path`` (pass ``options=-csearch_path=NAME`` in the URL to use a dedicated schema).
+Owns the transaction protocol on a pooled connection: translating ``?`` placeholders, advisory
+locks (migrations run once; content garbage collection never races an append), the isolation of
+each transaction (writers READ COMMITTED, so a row lock taken first makes every later statement
+see what the previous holder committed; readers one REPEATABLE READ READ ONLY snapshot), and where
+a failure happened (before or during ``COMMIT``), which ``pool`` turns into a retry or a
+``StoreUnavailable``. Each public store call is one transaction and is retried by ``pool.retrying``
+only when nothing was committed.
+
+How concurrent writers stay correct (several gateway processes on one database):
+
+* ``append`` updates the session's row first: a row lock that serializes appends to one
+  conversation, so sequence numbers never collide and each turn stays contiguous; content rows
+  are written in digest order with ``ON CONFLICT`` upserts, so two appends sharing content
+  neither fail nor deadlock.
+* ``update_model_config`` takes the same row lock before reading, so a read-merge-write never
+  loses a verdict or fingerprint another process merged meanwhile.
+* ``record_verdict`` reads-merges-writes under an advisory lock (the row may not exist yet).
+
+The schema lives in the connection's ``search_path`` (pass ``options=-csearch_path=NAME`` in the
+URL to use a dedicated schema).
 """
 
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
+from psycopg import IsolationLevel
+from psycopg_pool import PoolTimeout
 
 from thoughtline.errors import StoreError
+from thoughtline.store import pool
 from thoughtline.store.db import POSTGRES, Row
 from thoughtline.store.engine import SqlStore
+from thoughtline.store.pool import PoolSettings
 
-CONNECT_TIMEOUT_S = 10
-_READ_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ READ ONLY"
+CONNECT_TIMEOUT_S = PoolSettings().connect_timeout
+
+#: Public calls that each run one transaction (so a whole call is safe to run again).
+RETRIED = ("create_session", "get_session", "list_sessions", "set_model_config",
+           "update_model_config", "set_title", "branch", "delete_session", "load_history",
+           "append", "record_verdict", "verdicts", "forget_verdicts")
 
 
 def _pg(sql: str) -> str:
@@ -64,42 +87,61 @@ class _PgTx:
 
 
 class PostgresDatabase:
-    """One psycopg connection in autocommit mode, explicit transactions, shared behind a lock."""
+    """A pool of psycopg connections; each transaction runs on one checked-out connection."""
 
     dialect = POSTGRES
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, settings: PoolSettings | None = None) -> None:
         self.url = url
         self.location = redact(url)
-        self._lock = threading.RLock()
-        self._conn = self._connect()
-
-    def _connect(self) -> psycopg.Connection[Any]:
+        self.settings = settings or PoolSettings()
         try:
-            return psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
+            self._pool = pool.open_pool(url, self.settings, name=f"thoughtline {self.location}")
         except psycopg.Error as exc:
-            raise StoreError(f"cannot connect to the store at {self.location}: {exc}") from exc
+            raise StoreError(f"cannot open the store at {self.location}: {exc}") from exc
 
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[_PgTx]:
-        with self._lock:
-            if self._conn.closed or self._conn.broken:
-                self._conn = self._connect()
+        conn = self._checkout()
+        committing = False
+        try:
+            conn.isolation_level = (IsolationLevel.READ_COMMITTED if write
+                                    else IsolationLevel.REPEATABLE_READ)
+            conn.read_only = not write
             try:
-                with self._conn.transaction():
-                    if not write:
-                        self._conn.execute(_READ_SNAPSHOT)
-                    yield _PgTx(self._conn)
-            except psycopg.Error as exc:
-                raise StoreError(f"store at {self.location}: {exc}") from exc
+                yield _PgTx(conn)
+            except BaseException:
+                with suppress(psycopg.Error):  # a dead connection has nothing to roll back
+                    conn.rollback()
+                raise
+            committing = True
+            conn.commit()
+        except psycopg.Error as exc:
+            raise pool.transaction_error(exc, self.location, committing=committing,
+                                         broken=conn.broken) from exc
+        finally:
+            self._pool.putconn(conn)
+
+    def _checkout(self) -> psycopg.Connection[Any]:
+        try:
+            return self._pool.getconn()
+        except PoolTimeout as exc:
+            raise pool.acquire_error(exc, self.url, self.location, self.settings) from exc
+        except psycopg.Error as exc:  # e.g. the pool was closed
+            raise StoreError(f"store at {self.location}: {exc}") from exc
 
     def close(self) -> None:
-        with self._lock:
-            self._conn.close()
+        self._pool.close()
 
 
 class PostgresStore(SqlStore):
-    """The shared store on PostgreSQL (``postgresql://`` URLs)."""
+    """The shared store on PostgreSQL (``postgresql://`` URLs); see the module docstring."""
 
-    def __init__(self, url: str) -> None:
-        super().__init__(PostgresDatabase(url))
+    def __init__(self, url: str, *, settings: PoolSettings | None = None) -> None:
+        self.url = url
+        self.settings = settings or PoolSettings()
+        super().__init__(PostgresDatabase(url, self.settings))
+
+
+for _name in RETRIED:
+    setattr(PostgresStore, _name, pool.retrying(getattr(SqlStore, _name)))
