@@ -15,7 +15,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import cli_start, peer, report, request_build, resume, store_append, stream_fold
+from benchmarks import (
+    cli_start,
+    peer,
+    postgres_rows,
+    report,
+    request_build,
+    resume,
+    store_append,
+    stream_fold,
+)
 from benchmarks.measure import FULL, QUICK, Budget, Row, not_built
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -34,6 +43,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "resume": lambda: resume.run(quick=quick),
         "stream-fold": lambda: stream_fold.run(budget, quick=quick),
         "store": lambda: store_append.run(quick=quick),
+        "store-postgres": lambda: postgres_rows.run(quick=quick),
         "cli": lambda: cli_start.run(quick=quick),
         "gateway": lambda: gateway(quick=quick),
         "peer": lambda: peer.run(quick=quick),

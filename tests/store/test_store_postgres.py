@@ -172,3 +172,18 @@ def test_open_store_gives_a_pooled_store(pg_schema: str, tmp_path: Path) -> None
     with open_store(pg_url(pg_schema), tmp_path) as store:  # type: ignore[attr-defined]
         assert isinstance(store, PostgresStore)
         assert store.settings == PoolSettings()
+
+
+def test_multi_row_inserts_split_into_chunks_round_trip(pg: PostgresStore,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from store_samples import rich_history
+
+    from thoughtline.store import postgres
+
+    monkeypatch.setattr(postgres, "_ROWS_PER_INSERT", 2)  # every insert spans several statements
+    sid = pg.create_session().id
+    stored = pg.append(sid, rich_history())
+    assert [s.seq for s in stored] == list(range(len(rich_history())))
+    loaded = pg.load_history(sid)
+    assert loaded.problems == ()
+    assert [dumps(m.message) for m in loaded.messages] == [dumps(m) for m in rich_history()]

@@ -48,6 +48,11 @@ RETRIED = ("create_session", "get_session", "list_sessions", "set_model_config",
            "append", "record_verdict", "verdicts", "forget_verdicts")
 
 
+#: ``INSERT INTO t (cols) VALUES (?, …)`` plus an optional ``ON CONFLICT …`` tail.
+_INSERT_VALUES = re.compile(r"^(\s*INSERT INTO [^()]+\([^()]*\) VALUES )(\([?, ]+\))(.*)$", re.S)
+_ROWS_PER_INSERT = 500
+
+
 def _pg(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
@@ -69,16 +74,29 @@ class _PgTx:
         return self._conn.execute(_pg(sql), params).rowcount
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """An ``INSERT … VALUES (…)`` becomes one multi-row statement per chunk (one round trip
+        instead of one per row); callers never repeat a conflict key within one call."""
         rows = list(rows)
-        if rows:
+        if not rows:
+            return
+        match = _INSERT_VALUES.match(sql)
+        if match is None:
             with self._conn.cursor() as cur:
                 cur.executemany(_pg(sql), rows)
+            return
+        head, one_row, tail = match.groups()
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start:start + _ROWS_PER_INSERT]
+            values = ", ".join([one_row] * len(chunk))
+            self._conn.execute(_pg(f"{head}{values}{tail}"),
+                               [value for row in chunk for value in row])
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None:
-        return self._conn.execute(_pg(sql), params).fetchone()
+        return self._conn.execute(_pg(sql), params, binary=True).fetchone()
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
-        return self._conn.execute(_pg(sql), params).fetchall()
+        # Binary results: payload bytes arrive as they are, not hex-encoded and parsed back.
+        return self._conn.execute(_pg(sql), params, binary=True).fetchall()
 
     def lock(self, name: str, *, shared: bool = False) -> None:
         """A transaction-scoped advisory lock, per schema so separate stores never contend."""
