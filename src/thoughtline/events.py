@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from thoughtline.messages import Message, Usage
+from thoughtline.messages import FinishReason, Message, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,12 +26,28 @@ class ToolCallStarted:
 
 
 @dataclass(frozen=True, slots=True)
+class ToolCallDelta:
+    """A fragment of the arguments of the tool call at ``index`` (as received, not parsed)."""
+
+    index: int
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
-    """The turn is over: the folded canonical message, stored when complete."""
+    """The turn is over: the folded canonical message, stored when complete.
+
+    ``finish_reason`` is the provider's own word; ``finish`` the neutral one (None while a stream
+    has not said why it stopped).
+    """
 
     message: Message
     usage: Usage
     finish_reason: str | None
+    finish: FinishReason | None = None
+    #: Provider reports about the request itself (e.g. Anthropic ``input_transformations``),
+    #: verbatim, for the request log and ``sessions show``; never part of the turn.
+    reports: tuple[object, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,4 +57,4 @@ class Notice:
     text: str
 
 
-Event: TypeAlias = ReasoningDelta | TextDelta | ToolCallStarted | Done | Notice
+Event: TypeAlias = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta | Done | Notice

@@ -21,12 +21,84 @@ import orjson
 
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ReasoningKind: TypeAlias = Literal["text", "summary", "signed", "redacted", "encrypted"]
-Api: TypeAlias = Literal["openai-chat", "anthropic", "gemini", "bedrock"]
+Api: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"]
+
+#: Why a provider stopped, in neutral words (each codec maps its own stop reasons onto these).
+FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "refusal",
+                                  "pause", "other"]
 
 #: Verbatim provider values, keyed by the namespace of the format that owns them.
 Native: TypeAlias = Mapping[str, Any]
 
-_EMPTY: Native = {}
+
+class FrozenDict(dict):  # type: ignore[type-arg]
+    """A JSON object that cannot be changed after it was made.
+
+    A ``dict`` subclass so orjson serializes it as-is (key order and bytes kept) and it compares
+    equal to the plain dict it was made from. Verbatim provider values are frozen on the way into
+    a ``Message``: a request body that shares them cannot edit stored history.
+    """
+
+    __slots__ = ()
+
+    def _readonly(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("verbatim provider values are read-only; copy before editing")
+
+    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
+    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
+    __ior__ = _readonly  # type: ignore[assignment]
+
+    def __copy__(self) -> dict[str, Any]:
+        return dict(self)
+
+    def __deepcopy__(self, memo: Any) -> FrozenDict:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (FrozenDict, (dict(self),))
+
+
+class FrozenList(list):  # type: ignore[type-arg]
+    """A JSON array that cannot be changed after it was made (see ``FrozenDict``)."""
+
+    __slots__ = ()
+
+    def _readonly(self, *_: Any, **__: Any) -> Any:
+        raise TypeError("verbatim provider values are read-only; copy before editing")
+
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _readonly  # type: ignore[assignment]
+    append = extend = insert = pop = remove = clear = sort = reverse = _readonly  # type: ignore
+
+    def __copy__(self) -> list[Any]:
+        return list(self)
+
+    def __deepcopy__(self, memo: Any) -> FrozenList:
+        return self
+
+    def __reduce__(self) -> Any:
+        return (FrozenList, (list(self),))
+
+
+def freeze(value: Any) -> Any:
+    """``value`` with every dict and list inside made read-only (already frozen parts are kept)."""
+    kind = type(value)
+    if kind is FrozenDict or kind is FrozenList:
+        return value
+    if isinstance(value, Mapping):
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return FrozenList(freeze(v) for v in value)
+    return value
+
+
+_EMPTY: Native = FrozenDict()
+
+
+def _frozen_native(obj: Any) -> None:
+    # Frozen dataclasses: bypass __setattr__ once, at construction.
+    native = obj.native
+    if type(native) is not FrozenDict:
+        object.__setattr__(obj, "native", freeze(native) if native else _EMPTY)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -37,13 +109,25 @@ class Origin:
     provider: str
     host: str = ""
     model: str = ""
+    #: Where the provider binds opaque values beyond the model: an account/organisation/project
+    #: identity and a region, when the route knows them ("" otherwise). Never a key.
+    account: str = ""
+    region: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Text:
-    """Visible text. Chat Completions ``content``; Anthropic/Gemini/Bedrock text blocks."""
+    """Visible text. Chat Completions ``content``; Anthropic/Gemini/Bedrock text blocks.
+
+    ``native`` holds verbatim per-part values of the format that returned the text (a Gemini
+    ``thoughtSignature`` on a text part, Anthropic ``citations``), namespaced like everywhere else.
+    """
 
     text: str
+    native: Native = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _frozen_native(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -67,6 +151,9 @@ class Reasoning:
     origin: Origin | None = None
     native: Native = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _frozen_native(self)
+
     @property
     def is_opaque(self) -> bool:
         """True when the part carries a value that only works replayed byte for byte."""
@@ -82,6 +169,9 @@ class ToolCall:
     arguments: str
     native: Native = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        _frozen_native(self)
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolResult:
@@ -92,7 +182,28 @@ class ToolResult:
     is_error: bool = False
 
 
-Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Opaque:
+    """A block with no canonical meaning that must be replayed verbatim, in its place.
+
+    Anthropic ``server_tool_use`` / ``web_search_tool_result`` blocks, Responses output items the
+    model needs back but thoughtline does not interpret. ``native`` holds exactly one namespace
+    (the format that owns the block) with the block as received; only that format's codec ever
+    sends it, and only to a route whose scope accepts ``origin``.
+    """
+
+    native: Native
+    origin: Origin | None = None
+
+    def __post_init__(self) -> None:
+        _frozen_native(self)
+
+    @property
+    def namespace(self) -> str:
+        return next(iter(self.native), "")
+
+
+Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Opaque
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,6 +235,12 @@ class Message:
     origin: Origin | None = None
     incomplete: bool = False
     native: Native = field(default_factory=dict)
+    #: Set on load when a stored payload of this turn failed verification and was left out: the
+    #: turn is not what the model saw, and replay policies may treat it as such.
+    damaged: bool = False
+
+    def __post_init__(self) -> None:
+        _frozen_native(self)
 
     @property
     def text(self) -> str:
@@ -177,25 +294,35 @@ def tool_results(results: Iterable[ToolResult]) -> Message:
 def _origin_to_json(origin: Origin | None) -> dict[str, str] | None:
     if origin is None:
         return None
-    return {"api": origin.api, "provider": origin.provider, "host": origin.host,
-            "model": origin.model}
+    out = {"api": origin.api, "provider": origin.provider, "host": origin.host,
+           "model": origin.model}
+    if origin.account:
+        out["account"] = origin.account
+    if origin.region:
+        out["region"] = origin.region
+    return out
 
 
 def _origin_from_json(raw: Mapping[str, Any] | None) -> Origin | None:
     if raw is None:
         return None
-    return _origin(raw["api"], raw["provider"], raw.get("host", ""), raw.get("model", ""))
+    return _origin(raw["api"], raw["provider"], raw.get("host", ""), raw.get("model", ""),
+                   raw.get("account", ""), raw.get("region", ""))
 
 
 @lru_cache(maxsize=256)
-def _origin(api: str, provider: str, host: str, model: str) -> Origin:
+def _origin(api: str, provider: str, host: str, model: str, account: str = "",
+            region: str = "") -> Origin:
     # A history has a handful of distinct origins over thousands of parts: share the values.
-    return Origin(api=api, provider=provider, host=host, model=model)
+    return Origin(api=api, provider=provider, host=host, model=model, account=account,
+                  region=region)
 
 
 def part_to_json(part: Part) -> dict[str, Any]:
     match part:
         case Text(text=text):
+            if part.native:
+                return {"t": "text", "text": text, "native": part.native}
             return {"t": "text", "text": text}
         case Reasoning():
             out: dict[str, Any] = {"t": "reasoning", "kind": part.kind}
@@ -221,6 +348,11 @@ def part_to_json(part: Part) -> dict[str, Any]:
             if part.is_error:
                 out["is_error"] = True
             return out
+        case Opaque():
+            out = {"t": "opaque", "native": part.native}
+            if part.origin is not None:
+                out["origin"] = _origin_to_json(part.origin)
+            return out
         case _:
             assert_never(part)
 
@@ -228,20 +360,22 @@ def part_to_json(part: Part) -> dict[str, Any]:
 def part_from_json(raw: Mapping[str, Any]) -> Part:
     tag = raw["t"]
     if tag == "text":
-        return Text(text=raw["text"])
+        return Text(text=raw["text"], native=raw.get("native", _EMPTY))
     if tag == "reasoning":
         return Reasoning(
             kind=raw["kind"], text=raw.get("text"), summary=raw.get("summary"),
             signature=raw.get("signature"), data=raw.get("data"),
             complete=raw.get("complete", True), origin=_origin_from_json(raw.get("origin")),
-            native=raw.get("native", {}),
+            native=raw.get("native", _EMPTY),
         )
     if tag == "tool_call":
         return ToolCall(id=raw["id"], name=raw["name"], arguments=raw["arguments"],
-                        native=raw.get("native", {}))
+                        native=raw.get("native", _EMPTY))
     if tag == "tool_result":
         return ToolResult(call_id=raw["call_id"], content=raw["content"],
                           is_error=raw.get("is_error", False))
+    if tag == "opaque":
+        return Opaque(native=raw["native"], origin=_origin_from_json(raw.get("origin")))
     raise ValueError(f"unknown part type {tag!r}")
 
 
@@ -254,6 +388,8 @@ def message_to_json(message: Message) -> dict[str, Any]:
         out["incomplete"] = True
     if message.native:
         out["native"] = message.native
+    if message.damaged:
+        out["damaged"] = True
     return out
 
 
@@ -261,7 +397,7 @@ def message_from_json(raw: Mapping[str, Any]) -> Message:
     return Message(
         role=raw["role"], parts=tuple(part_from_json(p) for p in raw["parts"]),
         origin=_origin_from_json(raw.get("origin")), incomplete=raw.get("incomplete", False),
-        native=raw.get("native", {}),
+        native=raw.get("native", _EMPTY), damaged=raw.get("damaged", False),
     )
 
 
@@ -277,3 +413,12 @@ def loads(data: bytes | str) -> Message:
 def digest(data: bytes) -> str:
     """The content digest used for stored payloads and message ids."""
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def fingerprint(kind: str, value: str) -> str:
+    """The identity of one opaque value a provider rejected: sha256 over its type and bytes.
+
+    ``kind`` names what the value is in the owning format (a block type, ``"thoughtSignature"``,
+    an item type); the store keeps fingerprints with the session so the value is never sent again.
+    """
+    return "fp:" + hashlib.sha256(kind.encode() + b"\0" + value.encode()).hexdigest()

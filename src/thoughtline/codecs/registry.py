@@ -1,25 +1,45 @@
-"""Which codec speaks which API: one line per API. Adding an API is one module plus one line."""
+"""Which codec speaks which API: one line per API. Adding an API is one package plus one line.
+
+Codecs load on first use (importing a codec never happens at start-up). ``register`` adds a codec
+at run time: tests use it to plug in an API the registry does not list.
+"""
 
 from __future__ import annotations
 
 import importlib
-from types import ModuleType
 
+from thoughtline.codecs.base import Codec
 from thoughtline.errors import UsageError
 
-_CODECS = {
-    "openai-chat": "thoughtline.codecs.openai_chat",
+#: API id -> "module:attribute" of its codec object.
+_CODECS: dict[str, str] = {
+    "openai-chat": "thoughtline.codecs.openai_chat.codec:CODEC",
 }
+_LOADED: dict[str, Codec] = {}
 
 
-def codec(api: str) -> ModuleType:
-    """The codec module for ``api`` (encode_request, decode_response, StreamFold, ...)."""
+def codec(api: str) -> Codec:
+    """The codec object for ``api``."""
+    found = _LOADED.get(api)
+    if found is not None:
+        return found
     try:
-        return importlib.import_module(_CODECS[api])
+        module, _, attribute = _CODECS[api].partition(":")
     except KeyError:
-        raise UsageError(f"no codec for API {api!r} yet (known: {', '.join(sorted(_CODECS))})"
-                         ) from None
+        raise UsageError(f"no codec for API {api!r} yet (known: {', '.join(apis())})") from None
+    found = getattr(importlib.import_module(module), attribute)
+    _LOADED[api] = found
+    return found
+
+
+def register(api: str, codec_object: Codec) -> None:
+    """Make ``codec_object`` the codec of ``api`` (for plug-ins and tests)."""
+    _LOADED[api] = codec_object
+
+
+def unregister(api: str) -> None:
+    _LOADED.pop(api, None)
 
 
 def apis() -> list[str]:
-    return sorted(_CODECS)
+    return sorted({*_CODECS, *_LOADED})

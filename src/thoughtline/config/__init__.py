@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -21,7 +21,7 @@ from thoughtline.errors import ConfigError, UsageError
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
 _TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
-                "route_as")
+                "route_as", "auth", "project")
 
 
 def home(override: str | os.PathLike[str] | None = None) -> Path:
@@ -46,8 +46,14 @@ class ProviderConfig:
     model: str = ""
     echo: str = "auto"
     region: str = ""
-    headers: Mapping[str, str] | None = None
+    #: Extra request headers from config.toml. Kept in memory only (they may hold secrets): they
+    #: are reloaded from config on create and resume, never stored.
+    headers: Mapping[str, str] | None = field(default=None, compare=False)
     route_as: str = ""  # the provider id route rules key on, when it is not ``id``
+    #: How requests authenticate (a ``codecs.base.AuthScheme``); "" lets the API's codec choose.
+    auth: str = ""
+    #: The cloud project a platform route needs in its URL (Vertex), when it has one.
+    project: str = ""
 
     @property
     def route_id(self) -> str:
@@ -64,10 +70,10 @@ class ProviderConfig:
         """The stored form (model config): names only, never a key."""
         out = {"id": self.id, "api": self.api, "base_url": self.base_url,
                "key_env": self.key_env, "model": self.model, "echo": self.echo}
-        if self.region:
-            out["region"] = self.region
-        if self.route_as:
-            out["route_as"] = self.route_as
+        for name in ("region", "route_as", "auth", "project"):
+            value = getattr(self, name)
+            if value:
+                out[name] = value
         return out
 
     @classmethod
@@ -75,7 +81,8 @@ class ProviderConfig:
         return cls(id=raw["id"], api=raw.get("api", "openai-chat"),
                    base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
                    model=raw.get("model", ""), echo=raw.get("echo", "auto"),
-                   region=raw.get("region", ""), route_as=raw.get("route_as", ""))
+                   region=raw.get("region", ""), route_as=raw.get("route_as", ""),
+                   auth=raw.get("auth", ""), project=raw.get("project", ""))
 
 
 @cache
@@ -96,7 +103,8 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         id=name, api=raw.get("api", "openai-chat"), base_url=raw.get("base_url", ""),
         key_env=raw.get("api_key_env", raw.get("key_env", "")), model=raw.get("model", ""),
         echo=echo, region=raw.get("region", ""), headers=raw.get("headers"),
-        route_as=raw.get("route_as", "").lower(),
+        route_as=raw.get("route_as", "").lower(), auth=raw.get("auth", ""),
+        project=raw.get("project", ""),
     )
 
 
@@ -138,6 +146,13 @@ def load_config(home_dir: Path) -> Config:
         raise ConfigError(f"{path}: [defaults] must be a table")
     return Config(default_provider=str(defaults.get("provider", "")),
                   default_model=str(defaults.get("model", "")), providers=providers)
+
+
+def headers_for(provider_id: str, config: Config | None) -> Mapping[str, str] | None:
+    """The configured extra headers of a provider (presets have none), looked up afresh."""
+    named = (config.providers or {}) if config else {}
+    found = named.get(provider_id.strip().lower())
+    return found.headers if found is not None else None
 
 
 def provider(provider_id: str, config: Config | None = None, *, base_url: str | None = None,

@@ -1,8 +1,10 @@
-"""Resolve (provider id, base URL, model) to a route, from the route table data.
+"""Routes for every API: the generic ``Route``, host and path matching, and per-API route tables.
 
-This module owns matching: hostnames (never substrings of a URL), local-endpoint detection and the
-model conditions of the table. It knows no carrier semantics beyond reading them from the table;
-what a carrier means on the wire is the codec's business.
+This module owns matching: hostnames (never substrings of a URL), URL path selectors, local-endpoint
+detection, and the loading of one route table per API (``routes/<api>.toml``). What a row's
+``profile`` means is the codec's business: each API's codec turns the row's data into its typed
+``Profile`` (what that route reads back) and answers ``resolve`` for its API. The Chat Completions
+table has its own, older format (``chat.py``).
 """
 
 from __future__ import annotations
@@ -10,8 +12,9 @@ from __future__ import annotations
 import ipaddress
 import re
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from fnmatch import fnmatchcase
 from functools import cache
 from importlib import resources
 from typing import Any, Literal, TypeAlias
@@ -20,7 +23,6 @@ from urllib.parse import urlsplit
 from thoughtline.errors import ConfigError
 
 Echo: TypeAlias = Literal["auto", "always", "never"]
-ECHO_CARRIER = "reasoning_content"
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
 # Deliberately not ``ip_address.is_private``, which also covers documentation and benchmark ranges.
 _LOCAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
@@ -29,36 +31,31 @@ _LOCAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Route:
-    """Everything the replay policy and the codec need to know about where a request goes."""
+    """Where a request goes: the fields every API shares, and the API's own ``profile``.
+
+    ``profile`` is the typed value the API's codec made from the route data (for Chat Completions
+    the carriers, must-echo pad and keep-thinking fields; for Anthropic the thinking policy …).
+    """
 
     row: str
     api: str
     provider: str
     host: str
     model: str
-    carriers: frozenset[str]
-    must_echo: bool = False
-    echo_family: str | None = None
-    body_extras: Mapping[str, Any] = field(default_factory=dict)
-    drop_params: frozenset[str] = frozenset()  # request parameters the keep-thinking rule forbids
-    native: frozenset[str] = frozenset()
-    stream_usage: bool = True  # may the request ask for usage on streams (stream_options)
+    profile: Any
+    path: str = ""
     explain: str = ""
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """The public ``routes --json`` object (design.md §3.2)."""
-        return {
-            "route": self.row,
-            "api": self.api,
-            "carriers": sorted(self.carriers),
-            "must_echo": self.must_echo,
-            "body_extras": dict(self.body_extras),
-            "native": sorted(self.native),
-        }
+        out: dict[str, Any] = {"route": self.row, "api": self.api, "carriers": [],
+                               "must_echo": False, "body_extras": {}, "native": []}
+        out.update(self.profile.public_json())
+        return out
 
 
-# --- host matching ------------------------------------------------------------------------------
+# --- host and path matching ---------------------------------------------------------------------
 
 
 def hostname_of(base_url: str | None) -> str:
@@ -70,6 +67,19 @@ def hostname_of(base_url: str | None) -> str:
         url = "//" + url
     try:
         return (urlsplit(url).hostname or "").lower().rstrip(".")
+    except ValueError:
+        return ""
+
+
+def path_of(base_url: str | None) -> str:
+    """The URL path of a base URL, lower-cased ('' when there is none)."""
+    if not base_url:
+        return ""
+    url = base_url.strip()
+    if "://" not in url:
+        url = "//" + url
+    try:
+        return urlsplit(url).path.lower()
     except ValueError:
         return ""
 
@@ -95,6 +105,15 @@ def host_matches(hostname: str, entry: str) -> bool:
     return hostname == entry or hostname.endswith("." + entry)
 
 
+def path_matches(path: str, selector: str) -> bool:
+    """True when the URL path contains ``selector`` (``*`` is a wildcard, segments compared as
+    written): ``/anthropic`` matches ``/anthropic/v1``; ``/publishers/anthropic/models/`` matches
+    a Vertex model path."""
+    selector = selector.lower()
+    padded = path.rstrip("/") + "/"
+    return fnmatchcase(padded, "*" + selector.rstrip("/") + "/*")
+
+
 def is_local_endpoint(hostname: str) -> bool:
     """Loopback, private, link-local and CGNAT addresses, and localhost names."""
     if not hostname:
@@ -112,186 +131,75 @@ def is_local_endpoint(hostname: str) -> bool:
                    if network.version == address.version))
 
 
-# --- the table ----------------------------------------------------------------------------------
+# --- per-API route tables -----------------------------------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _Selector:
+class ApiRow:
+    """One row of an API's route table: how it is selected, and its raw ``profile`` data."""
+
+    id: str
     providers: frozenset[str] = frozenset()
     hosts: tuple[str, ...] = ()
-    models_contain: tuple[str, ...] = ()
-
-    def by_provider_or_host(self, provider: str, hostname: str) -> bool:
-        return provider in self.providers or any(host_matches(hostname, h) for h in self.hosts)
-
-    def by_model(self, model: str) -> bool:
-        lowered = model.lower()
-        return any(s in lowered for s in self.models_contain)
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Row:
-    id: str
-    carriers: frozenset[str]
-    select: _Selector
-    local_endpoint: bool = False
+    paths: tuple[str, ...] = ()
     catch_all: bool = False
-    stream_usage: bool = True
     explain: str = ""
+    profile: Mapping[str, Any] = field(default_factory=dict)
+
+    def matches(self, provider: str, hostname: str, path: str) -> bool:
+        """Provider id listed, or host matched; and, when the row names paths, one of them."""
+        if not (provider in self.providers or any(host_matches(hostname, h) for h in self.hosts)):
+            return False
+        return not self.paths or any(path_matches(path, p) for p in self.paths)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _KeepRule:
-    models: tuple[re.Pattern[str], ...]
-    body: Mapping[str, Any]
-    drop_params: frozenset[str] = frozenset()
+class ApiTable:
+    """An API's rows in order (first match wins), the catch-all last, plus free-form sections."""
+
+    api: str
+    rows: tuple[ApiRow, ...]
+    sections: Mapping[str, Any] = field(default_factory=dict)
+
+    def match(self, provider: str, base_url: str | None) -> ApiRow:
+        provider_id = provider.strip().lower()
+        hostname, path = hostname_of(base_url), path_of(base_url)
+        for row in self.rows:
+            if not row.catch_all and row.matches(provider_id, hostname, path):
+                return row
+        return next(row for row in self.rows if row.catch_all)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Keep:
-    id: str
-    select: _Selector
-    rules: tuple[_KeepRule, ...]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Native:
-    id: str
-    select: _Selector
-    model_rows: frozenset[str]
-    explain: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class RouteTable:
-    rows: tuple[_Row, ...]
-    echo: tuple[tuple[str, _Selector], ...]
-    keep: tuple[_Keep, ...]
-    native: tuple[_Native, ...]
-    carrier_words: Mapping[str, tuple[str, str]] = field(default_factory=dict)
-
-
-def _selector(raw: Mapping[str, Any]) -> _Selector:
-    return _Selector(
-        providers=frozenset(p.lower() for p in raw.get("providers", ())),
-        hosts=tuple(h.lower() for h in raw.get("hosts", ())),
-        models_contain=tuple(m.lower() for m in raw.get("models_contain", ())),
-    )
-
-
-def parse_table(raw: Mapping[str, Any]) -> RouteTable:
-    """Build a table from its TOML data; raises ConfigError naming the bad entry."""
+def parse_api_table(api: str, raw: Mapping[str, Any]) -> ApiTable:
+    """An API's table from its TOML data; raises ConfigError naming the bad entry."""
     try:
         rows = tuple(
-            _Row(id=r["id"], carriers=frozenset(r["carriers"]), select=_selector(r),
-                 local_endpoint=bool(r.get("local_endpoint", False)),
-                 catch_all=bool(r.get("catch_all", False)),
-                 stream_usage=bool(r.get("stream_usage", True)), explain=r.get("explain", ""))
-            for r in raw["row"]
-        )
-        echo = tuple((e["family"], _selector(e)) for e in raw.get("echo", ()))
-        keep = tuple(
-            _Keep(id=k["id"], select=_selector(k), rules=tuple(
-                _KeepRule(models=tuple(re.compile(m, re.I) for m in rule["models"]),
-                          body=rule["body"],
-                          drop_params=frozenset(rule.get("drop_params", ())))
-                for rule in k["rules"]))
-            for k in raw.get("keep", ())
-        )
-        native = tuple(
-            _Native(id=n["id"], select=_selector(n), model_rows=frozenset(n.get("model_rows", ())),
-                    explain=n.get("explain", ""))
-            for n in raw.get("native", ())
-        )
-        words = {name: (short, long) for name, (short, long) in
-                 raw.get("carrier_words", {}).items()}
-    except (KeyError, TypeError, ValueError, re.error) as exc:
-        raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
-    if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
-        raise ConfigError("route table needs exactly one catch_all row and at most one "
-                          "local_endpoint row")
-    return RouteTable(rows=rows, echo=echo, keep=keep, native=native, carrier_words=words)
+            ApiRow(id=r["id"], providers=frozenset(p.lower() for p in r.get("providers", ())),
+                   hosts=tuple(h.lower() for h in r.get("hosts", ())),
+                   paths=tuple(r.get("paths", ())), catch_all=bool(r.get("catch_all", False)),
+                   explain=str(r.get("explain", "")), profile=dict(r.get("profile", {})))
+            for r in raw["row"])
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{api} route table entry is malformed: {exc!r}") from exc
+    if sum(r.catch_all for r in rows) != 1:
+        raise ConfigError(f"{api} route table needs exactly one catch_all row")
+    sections = {k: v for k, v in raw.items() if k != "row"}
+    return ApiTable(api=api, rows=rows, sections=sections)
 
 
 @cache
-def default_table() -> RouteTable:
-    text = resources.files("thoughtline.routes").joinpath("table.toml").read_text("utf-8")
-    return parse_table(tomllib.loads(text))
+def api_table(api: str) -> ApiTable:
+    """The built-in table of ``api`` (``routes/<api>.toml``)."""
+    try:
+        text = resources.files("thoughtline.routes").joinpath(f"{api}.toml").read_text("utf-8")
+    except FileNotFoundError as exc:
+        raise ConfigError(f"no route table for API {api!r}") from exc
+    return parse_api_table(api, tomllib.loads(text))
 
 
-# --- resolution ---------------------------------------------------------------------------------
+def resolve(api: str, provider: str, base_url: str | None = None, model: str = "", *,
+            echo: Echo = "auto") -> Route:
+    """The route for (provider id, base URL, model) on ``api``, from that API's route data."""
+    from thoughtline.codecs import registry
 
-
-def _match_row(table: RouteTable, provider: str, hostname: str) -> _Row:
-    """Listed rows in order; then the local-endpoint row; then the catch-all row."""
-    for row in table.rows:
-        if not row.local_endpoint and row.select.by_provider_or_host(provider, hostname):
-            return row
-    if is_local_endpoint(hostname):
-        local = next((row for row in table.rows if row.local_endpoint), None)
-        if local is not None:
-            return local
-    return next(row for row in table.rows if row.catch_all)
-
-
-def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) -> str | None:
-    for family, select in table.echo:
-        if select.by_provider_or_host(provider, hostname) or select.by_model(model):
-            return family
-    return None
-
-
-def _keep_rule(table: RouteTable, provider: str, hostname: str, model: str) -> _KeepRule | None:
-    for keep in table.keep:
-        if not keep.select.by_provider_or_host(provider, hostname):
-            continue
-        for rule in keep.rules:
-            if any(p.search(model) for p in rule.models):
-                return rule
-    return None
-
-
-def _native(table: RouteTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
-    return {
-        n.id for n in table.native
-        if n.select.by_provider_or_host(provider, hostname)
-        or (row in n.model_rows and n.select.by_model(model))
-    }
-
-
-def resolve(provider: str, base_url: str | None = None, model: str = "", *,
-            echo: Echo = "auto", table: RouteTable | None = None) -> Route:
-    """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo override."""
-    table = table or default_table()
-    provider_id = provider.strip().lower()
-    hostname = hostname_of(base_url)
-    row = _match_row(table, provider_id, hostname)
-    family = _echo_family(table, provider_id, hostname, model)
-    keep = _keep_rule(table, provider_id, hostname, model)
-    wants_echo = echo == "always" or (echo == "auto" and family is not None)
-    notes: list[str] = []
-    must_echo = wants_echo and ECHO_CARRIER in row.carriers
-    if wants_echo and not must_echo:
-        notes.append("must-echo family matched, but this route does not read reasoning_content, "
-                     "so no placeholder is sent")
-    if family is not None and echo == "never":
-        notes.append(f"must-echo ({family}) switched off by echo = \"never\"")
-    return Route(
-        row=row.id, api="openai-chat", provider=provider_id, host=hostname, model=model,
-        carriers=row.carriers, must_echo=must_echo, echo_family=family if must_echo else None,
-        body_extras=dict(keep.body) if keep else {},
-        drop_params=keep.drop_params if keep else frozenset(),
-        native=frozenset(_native(table, row.id, provider_id, hostname, model)),
-        stream_usage=row.stream_usage, explain=row.explain, notes=tuple(notes),
-    )
-
-
-def carrier_words(name: str, *, short: bool = False, table: RouteTable | None = None) -> str:
-    """How to name a carrier to a user (short label or a few words)."""
-    words = (table or default_table()).carrier_words.get(name)
-    return name if words is None else words[0 if short else 1]
-
-
-def native_explanations(ids: Sequence[str], table: RouteTable | None = None) -> list[str]:
-    table = table or default_table()
-    return [n.explain for n in table.native if n.id in ids]
+    return registry.codec(api).resolve(provider, base_url, model, echo=echo)

@@ -6,7 +6,7 @@ its numbered migrations, durability, and digest verification of opaque payloads 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -86,6 +86,12 @@ class Store(Protocol):
         ...
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
+
+    def update_model_config(self, session_id: str,
+                            update: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+                            ) -> SessionRecord:
+        """Read-merge-write the model config in one write transaction (see ``modelconfig``)."""
+        ...
 
     def set_title(self, session_id: str, title: str) -> None: ...
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import gc
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
@@ -81,6 +81,26 @@ class SqlStore:
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None:
         config = codec.config_to_text(model_config)
         self._update(session_id, "model_config = ?", config)
+
+    def update_model_config(self, session_id: str,
+                            update: Callable[[Mapping[str, Any]], Mapping[str, Any]],
+                            ) -> SessionRecord:
+        """Read-merge-write the model config in one write transaction.
+
+        ``update`` gets the config as stored now (another process may have changed it since this
+        one loaded it) and returns the config to store; the row is locked meanwhile.
+        """
+        with self._db.transaction(write=True) as tx:
+            # Touching the row first takes its write lock (SQLite: the database; PostgreSQL: the
+            # row), so the read below sees every committed change and none can slip in between.
+            if not tx.execute("UPDATE sessions SET updated_at = updated_at WHERE id = ?",
+                              (session_id,)):
+                raise NotFound(f"no session {session_id!r}")
+            current = _session(tx, session_id).model_config
+            config = codec.config_to_text(update(current))
+            tx.execute("UPDATE sessions SET model_config = ?, updated_at = ? WHERE id = ?",
+                       (config, time.time(), session_id))
+            return _session(tx, session_id)
 
     def set_title(self, session_id: str, title: str) -> None:
         self._update(session_id, "title = ?", title)

@@ -1,8 +1,10 @@
-"""HTTP transport: POST a serialized body, return JSON or a stream of SSE events.
+"""HTTP transport: POST a serialized body, return JSON or a stream of ``(event type, payload)``.
 
 Owns timeouts, bounded retries with backoff (429, 5xx, connection errors; ``Retry-After``
-honoured) and the mapping of httpx exceptions to ``ProviderError`` — once, here. It knows nothing
-of routes, carriers or reasoning; the learn-once fallback sits above it in the session.
+honoured), authentication through the target's ``httpx.Auth`` (applied anew on every attempt, so
+SigV4 re-signs each retry), the response framings (SSE, the AWS event stream decoded by botocore's
+parser, a streamed JSON array) and the mapping of httpx exceptions to ``ProviderError`` — once,
+here. It knows nothing of routes, carriers or reasoning; the learn-once fallback sits above it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,8 @@ import email.utils
 import random
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 import httpx
 import orjson
@@ -36,12 +38,31 @@ class TransportConfig:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Target:
-    """Where a request goes and what to call it in errors (route id, provider id)."""
+    """Where a request goes, how it is authenticated and framed, and what to call it in errors.
+
+    ``framing`` is how a *streamed* answer is framed (``sse``, ``aws-eventstream``,
+    ``json-array``); whole answers are one JSON document.
+    """
 
     url: str
-    headers: Mapping[str, str]
+    headers: Mapping[str, str] = field(default_factory=dict)
     route: str = ""
     provider: str = ""
+    auth: httpx.Auth | None = None
+    framing: str = "sse"
+
+
+class Transport(Protocol):
+    """What the turn engine needs from a transport (HTTP here; tests may plug their own)."""
+
+    attempts: int
+    retries: int
+
+    async def post_json(self, target: Target, body: bytes) -> Any: ...
+
+    def stream_events(self, target: Target, body: bytes) -> AsyncIterator[tuple[str, Any]]: ...
+
+    async def aclose(self) -> None: ...
 
 
 def provider_message(body: str) -> str:
@@ -149,7 +170,7 @@ class HttpTransport:
                 client = self._client_for(target.url)
                 request = client.build_request("POST", target.url, content=body,
                                                      headers=headers)
-                response = await client.send(request, stream=stream)
+                response = await client.send(request, stream=stream, auth=target.auth)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 if last:
                     raise self._error(target, self._unreachable(target.url, exc)) from exc
@@ -177,26 +198,23 @@ class HttpTransport:
                               f"{response.text[:200]!r}", status=response.status_code,
                               body=response.text) from exc
 
-    async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[Any]:
-        """Yield each SSE ``data:`` payload parsed as JSON; ends at ``[DONE]``.
+    async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[tuple[str, Any]]:
+        """Yield each stream event as ``(event type, parsed JSON payload)``.
 
-        A stream that ends without ``[DONE]`` ends silently: the caller's fold decides whether
-        what arrived was complete. A connection error mid-stream raises StreamInterrupted.
+        SSE: the ``event:`` name ("" when absent), ending at ``data: [DONE]``; the AWS event
+        stream: the ``:event-type`` header of each frame; a JSON array: ("", element). A stream
+        that ends early ends silently: the caller's fold decides whether what arrived was
+        complete. A connection error mid-stream raises StreamInterrupted.
         """
         response = await self._send(target, body, stream=True)
+        framing = _FRAMINGS.get(target.framing)
+        if framing is None:
+            await response.aclose()
+            raise ValueError(f"unknown stream framing {target.framing!r}")
         try:
-            async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+            async with contextlib.aclosing(framing(response)) as events:
                 async for event in events:
-                    data = event.data
-                    if not data:
-                        continue
-                    if data.strip() == "[DONE]":
-                        return
-                    try:
-                        yield orjson.loads(data)
-                    except orjson.JSONDecodeError as exc:
-                        raise StreamInterrupted(
-                            f"malformed stream event: {data[:200]!r}") from exc
+                    yield event
         except SSEError as exc:
             raise StreamInterrupted(f"not an event stream: {exc}") from exc
         except httpx.TimeoutException as exc:
@@ -208,3 +226,91 @@ class HttpTransport:
                                     f"off: {_text(exc)}") from exc
         finally:
             await response.aclose()
+
+
+def _json(data: bytes | str, what: str) -> Any:
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise StreamInterrupted(f"malformed {what}: {bytes(data[:200])!r}"
+                                if isinstance(data, bytes | bytearray)
+                                else f"malformed {what}: {data[:200]!r}") from exc
+
+
+async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+    async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
+        async for event in events:
+            data = event.data
+            if not data:
+                continue
+            if data.strip() == "[DONE]":
+                return
+            # httpx-sse reports a missing ``event:`` line as "message" (the SSE default).
+            kind = "" if event.event == "message" else event.event
+            yield kind, _json(data, "stream event")
+
+
+async def _aws_eventstream(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+    from botocore.eventstream import EventStreamBuffer, ParserError
+
+    buffer = EventStreamBuffer()
+    async for chunk in response.aiter_bytes():
+        buffer.add_data(chunk)
+        try:
+            for message in buffer:
+                headers = message.headers
+                kind = headers.get(":event-type") or headers.get(":exception-type") or ""
+                if headers.get(":message-type") == "exception":
+                    kind = "exception:" + str(headers.get(":exception-type", ""))
+                payload = _json(message.payload, "event-stream frame") if message.payload else {}
+                yield str(kind), payload
+        except ParserError as exc:
+            raise StreamInterrupted(f"malformed AWS event-stream frame: {exc}") from exc
+
+
+async def _json_array(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+    # A streamed JSON array: "[{...}\r\n,{...}]" arrives in pieces; yield each complete element.
+    decoder = _ArrayElements()
+    async for chunk in response.aiter_text():
+        for element in decoder.feed(chunk):
+            yield "", _json(element, "stream element")
+
+
+class _ArrayElements:
+    """Splits a JSON array arriving in pieces into its top-level elements' texts."""
+
+    def __init__(self) -> None:
+        self._buffer: list[str] = []
+        self._depth = 0
+        self._in_string = False
+        self._escape = False
+
+    def feed(self, text: str) -> list[str]:
+        out: list[str] = []
+        buffer = self._buffer
+        for char in text:
+            if self._in_string:
+                buffer.append(char)
+                if self._escape:
+                    self._escape = False
+                elif char == "\\":
+                    self._escape = True
+                elif char == '"':
+                    self._in_string = False
+                continue
+            if self._depth == 0 and (char in "[,]" or char.isspace()):
+                continue  # the array's own brackets, separators and line breaks
+            buffer.append(char)
+            if char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+            elif char in "}]":
+                self._depth -= 1
+                if self._depth == 0:
+                    out.append("".join(buffer))
+                    buffer.clear()
+        return out
+
+
+_FRAMINGS = {"sse": _sse, "aws-eventstream": _aws_eventstream, "json-array": _json_array}

@@ -10,6 +10,7 @@ Gemini-compat ``extra_content.google``, Copilot ``reasoning_text`` / ``reasoning
 - ``encode``: history + replay plan → request body, with the per-turn wire cache.
 """
 
+from thoughtline.codecs.openai_chat.codec import CODEC, OpenAIChat
 from thoughtline.codecs.openai_chat.decode import decode_response, message_from_wire
 from thoughtline.codecs.openai_chat.encode import (
     WireCache,
@@ -39,6 +40,7 @@ from thoughtline.codecs.openai_chat.wire import (
 __all__ = [
     "API",
     "CARRIERS",
+    "CODEC",
     "GEMINI_DUMMY_SIGNATURE",
     "NS_COPILOT",
     "NS_GOOGLE",
@@ -48,6 +50,7 @@ __all__ = [
     "PAD",
     "RC",
     "RD",
+    "OpenAIChat",
     "R",
     "StreamFold",
     "WireCache",

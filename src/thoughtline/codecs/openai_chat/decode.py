@@ -27,7 +27,16 @@ from thoughtline.codecs.openai_chat.wire import (
 from thoughtline.codecs.openai_chat.wire import text_of as _str
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin, Part, Reasoning, Text, ToolCall, Usage
+from thoughtline.messages import (
+    FinishReason,
+    Message,
+    Origin,
+    Part,
+    Reasoning,
+    Text,
+    ToolCall,
+    Usage,
+)
 
 
 def usage_of(raw: Any) -> Usage:
@@ -118,7 +127,7 @@ def json_text(value: Any) -> str:
 
 
 def message_from_wire(wire: Mapping[str, Any], origin: Origin, *, response_id: str = "",
-                      incomplete: bool = False) -> Message:
+                      incomplete: bool = False, seed: str = "") -> Message:
     """Decode one assistant ``message`` object (or the fold's rebuilt one) to a canonical turn."""
     parts: list[Part] = []
     flat = next((t for t in (_str(wire.get(RC)), _str(wire.get(R))) if t.strip()), "")
@@ -141,7 +150,8 @@ def message_from_wire(wire: Mapping[str, Any], origin: Origin, *, response_id: s
     parts.extend(_content_parts(wire.get("content"), origin))
     calls = wire.get("tool_calls")
     if isinstance(calls, list):
-        parts.extend(_tool_call(c, i, response_id) for i, c in enumerate(calls))
+        scope = f"{seed}:{response_id}" if seed else response_id
+        parts.extend(_tool_call(c, i, scope) for i, c in enumerate(calls))
     if incomplete:
         parts = [_mark_incomplete(p) for p in parts]
     return Message(role="assistant", parts=tuple(parts), origin=origin, incomplete=incomplete,
@@ -156,6 +166,20 @@ def _mark_incomplete(part: Part) -> Part:
     return part
 
 
+_FINISH: dict[str, FinishReason] = {
+    "stop": "stop", "tool_calls": "tool_calls", "function_call": "tool_calls",
+    "length": "length", "content_filter": "content_filter", "end_turn": "stop",
+    "tool_use": "tool_calls", "max_tokens": "length",
+}
+
+
+def neutral_finish(reason: Any) -> FinishReason | None:
+    """The neutral finish reason for a Chat ``finish_reason`` (None when there is none)."""
+    if not isinstance(reason, str) or not reason:
+        return None
+    return _FINISH.get(reason, "other")
+
+
 def _first_choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
@@ -165,7 +189,7 @@ def _first_choice(body: Mapping[str, Any]) -> Mapping[str, Any]:
     return choices[0]
 
 
-def decode_response(body: Mapping[str, Any], origin: Origin) -> Done:
+def decode_response(body: Mapping[str, Any], origin: Origin, *, seed: str = "") -> Done:
     """Decode a whole (non-streamed) Chat Completions response."""
     if not isinstance(body, Mapping):
         raise ProtocolError("response body is not a JSON object")
@@ -173,6 +197,7 @@ def decode_response(body: Mapping[str, Any], origin: Origin) -> Done:
     wire = choice.get("message")
     if not isinstance(wire, Mapping):
         raise ProtocolError("choices[0].message is missing or not an object")
-    message = message_from_wire(wire, origin, response_id=_str(body.get("id")))
-    return Done(message=message, usage=usage_of(body.get("usage")),
-                finish_reason=choice.get("finish_reason"))
+    message = message_from_wire(wire, origin, response_id=_str(body.get("id")), seed=seed)
+    finish = choice.get("finish_reason")
+    return Done(message=message, usage=usage_of(body.get("usage")), finish_reason=finish,
+                finish=neutral_finish(finish))

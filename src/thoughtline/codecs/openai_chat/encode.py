@@ -28,12 +28,13 @@ def _encode_call(call: ToolCall, plan: ReplayPlan, *, own: bool,
                  dummy_signature: bool) -> dict[str, Any]:
     function: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
     wire: dict[str, Any] = {"id": call.id, "type": "function", "function": function}
-    if NS_GOOGLE in plan.native:
+    native = plan.profile.native
+    if NS_GOOGLE in native:
         if own and NS_GOOGLE in call.native:
             wire["extra_content"] = {"google": call.native[NS_GOOGLE]}
         elif dummy_signature:
             wire["extra_content"] = {"google": {"thought_signature": GEMINI_DUMMY_SIGNATURE}}
-    if NS_COPILOT in plan.native and own:
+    if NS_COPILOT in native and own:
         signature = call.native.get(NS_COPILOT, {}).get("thought_signature")
         if signature:
             function["thought_signature"] = signature
@@ -53,11 +54,12 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
                                and not any(NS_GOOGLE in c.native for c in calls))
         wire["tool_calls"] = [_encode_call(c, plan, own=own, dummy_signature=unsigned and i == 0)
                               for i, c in enumerate(calls)]
-    carriers = plan.carriers
+    profile = plan.profile
+    carriers = profile.carriers
     if carriers:
         thought = message.reasoning_text()
         has_thought = bool(thought.strip())
-        if RC in carriers and (has_thought or plan.pad):
+        if RC in carriers and (has_thought or profile.pad):
             wire[RC] = thought if has_thought else PAD
         if R in carriers and has_thought:
             wire[R] = thought
@@ -69,10 +71,11 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
                      and plan.produced_here(p.origin)]
             if items:
                 wire[RD] = items
-    if plan.native and own and not message.incomplete:
-        if NS_GOOGLE in plan.native and NS_GOOGLE in message.native:
+    native = profile.native
+    if native and own and not message.incomplete:
+        if NS_GOOGLE in native and NS_GOOGLE in message.native:
             wire["extra_content"] = {"google": message.native[NS_GOOGLE]}
-        copilot = message.native.get(NS_COPILOT) if NS_COPILOT in plan.native else None
+        copilot = message.native.get(NS_COPILOT) if NS_COPILOT in native else None
         if copilot and copilot.get("reasoning_opaque"):
             wire["reasoning_opaque"] = copilot["reasoning_opaque"]
             if copilot.get("reasoning_text"):
@@ -157,7 +160,7 @@ def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
 
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
                    tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
-                   stream: bool = False, stream_usage: bool = True,
+                   stream: bool = False, stream_usage: bool | None = None,
                    cache: WireCache | None = None) -> dict[str, Any]:
     """The request body for ``history`` on a route, shaped by ``plan``. Never mutates history.
 
@@ -173,13 +176,14 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         body["tools"] = encode_tools(tools)
     if stream:
         body["stream"] = True
-        if stream_usage:
+        if plan.profile.stream_usage if stream_usage is None else stream_usage:
             body["stream_options"] = {"include_usage": True}
-    if plan.body_extras:
-        _deep_merge(body, plan.body_extras)
+    profile = plan.profile
+    if profile.body_extras:
+        _deep_merge(body, profile.body_extras)
     if params:
         _deep_merge(body, params)
-    for name in plan.drop_params:
+    for name in profile.drop_params:
         body.pop(name, None)
     return body
 

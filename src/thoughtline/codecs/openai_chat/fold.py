@@ -15,15 +15,16 @@ from thoughtline.codecs.openai_chat.decode import (
     is_text_chunk,
     json_text,
     message_from_wire,
+    neutral_finish,
     thinking_text,
     usage_of,
 )
 from thoughtline.codecs.openai_chat.wire import RC, RD, RD_CONCAT, R
 from thoughtline.errors import ProtocolError
-from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallStarted
+from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallDelta, ToolCallStarted
 from thoughtline.messages import Origin
 
-Delta = ReasoningDelta | TextDelta | ToolCallStarted
+Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta
 
 # Flat readable reasoning, ranked: the text shown when several come in one delta.
 _FLAT_RANK = {RC: 0, R: 1, "reasoning_text": 2}
@@ -92,8 +93,9 @@ class _Detail:
 class StreamFold:
     """``add`` each chunk (returns the deltas to show); ``finish`` returns the folded turn."""
 
-    def __init__(self, origin: Origin) -> None:
+    def __init__(self, origin: Origin, *, seed: str = "") -> None:
         self.origin = origin
+        self.seed = seed
         self.response_id = ""
         self.finish_reason: str | None = None
         self.usage: Any = None
@@ -105,6 +107,14 @@ class StreamFold:
         self._calls: dict[int, _Call] = {}
         self._latest: dict[str, Any] = {}
         self._chunks: list[dict[str, Any]] = []  # content-chunk lists (Mistral thinking)
+
+    @property
+    def finished(self) -> bool:
+        return self.finish_reason is not None
+
+    def add_event(self, event_type: str, payload: Any) -> list[Delta]:
+        """One SSE event (Chat Completions streams name no event types: only ``data:``)."""
+        return self.add(payload)
 
     def add(self, chunk: Mapping[str, Any]) -> list[Delta]:
         if type(chunk) is not dict and not isinstance(chunk, Mapping):
@@ -159,9 +169,7 @@ class StreamFold:
                         details = (details or []) + [piece]
             elif key == "tool_calls":
                 for raw in value:
-                    started = self._merge_call(raw)
-                    if started is not None:
-                        others = (others or []) + [started]
+                    others = self._merge_call(raw, others or [])
             elif key in _LATEST:
                 if type(value) is str and value:
                     self._latest[key] = value
@@ -235,7 +243,7 @@ class StreamFold:
         text = item.get("text") or item.get("summary")
         return text if type(text) is str else ""
 
-    def _merge_call(self, raw: Any) -> ToolCallStarted | None:
+    def _merge_call(self, raw: Any, events: list[Delta]) -> list[Delta]:
         if not _is_map(raw):
             raise ProtocolError(f"tool_calls delta is not an object: {raw!r:.80}")
         index = raw.get("index", len(self._calls))
@@ -253,9 +261,13 @@ class StreamFold:
             name = function.get("name")
             if type(name) is str and name:
                 call.name, started = name, True
+        if started:
+            events.append(ToolCallStarted(index=index, id=call.id, name=call.name))
         arguments = function.get("arguments")
         if type(arguments) is str:
             call.arguments.append(arguments)
+            if arguments:
+                events.append(ToolCallDelta(index=index, text=arguments))
         elif _is_map(arguments):
             call.replaced = json_text(arguments)
         signature = function.get("thought_signature")
@@ -264,7 +276,7 @@ class StreamFold:
         extra = raw.get("extra_content")
         if extra is not None and _is_map(extra) and _is_map(extra.get("google")):
             call.google = {**(call.google or {}), **extra["google"]}
-        return ToolCallStarted(index=index, id=call.id, name=call.name) if started else None
+        return events
 
     def wire_message(self) -> dict[str, Any]:
         """The whole ``message`` object this stream described so far."""
@@ -289,8 +301,10 @@ class StreamFold:
     def finish(self, *, complete: bool = True) -> Done:
         """The folded turn; ``complete=False`` marks it (and its reasoning) incomplete."""
         message = message_from_wire(self.wire_message(), self.origin,
-                                    response_id=self.response_id, incomplete=not complete)
-        return Done(message=message, usage=usage_of(self.usage), finish_reason=self.finish_reason)
+                                    response_id=self.response_id, incomplete=not complete,
+                                    seed=self.seed)
+        return Done(message=message, usage=usage_of(self.usage), finish_reason=self.finish_reason,
+                    finish=neutral_finish(self.finish_reason))
 
 
 def fold(chunks: Iterable[Mapping[str, Any]], origin: Origin) -> Done:

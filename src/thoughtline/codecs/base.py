@@ -1,0 +1,167 @@
+"""The seams every API codec implements: what the core may ask of a codec, and nothing more.
+
+A codec owns one API's wire format: its route profile (what a route of that API reads back), the
+request body for a history under a replay plan, the decode of a whole response, the fold of a
+stream of ``(event type, payload)`` pairs, the endpoint URL and framing, which authentication the
+API expects, the request summary the log shows, and the reading of a rejected request's 4xx body
+into a ``Lesson``. Codecs are pure: no I/O, no clock, no globals; the transport sends, the turn
+engine retries, the store persists.
+
+The core (``session``, ``turn``, ``replay``, ``transport``) is typed against these protocols only:
+adding an API is one codec package, its route data, an emulator personality and one registry line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+
+from thoughtline.events import Done, Event
+from thoughtline.messages import Message, Origin, ToolSpec
+from thoughtline.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from thoughtline.config import ProviderConfig
+    from thoughtline.replay import ReplayPlan
+    from thoughtline.routes.resolve import Route
+
+#: How a response body is framed: Server-Sent Events (the SSE ``event:`` name is the event type),
+#: the AWS event stream (``:event-type`` frame header, decoded by botocore), one JSON document, or
+#: a JSON array streamed element by element (Gemini without ``alt=sse``).
+Framing: TypeAlias = Literal["sse", "aws-eventstream", "json", "json-array"]
+
+#: One stream event as the transport yields it: the event type ("" when the framing has none,
+#: e.g. a Chat Completions ``data:`` line) and the parsed JSON payload.
+StreamEvent: TypeAlias = tuple[str, Any]
+
+#: Which credentials a request needs; the transport turns the scheme into an ``httpx.Auth``.
+#: ``bearer``/``x-api-key``/``x-goog-api-key``/``api-key`` put the key in that header;
+#: ``sigv4:<service>`` signs with botocore's credential chain; ``google-oauth`` and ``entra`` use
+#: a bearer token from the key variable (or the platform's library when installed); ``none``.
+AuthScheme: TypeAlias = str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Endpoint:
+    """Where one request goes and how its answer is framed."""
+
+    url: str
+    framing: Framing = "json"
+    #: Headers the API itself requires (versions, betas), never credentials.
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RequestSpec:
+    """Everything a request needs besides the history and the plan."""
+
+    model: str
+    tools: Sequence[ToolSpec] = ()
+    params: Mapping[str, Any] = field(default_factory=dict)
+    stream: bool = False
+    #: Per-session API settings (e.g. Anthropic ``prefix_mismatch_behavior``), from ModelConfig.
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Encoded:
+    """A request body and what the codec needs to read a rejection of it later.
+
+    ``body`` shares read-only values with the history and the wire cache: serialize it, never edit
+    it. ``index`` maps wire locations back to canonical parts; its shape is the codec's own.
+    """
+
+    body: Mapping[str, Any]
+    index: Any = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Lesson:
+    """What one rejected request taught: at most one verdict, some fingerprints, new settings.
+
+    ``notice`` is the line shown to the user when the lesson leads to the one retry.
+    """
+
+    notice: str
+    verdict: Verdict | None = None
+    fingerprints: frozenset[str] = frozenset()
+    settings: Mapping[str, Any] = field(default_factory=dict)
+    #: The id of the fallback wording that matched, for logs ("" when none).
+    wording: str = ""
+
+
+class Profile(Protocol):
+    """What a route of one API reads back; a frozen, hashable value from the route data."""
+
+    def narrowed(self, verdicts: Sequence[Verdict]) -> Profile:
+        """This profile after what was learned for exactly this route."""
+        ...
+
+    def accepts(self, origin: Origin, target: Origin) -> bool:
+        """The signature scope: may an opaque value made at ``origin`` be sent to ``target``?"""
+        ...
+
+    def public_json(self) -> dict[str, Any]:
+        """The fields ``routes --json`` reports for this profile."""
+        ...
+
+    def describe(self) -> list[str]:
+        """What the route receives, in lines a user understands (``thoughtline routes``)."""
+        ...
+
+
+class WireCache(Protocol):
+    """A codec's per-session memo of stored turns' wire forms (turns are immutable)."""
+
+    def __len__(self) -> int: ...
+
+
+class StreamFold(Protocol):
+    """Accumulates one streamed response; ``add_event`` returns the deltas to show."""
+
+    saw_chunk: bool
+
+    @property
+    def finished(self) -> bool:
+        """True once the provider said the answer is over (a stop reason arrived)."""
+        ...
+
+    def add_event(self, event_type: str, payload: Any) -> list[Event]: ...
+
+    def finish(self, *, complete: bool = True) -> Done: ...
+
+
+class Codec(Protocol):
+    """One API's wire format, as the core sees it."""
+
+    api: str
+
+    def resolve(self, provider: str, base_url: str | None, model: str, *,
+                echo: str = "auto") -> Route:
+        """The route for (provider id, base URL, model) from this API's route data."""
+        ...
+
+    def new_cache(self) -> WireCache: ...
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: WireCache | None = None) -> Encoded: ...
+
+    def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
+        """A whole response. ``seed`` makes synthetic ids unique per request (pure otherwise)."""
+        ...
+
+    def new_fold(self, origin: Origin, *, seed: str = "") -> StreamFold: ...
+
+    def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint: ...
+
+    def auth_scheme(self, provider: ProviderConfig) -> AuthScheme: ...
+
+    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        """What the request log records about the reasoning a request carried."""
+        ...
+
+    def classify(self, status: int | None, body: str, encoded: Encoded,
+                 plan: ReplayPlan) -> Lesson | None:
+        """Read a rejected request's error body: what to learn before the one retry, if any."""
+        ...

@@ -1,0 +1,290 @@
+"""The Chat Completions route table (``openai-chat.toml``): rows, must-echo families, keep-thinking
+fields and native carriers, resolved to a ``Route`` whose profile is a ``ChatProfile``.
+
+This module owns the Chat table's matching rules (hostnames, local endpoints, model conditions) and
+the Chat profile value: which carriers a route reads, the must-echo pad, keep-thinking body fields,
+native carriers, and the scope of opaque values. What a carrier means on the wire is the codec's.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from thoughtline.errors import ConfigError
+from thoughtline.messages import Origin
+from thoughtline.routes.resolve import (
+    Echo,
+    Route,
+    host_matches,
+    hostname_of,
+    is_local_endpoint,
+)
+from thoughtline.verdicts import Verdict
+
+API = "openai-chat"
+ECHO_CARRIER = "reasoning_content"
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatProfile:
+    """What a Chat Completions route reads back, after what was learned for it.
+
+    ``carriers`` are the reasoning fields replayed on assistant turns; ``pad`` sends the must-echo
+    placeholder on turns without reasoning (``must_echo`` is the route's own rule, before verdicts);
+    ``native`` the provider-native carriers lifted onto the wire; ``body_extras`` the keep-thinking
+    body fields and ``drop_params`` the parameters they forbid.
+    """
+
+    carriers: frozenset[str]
+    pad: bool = False
+    must_echo: bool = False
+    echo: str = "auto"
+    echo_family: str | None = None
+    native: frozenset[str] = frozenset()
+    body_extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    drop_params: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
+    stream_usage: bool = True
+
+    def narrowed(self, verdicts: Sequence[Verdict]) -> ChatProfile:
+        carriers = set(self.carriers)
+        pad = self.pad
+        for verdict in verdicts:
+            carriers -= verdict.drop
+            pad = pad or verdict.pad
+        # A learned pad only ever adds the placeholder where the route reads the field at all.
+        pad = pad and ECHO_CARRIER in self.carriers and ECHO_CARRIER in carriers
+        return ChatProfile(carriers=frozenset(carriers), pad=pad, must_echo=self.must_echo,
+                           echo=self.echo, echo_family=self.echo_family, native=self.native,
+                           body_extras=self.body_extras, drop_params=self.drop_params,
+                           stream_usage=self.stream_usage)
+
+    def accepts(self, origin: Origin, target: Origin) -> bool:
+        """Opaque Chat values (``reasoning_details`` items, Gemini and Copilot signatures) are bound
+        to the service that issued them and the model that made them: the same host (or, with no
+        host, the same provider id) and the same model. A relay with the same provider id at
+        another host cannot read them."""
+        if origin.model.lower() != target.model.lower():
+            return False
+        if origin.host or target.host:
+            return origin.host == target.host
+        return origin.provider == target.provider
+
+    def public_json(self) -> dict[str, Any]:
+        return {"carriers": sorted(self.carriers), "must_echo": self.must_echo,
+                "body_extras": dict(self.body_extras), "native": sorted(self.native)}
+
+    def effective_json(self) -> dict[str, Any]:
+        """What goes on the wire after verdicts: the carriers and whether the pad is sent."""
+        return {"carriers": sorted(self.carriers), "must_echo": self.pad}
+
+    def describe(self) -> list[str]:
+        lines = []
+        if self.carriers:
+            lines.append("replayed on assistant turns: "
+                         + ", ".join(carrier_words(c) for c in sorted(self.carriers)))
+        else:
+            lines.append("replayed on assistant turns: nothing — no reasoning fields are sent, "
+                         "not even the placeholder")
+        if self.must_echo:
+            lines.append(f"must-echo ({self.echo_family}): every assistant turn carries "
+                         f"{ECHO_CARRIER} — its reasoning, else a single-space placeholder \" \""
+                         " — or the provider rejects tool-call turns")
+        if self.body_extras:
+            lines.append("keep-thinking body fields added to every request: "
+                         + json.dumps(self.body_extras, separators=(", ", ": ")))
+        for text in native_explanations(sorted(self.native)):
+            lines.append(f"provider-native carrier: {text}")
+        return lines
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Selector:
+    providers: frozenset[str] = frozenset()
+    hosts: tuple[str, ...] = ()
+    models_contain: tuple[str, ...] = ()
+
+    def by_provider_or_host(self, provider: str, hostname: str) -> bool:
+        return provider in self.providers or any(host_matches(hostname, h) for h in self.hosts)
+
+    def by_model(self, model: str) -> bool:
+        lowered = model.lower()
+        return any(s in lowered for s in self.models_contain)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Row:
+    id: str
+    carriers: frozenset[str]
+    select: _Selector
+    local_endpoint: bool = False
+    catch_all: bool = False
+    stream_usage: bool = True
+    explain: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _KeepRule:
+    models: tuple[re.Pattern[str], ...]
+    body: Mapping[str, Any]
+    drop_params: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Keep:
+    id: str
+    select: _Selector
+    rules: tuple[_KeepRule, ...]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Native:
+    id: str
+    select: _Selector
+    model_rows: frozenset[str]
+    explain: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RouteTable:
+    rows: tuple[_Row, ...]
+    echo: tuple[tuple[str, _Selector], ...]
+    keep: tuple[_Keep, ...]
+    native: tuple[_Native, ...]
+    carrier_words: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+
+
+def _selector(raw: Mapping[str, Any]) -> _Selector:
+    return _Selector(
+        providers=frozenset(p.lower() for p in raw.get("providers", ())),
+        hosts=tuple(h.lower() for h in raw.get("hosts", ())),
+        models_contain=tuple(m.lower() for m in raw.get("models_contain", ())),
+    )
+
+
+def parse_table(raw: Mapping[str, Any]) -> RouteTable:
+    """Build a table from its TOML data; raises ConfigError naming the bad entry."""
+    try:
+        rows = tuple(
+            _Row(id=r["id"], carriers=frozenset(r["carriers"]), select=_selector(r),
+                 local_endpoint=bool(r.get("local_endpoint", False)),
+                 catch_all=bool(r.get("catch_all", False)),
+                 stream_usage=bool(r.get("stream_usage", True)), explain=r.get("explain", ""))
+            for r in raw["row"]
+        )
+        echo = tuple((e["family"], _selector(e)) for e in raw.get("echo", ()))
+        keep = tuple(
+            _Keep(id=k["id"], select=_selector(k), rules=tuple(
+                _KeepRule(models=tuple(re.compile(m, re.I) for m in rule["models"]),
+                          body=rule["body"],
+                          drop_params=frozenset(rule.get("drop_params", ())))
+                for rule in k["rules"]))
+            for k in raw.get("keep", ())
+        )
+        native = tuple(
+            _Native(id=n["id"], select=_selector(n), model_rows=frozenset(n.get("model_rows", ())),
+                    explain=n.get("explain", ""))
+            for n in raw.get("native", ())
+        )
+        words = {name: (short, long) for name, (short, long) in
+                 raw.get("carrier_words", {}).items()}
+    except (KeyError, TypeError, ValueError, re.error) as exc:
+        raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
+    if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
+        raise ConfigError("route table needs exactly one catch_all row and at most one "
+                          "local_endpoint row")
+    return RouteTable(rows=rows, echo=echo, keep=keep, native=native, carrier_words=words)
+
+
+@cache
+def default_table() -> RouteTable:
+    text = resources.files("thoughtline.routes").joinpath(f"{API}.toml").read_text("utf-8")
+    return parse_table(tomllib.loads(text))
+
+
+# --- resolution ---------------------------------------------------------------------------------
+
+
+def _match_row(table: RouteTable, provider: str, hostname: str) -> _Row:
+    """Listed rows in order; then the local-endpoint row; then the catch-all row."""
+    for row in table.rows:
+        if not row.local_endpoint and row.select.by_provider_or_host(provider, hostname):
+            return row
+    if is_local_endpoint(hostname):
+        local = next((row for row in table.rows if row.local_endpoint), None)
+        if local is not None:
+            return local
+    return next(row for row in table.rows if row.catch_all)
+
+
+def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) -> str | None:
+    for family, select in table.echo:
+        if select.by_provider_or_host(provider, hostname) or select.by_model(model):
+            return family
+    return None
+
+
+def _keep_rule(table: RouteTable, provider: str, hostname: str, model: str) -> _KeepRule | None:
+    for keep in table.keep:
+        if not keep.select.by_provider_or_host(provider, hostname):
+            continue
+        for rule in keep.rules:
+            if any(p.search(model) for p in rule.models):
+                return rule
+    return None
+
+
+def _native(table: RouteTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
+    return {
+        n.id for n in table.native
+        if n.select.by_provider_or_host(provider, hostname)
+        or (row in n.model_rows and n.select.by_model(model))
+    }
+
+
+def resolve_chat(provider: str, base_url: str | None = None, model: str = "", *,
+                 echo: Echo = "auto", table: RouteTable | None = None) -> Route:
+    """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo override."""
+    table = table or default_table()
+    provider_id = provider.strip().lower()
+    hostname = hostname_of(base_url)
+    row = _match_row(table, provider_id, hostname)
+    family = _echo_family(table, provider_id, hostname, model)
+    keep = _keep_rule(table, provider_id, hostname, model)
+    wants_echo = echo == "always" or (echo == "auto" and family is not None)
+    notes: list[str] = []
+    must_echo = wants_echo and ECHO_CARRIER in row.carriers
+    if wants_echo and not must_echo:
+        notes.append("must-echo family matched, but this route does not read reasoning_content, "
+                     "so no placeholder is sent")
+    if family is not None and echo == "never":
+        notes.append(f"must-echo ({family}) switched off by echo = \"never\"")
+    profile = ChatProfile(
+        carriers=row.carriers, pad=must_echo, must_echo=must_echo, echo=echo,
+        echo_family=family if must_echo else None,
+        body_extras=dict(keep.body) if keep else {},
+        drop_params=keep.drop_params if keep else frozenset(),
+        native=frozenset(_native(table, row.id, provider_id, hostname, model)),
+        stream_usage=row.stream_usage)
+    return Route(row=row.id, api=API, provider=provider_id, host=hostname, model=model,
+                 profile=profile, explain=row.explain, notes=tuple(notes))
+
+
+def carrier_words(name: str, *, short: bool = False, table: RouteTable | None = None) -> str:
+    """How to name a carrier to a user (short label or a few words)."""
+    words = (table or default_table()).carrier_words.get(name)
+    return name if words is None else words[0 if short else 1]
+
+
+def native_explanations(ids: Sequence[str], table: RouteTable | None = None) -> list[str]:
+    table = table or default_table()
+    return [n.explain for n in table.native if n.id in ids]
