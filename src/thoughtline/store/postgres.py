@@ -53,6 +53,21 @@ _INSERT_VALUES = re.compile(r"^(\s*INSERT INTO [^()]+\([^()]*\) VALUES )(\([?, ]
 _ROWS_PER_INSERT = 500
 
 
+_UPSERT_TARGET = re.compile(r"ON CONFLICT \(([^()]*)\) DO UPDATE")
+
+
+def _last_per_conflict_key(head: str, tail: str, rows: list[Sequence[Any]]) -> list[Sequence[Any]]:
+    """One statement may not update a row twice: for ``ON CONFLICT (key) DO UPDATE`` keep each
+    key's last row, which is what row-by-row upserts leave behind."""
+    target = _UPSERT_TARGET.search(tail)
+    if target is None:  # plain inserts fail on a repeated key anyway; DO NOTHING keeps the first
+        return rows
+    columns = [c.strip() for c in head[head.index("(") + 1:head.rindex(")")].split(",")]
+    key = [columns.index(c.strip()) for c in target.group(1).split(",")]
+    last = {tuple(row[i] for i in key): row for row in rows}
+    return list(last.values()) if len(last) < len(rows) else rows
+
+
 def _pg(sql: str) -> str:
     return sql.replace("%", "%%").replace("?", "%s")
 
@@ -75,7 +90,7 @@ class _PgTx:
 
     def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         """An ``INSERT … VALUES (…)`` becomes one multi-row statement per chunk (one round trip
-        instead of one per row); callers never repeat a conflict key within one call."""
+        instead of one per row), with the same outcome as running it row by row."""
         rows = list(rows)
         if not rows:
             return
@@ -85,6 +100,7 @@ class _PgTx:
                 cur.executemany(_pg(sql), rows)
             return
         head, one_row, tail = match.groups()
+        rows = _last_per_conflict_key(head, tail, rows)
         for start in range(0, len(rows), _ROWS_PER_INSERT):
             chunk = rows[start:start + _ROWS_PER_INSERT]
             values = ", ".join([one_row] * len(chunk))
