@@ -14,7 +14,7 @@ from store_samples import rich_history
 from thoughtline.errors import NotFound
 from thoughtline.messages import dumps, user
 from thoughtline.replay import Verdict
-from thoughtline.store import AsyncStore, Store, open_async_store, open_store
+from thoughtline.store import AsyncStore, SQLiteStore, Store, open_async_store, open_store
 
 
 def test_the_facade_covers_the_whole_store_interface() -> None:
@@ -123,3 +123,23 @@ def test_cancelling_never_cuts_a_transaction_in_half(backend: Backend) -> None:
     with open_store(backend.target, Path("/nonexistent-home")) as again:  # type: ignore[attr-defined]
         assert again.get_session(sid).model_config == {"n": 1}
         assert again.load_history(sid).messages == ()
+
+
+def test_other_store_methods_are_awaitable_too(tmp_path: Path) -> None:
+    class Grown(SQLiteStore):
+        """A store with a method the facade does not spell out (as backends grow them)."""
+
+        def stamp(self, value: str, *, twice: bool = False) -> tuple[int, str]:
+            return threading.get_ident(), value * (2 if twice else 1)
+
+    store = AsyncStore(Grown(tmp_path / "state.db"))
+
+    async def scenario() -> tuple[int, str]:
+        return await store.stamp("x", twice=True)
+
+    thread, value = asyncio.run(scenario())
+    assert value == "xx" and thread != threading.get_ident()
+    for missing in ("nope", "_db", "location"):  # unknown, private, not a method
+        with pytest.raises(AttributeError):
+            getattr(store, missing)
+    store.store.close()

@@ -12,8 +12,9 @@ worker threads, so the event loop never blocks on the database::
     await store.aclose()                           # or: async with open_async_store(...) as store
 
 The methods, their arguments, results and errors are exactly ``thoughtline.store.base.Store``'s
-(``NotFound``, ``StoreError``; ``StoreUnavailable`` when the database server cannot be reached or
-dropped the connection mid-call: a gateway answers 503). Each call is one transaction.
+(the common ones spelled out here, any other method of the wrapped store reached the same way)
+— ``NotFound``, ``StoreError``; ``StoreUnavailable`` when the database server cannot be reached or
+dropped the connection mid-call: a gateway answers 503. Each call is one transaction.
 
 Threads: a PostgreSQL store gets one worker per pooled connection (``PoolSettings.max_size``), so
 that many calls run at once; a SQLite store gets one worker (its connection serializes calls
@@ -21,9 +22,10 @@ anyway, and SQLite's busy timeout would otherwise block several threads).
 
 Cancellation: cancelling an awaiting task never interrupts a transaction: a call still queued
 is dropped, a started one runs to commit or rollback on its thread, so a turn is stored whole or
-not at all. The
-``update_model_config`` callback runs on the worker thread, inside the transaction, and must be a
-quick pure function of the current config (it may run again if the call is retried).
+not at all. The ``update_model_config`` callback runs on the worker thread, inside the
+transaction, and must be a quick pure function of the current config (it may run again if the
+call is retried). Keyword options the wrapped store's ``append``/``load_history`` take pass
+through unchanged.
 """
 
 from __future__ import annotations
@@ -76,11 +78,12 @@ class AsyncStore:
                             limit: int | None = None) -> list[SessionRecord]:
         return await self._run(self.store.list_sessions, tenant=tenant, limit=limit)
 
-    async def load_history(self, session_id: str) -> LoadedHistory:
-        return await self._run(self.store.load_history, session_id)
+    async def load_history(self, session_id: str, **options: Any) -> LoadedHistory:
+        return await self._run(self.store.load_history, session_id, **options)
 
-    async def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        return await self._run(self.store.append, session_id, tuple(messages))
+    async def append(self, session_id: str, messages: Sequence[Message],
+                     **options: Any) -> list[StoredMessage]:
+        return await self._run(self.store.append, session_id, tuple(messages), **options)
 
     async def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None:
         await self._run(self.store.set_model_config, session_id, model_config)
@@ -110,6 +113,19 @@ class AsyncStore:
                               model: str | None = None) -> int:
         return await self._run(self.store.forget_verdicts, provider=provider, host=host,
                                model=model)
+
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """Any other store method (backends grow some: compaction, the rehydration index…),
+        awaitable the same way: ``await store.method(...)`` runs ``store.store.method(...)``."""
+        method = getattr(self.store, name)  # AttributeError for a name the store lacks
+        if name.startswith("_") or not callable(method):
+            raise AttributeError(name)
+
+        async def call(*args: Any, **kwargs: Any) -> Any:
+            return await self._run(method, *args, **kwargs)
+
+        call.__name__ = name
+        return call
 
     async def aclose(self) -> None:
         """Wait for running calls, then close the store (and its connections)."""

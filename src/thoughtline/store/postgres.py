@@ -6,7 +6,8 @@ each transaction (writers READ COMMITTED, so a row lock taken first makes every 
 see what the previous holder committed; readers one REPEATABLE READ READ ONLY snapshot), and where
 a failure happened (before or during ``COMMIT``), which ``pool`` turns into a retry or a
 ``StoreUnavailable``. Each public store call is one transaction and is retried by ``pool.retrying``
-only when nothing was committed.
+only when nothing was committed (every public ``SqlStore`` method is wrapped, also ones added
+later; a method that is not one transaction must be listed in ``NOT_RETRIED``).
 
 How concurrent writers stay correct (several gateway processes on one database):
 
@@ -42,10 +43,9 @@ from thoughtline.store.pool import PoolSettings
 
 CONNECT_TIMEOUT_S = PoolSettings().connect_timeout
 
-#: Public calls that each run one transaction (so a whole call is safe to run again).
-RETRIED = ("create_session", "get_session", "list_sessions", "set_model_config",
-           "update_model_config", "set_title", "branch", "delete_session", "load_history",
-           "append", "record_verdict", "verdicts", "forget_verdicts")
+#: Public calls that are not one transaction each, so never retried as a whole
+#: (``latest_session`` calls the retried ``list_sessions``).
+NOT_RETRIED = frozenset({"close", "latest_session"})
 
 
 #: ``INSERT INTO t (cols) VALUES (?, …)`` plus an optional ``ON CONFLICT …`` tail.
@@ -177,5 +177,13 @@ class PostgresStore(SqlStore):
         super().__init__(PostgresDatabase(url, self.settings))
 
 
-for _name in RETRIED:
+def retried_calls() -> list[str]:
+    """Every public method of the shared store: each runs exactly one transaction (the rule
+    for ``SqlStore`` methods; ``NOT_RETRIED`` lists the exceptions), so each is safe to retry."""
+    return sorted(name for name in dir(SqlStore)
+                  if not name.startswith("_") and name not in NOT_RETRIED
+                  and callable(getattr(SqlStore, name)))
+
+
+for _name in retried_calls():
     setattr(PostgresStore, _name, pool.retrying(getattr(SqlStore, _name)))
