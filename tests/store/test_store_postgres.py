@@ -163,8 +163,9 @@ def test_an_unreachable_server_is_a_clear_store_unavailable(tmp_path: Path) -> N
         PostgresStore(url, settings=PoolSettings(timeout=0.5, connect_timeout=1))
 
 
-def test_the_url_password_never_appears_in_errors() -> None:
-    url = "postgresql://postgres:s3cret-pw@127.0.0.1:1/test"
+@pytest.mark.parametrize("url", ["postgresql://postgres:s3cret-pw@127.0.0.1:1/test",
+                                 "postgresql://postgres@127.0.0.1:1/test?password=s3cret-pw"])
+def test_the_url_password_never_appears_in_errors(url: str) -> None:
     with pytest.raises(StoreError) as caught:
         PostgresStore(url, settings=PoolSettings(timeout=0.5, connect_timeout=1))
     assert "s3cret-pw" not in str(caught.value)

@@ -73,12 +73,13 @@ def _pg(sql: str) -> str:
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages and logs."""
+    """The URL without its password (user info or a ``password=`` parameter), for messages."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    netloc = re.sub(r":[^@]*@", ":***@", parts.netloc, count=1)
-    return urlunsplit(parts._replace(netloc=netloc))
+    netloc = parts.netloc
+    if parts.password is not None:
+        netloc = re.sub(r":[^@]*@", ":***@", netloc, count=1)
+    query = re.sub(r"(?i)(^|&)(password=)[^&]*", r"\1\2***", parts.query)
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 class _PgTx:
