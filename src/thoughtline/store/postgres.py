@@ -41,18 +41,13 @@ from thoughtline.store.db import POSTGRES, Row
 from thoughtline.store.engine import SqlStore
 from thoughtline.store.pool import PoolSettings
 
-CONNECT_TIMEOUT_S = PoolSettings().connect_timeout
-
 #: Public calls that are not one transaction each, so never retried as a whole
 #: (``latest_session`` calls the retried ``list_sessions``).
 NOT_RETRIED = frozenset({"close", "latest_session"})
 
-
 #: ``INSERT INTO t (cols) VALUES (?, …)`` plus an optional ``ON CONFLICT …`` tail.
 _INSERT_VALUES = re.compile(r"^(\s*INSERT INTO [^()]+\([^()]*\) VALUES )(\([?, ]+\))(.*)$", re.S)
 _ROWS_PER_INSERT = 500
-
-
 _UPSERT_TARGET = re.compile(r"ON CONFLICT \(([^()]*)\) DO UPDATE")
 
 
