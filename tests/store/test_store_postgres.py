@@ -14,6 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
+from pg_proxy import PgProxy
 from store_backends import pg_url
 from store_samples import signed_turn
 
@@ -191,3 +192,23 @@ def test_multi_row_inserts_split_into_chunks_round_trip(pg: PostgresStore,
     loaded = pg.load_history(sid)
     assert loaded.problems == ()
     assert [dumps(m.message) for m in loaded.messages] == [dumps(m) for m in rich_history()]
+
+
+def test_a_server_that_goes_away_and_comes_back(pg_schema: str) -> None:
+    """Down: a clear StoreUnavailable, nothing half-written. Back: the same store carries on."""
+    with PgProxy(pg_url(pg_schema)) as proxy:
+        store = PostgresStore(proxy.url(), settings=PoolSettings(timeout=2, connect_timeout=1))
+        try:
+            sid = store.create_session().id
+            store.append(sid, [user("before")])
+            proxy.down()
+            with pytest.raises(StoreUnavailable, match=r"cannot reach the store at .*127\.0\.0\.1"
+                               ) as caught:
+                store.append(sid, [user("while down"), user("also while down")])
+            assert not caught.value.retry_safe  # the wait for a connection already ran out
+            proxy.up()
+            store.append(sid, [user("after")])
+            texts = [m.message.text for m in store.load_history(sid).messages]
+        finally:
+            store.close()
+    assert texts == ["before", "after"]
