@@ -652,3 +652,24 @@ def test_registry_and_routes() -> None:
         "vertex"
     assert CODEC.resolve("proxy", "https://example.com/v1beta", "m").row == "default"
     assert CODEC.resolve("gemini", AI_STUDIO, "m").to_json()["carriers"] == [SIG]
+
+
+def test_presets() -> None:
+    from dataclasses import replace
+
+    from thoughtline import config
+
+    gemini = config.provider("gemini")
+    assert (gemini.api, gemini.key_env, gemini.base_url, CODEC.auth_scheme(gemini)) == (
+        "gemini", "GEMINI_API_KEY", AI_STUDIO, "x-goog-api-key")
+    assert CODEC.resolve(gemini.route_id, gemini.base_url, gemini.model).row == "ai-studio"
+    vertex = config.provider("vertex-gemini")
+    assert (vertex.api, CODEC.auth_scheme(vertex), vertex.region) == (
+        "gemini", "google-oauth", "global")
+    assert CODEC.resolve(vertex.route_id, vertex.base_url, vertex.model).row == "vertex"
+    url = CODEC.endpoint(replace(vertex, project="p", region="europe-west4"), "gemini-3-flash",
+                         stream=False).url
+    assert url.startswith("https://europe-west4-aiplatform.googleapis.com/v1/projects/p/"
+                          "locations/europe-west4/publishers/google/models/gemini-3-flash:")
+    chat = config.provider("gemini-openai")  # the Chat route keeps working beside it
+    assert chat.api == "openai-chat"

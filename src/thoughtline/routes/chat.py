@@ -16,6 +16,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from thoughtline.codecs.gemini import scope
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.routes.resolve import (
@@ -69,7 +70,12 @@ class ChatProfile:
         to the service that issued them and the model that made them: the same host (or, with no
         host, the same provider id) and the same model. A relay with the same provider id at
         another host cannot read them."""
-        if origin.model.lower() != target.model.lower():
+        if "google" in self.native and scope.is_gemini(target.model):
+            # Gemini signatures: the family-and-tier rule shared with the native Gemini route.
+            if not (scope.can_read(origin.model, target.model)
+                    and scope.same_project(origin, target)):
+                return False
+        elif origin.model.lower() != target.model.lower():
             return False
         if origin.host or target.host:
             return origin.host == target.host
