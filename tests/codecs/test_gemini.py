@@ -557,11 +557,12 @@ def test_missing_signature_pads_every_unsigned_call(wording: str) -> None:
         ToolResult(call_id=c.id, content="5") for c in turn.tool_calls)]
     plan = plan_for("gemini-3.1-pro-preview")
     lesson = _classify(WORDINGS[wording], history, plan)
-    assert lesson is not None and lesson.settings == {"sign_every_call": True}
+    assert lesson is not None and lesson.settings == {"gemini": {"sign_every_call": True}}
     first_sig = turn.tool_calls[0].native["gemini"][SIG]
-    retry = encode(history, plan_for("gemini-3.1-pro-preview", settings=dict(lesson.settings)))
+    learned = dict(lesson.settings["gemini"])
+    retry = encode(history, plan_for("gemini-3.1-pro-preview", settings=learned))
     assert [p.get(SIG) for p in retry["contents"][1]["parts"]] == [first_sig, DUMMY]
-    padded = plan_for("gemini-3.1-pro-preview", settings=dict(lesson.settings))
+    padded = plan_for("gemini-3.1-pro-preview", settings=learned)
     assert _classify(WORDINGS[wording], history, padded) is None  # nothing new: it surfaces
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from thoughtline.codecs.gemini import scope
-from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER, NS, SIG
+from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER, DUMMY_SIGNATURE, NS, SIG
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.routes.resolve import host_matches
@@ -85,6 +85,27 @@ class GeminiProfile:
             return False
         found = _VERSION.search(model.lower())
         return found is None or float(found.group(1)) >= self.thinking_from
+
+    def describe(self) -> list[str]:
+        service = {"vertex": "Vertex AI", "ai-studio": "the Gemini API"}.get(
+            self.service, "this endpoint")
+        lines = [f"thought signatures: sent back verbatim on the part they came on, only to "
+                 f"{service} and a model of the same family and tier",
+                 "Gemini's own turns go back whole (thoughts, text, calls) or without any of "
+                 "their thinking"]
+        if self.foreign_calls == "dummy":
+            lines.append(f"function calls from other models carry the placeholder signature "
+                         f"{DUMMY_SIGNATURE} on the first call of a step")
+        else:
+            lines.append("function calls from other models go as plain text (this route "
+                         "rejected the placeholder signature)")
+        if self.include_thoughts:
+            lines.append(f"thought summaries requested (includeThoughts) on Gemini "
+                         f"{self.thinking_from:g} and newer")
+        return lines
+
+    def effective_json(self) -> dict[str, Any]:
+        return {"carriers": [SIG], "must_echo": False, "foreign_calls": self.foreign_calls}
 
     def public_json(self) -> dict[str, Any]:
         return {"carriers": [SIG], "native": [NS], "must_echo": False,

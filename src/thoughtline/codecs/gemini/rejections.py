@@ -20,7 +20,7 @@ import orjson
 
 from thoughtline.codecs.base import Lesson
 from thoughtline.codecs.gemini.encode import SIGN_EVERY_CALL, Sent
-from thoughtline.codecs.gemini.wire import DUMMY_CARRIER, SIG
+from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER, SIG
 from thoughtline.messages import fingerprint
 from thoughtline.replay import ReplayPlan
 from thoughtline.verdicts import Verdict
@@ -93,7 +93,7 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
     if not sent.sign_every and dummy_on:
         return Lesson(notice=f"{target.model} wants a thought signature on every replayed "
                              "function call — retrying with the placeholder signature on each",
-                      settings={SIGN_EVERY_CALL: True}, wording=wording.id)
+                      settings={API: {SIGN_EVERY_CALL: True}}, wording=wording.id)
     if dummy_on and sent.dummies:
         verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
                           reason="does not take the placeholder thought signature")
