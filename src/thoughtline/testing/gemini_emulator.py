@@ -50,6 +50,9 @@ class GeminiState:
     accept_dummy: bool = True
     call_ids: bool = True
     received: list[Received] = field(default_factory=list)
+    #: What each request was answered with (the body, or a stream's chunks), aligned with
+    #: ``received``; None for a refused or failed request.
+    answers: list[Any] = field(default_factory=list)
     checks: list[Checked] = field(default_factory=list)
     failures: deque[InjectedFailure] = field(default_factory=deque)
 
@@ -86,7 +89,7 @@ def build_app(state: GeminiState) -> Starlette:
     async def handle(request: Request) -> Response:
         raw = await request.body()
         vertex = "project" in request.path_params
-        response = _answer(state, request, raw, vertex)
+        response, answer = _answer(state, request, raw, vertex)
         try:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
@@ -94,6 +97,7 @@ def build_app(state: GeminiState) -> Starlette:
         state.received.append(Received(
             path=request.url.path, headers={k.lower(): v for k, v in request.headers.items()},
             body=body, raw=raw, status=response.status_code))
+        state.answers.append(answer)
         return response
 
     vertex_path = "/{version}/projects/{project}/locations/{location}/publishers/google/models/"
@@ -103,36 +107,40 @@ def build_app(state: GeminiState) -> Starlette:
     ])
 
 
-def _answer(state: GeminiState, request: Request, raw: bytes, vertex: bool) -> Response:
+def _answer(state: GeminiState, request: Request, raw: bytes,
+            vertex: bool) -> tuple[Response, Any]:
     if state.failures:
         failure = state.failures.popleft()
         return Response(orjson.dumps(failure.body), status_code=failure.status,
-                        media_type="application/json", headers=dict(failure.headers))
+                        media_type="application/json", headers=dict(failure.headers)), None
     split = _split(request.path_params["target"])
     if split is None:
-        return _json(404, error(404, "Method not found.", "NOT_FOUND").body)
+        return _json(404, error(404, "Method not found.", "NOT_FOUND").body), None
     model, method = split
     if state.require_auth and not _authorized(request, vertex):
         refusal = _unauthorized(vertex)
-        return _json(refusal.status, refusal.body)
+        return _json(refusal.status, refusal.body), None
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:
-        return _json(400, error(400, "Invalid JSON payload received.").body)
+        return _json(400, error(400, "Invalid JSON payload received.").body), None
     checked = Checked()
     rules = Rules(signer=state.signer, model=model, vertex=vertex,
                   accept_dummy=state.accept_dummy)
     refusal = check_schema(body) or rules.check(body["contents"], checked)
     if refusal is not None:
-        return _json(refusal.status, refusal.body)
+        return _json(refusal.status, refusal.body), None
     state.checks.append(checked)
     reply = plan_reply(body, call_ids=state.call_ids)
     if method == "generateContent":
-        return _json(200, whole_body(reply, model, state.signer, len(raw)))
+        whole = whole_body(reply, model, state.signer, len(raw))
+        return _json(200, whole), whole
     chunks = stream_chunks(reply, model, state.signer, len(raw))
     if request.query_params.get("alt") == "sse":
-        return StreamingResponse(_iterate(sse_bytes(chunks)), media_type="text/event-stream")
-    return StreamingResponse(_iterate(json_array_bytes(chunks)), media_type="application/json")
+        pieces, media = sse_bytes(chunks), "text/event-stream"
+    else:
+        pieces, media = json_array_bytes(chunks), "application/json"
+    return StreamingResponse(_iterate(pieces), media_type=media), chunks
 
 
 async def _iterate(pieces: list[bytes]) -> AsyncIterator[bytes]:
@@ -168,6 +176,11 @@ class GeminiEmulator:
     def received(self) -> list[Received]:
         """Every request so far, oldest first, rejected ones included (a live list)."""
         return self._state.received
+
+    @property
+    def answers(self) -> list[Any]:
+        """What each request was answered with (body or stream chunks; None when refused)."""
+        return self._state.answers
 
     @property
     def checks(self) -> list[Checked]:
