@@ -88,6 +88,8 @@ def own_turn(message: Message, plan: ReplayPlan) -> bool:
         return False
     if not plan.may_replay(origin):
         return False
+    if not plan.fingerprints:
+        return True
     return not any(plan.rejected(fingerprint(SIG, s)) for s in signatures_of(message))
 
 
@@ -159,35 +161,80 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
     return parts
 
 
-class WireCache:
-    """Each stored turn's wire content per plan, derived once (turns are immutable)."""
+class _Built:
+    """The contents built for one history prefix, and what they carried (extended in place)."""
+
+    __slots__ = ("calls", "contents", "counts", "signatures", "system")
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, Any], tuple[Message, dict[str, Any] | None, Sent]] = {}
+        self.contents: list[dict[str, Any]] = []
+        self.system: list[dict[str, Any]] = []
+        self.signatures: list[str] = []
+        self.counts = [0, 0, 0, 0]  # dummies, thoughts, model turns, calls sent as text
+        self.calls: dict[str, tuple[ToolCall, bool]] = {}  # id -> (call, sent as text)
 
-    def get(self, message: Message, key: Any,
-            build: Any) -> tuple[dict[str, Any] | None, Sent]:
-        hit = self._entries.get((id(message), key))
+    def copy(self) -> _Built:
+        other = _Built()
+        other.contents, other.system = self.contents.copy(), self.system.copy()
+        other.signatures, other.counts = self.signatures.copy(), self.counts.copy()
+        other.calls = self.calls.copy()
+        return other
+
+    def sent(self, sign_every: bool) -> Sent:
+        dummies, thoughts, turns, as_text = self.counts
+        return Sent(signatures=tuple(self.signatures), dummies=dummies, thoughts=thoughts,
+                    model_turns=turns, as_text=as_text, sign_every=sign_every)
+
+
+class WireCache:
+    """Each stored turn's wire content per plan, derived once (turns are immutable).
+
+    Per plan it also keeps the last history it encoded and what that built: a history that only
+    grew since (one turn per request, the normal case) reuses it and encodes just the new turns.
+    Equal messages have equal wire forms, so a prefix that compares equal is safe to reuse.
+    """
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[int, int], tuple[Message, dict[str, Any], Sent, bool]] = {}
+        self._last: dict[Any, tuple[list[Message], _Built]] = {}
+        self._tokens: dict[Any, int] = {}
+
+    def token(self, key: Any) -> int:
+        """A small int standing for a plan key (hashed once per request, not once per turn)."""
+        return self._tokens.setdefault(key, len(self._tokens))
+
+    def turn(self, message: Message, key: int,
+             build: Any) -> tuple[dict[str, Any], Sent, bool]:
+        hit = self._turns.get((id(message), key))
         if hit is not None and hit[0] is message:
-            return hit[1], hit[2]
-        wire, sent = build()
-        self._entries[(id(message), key)] = (message, wire, sent)
-        return wire, sent
+            return hit[1], hit[2], hit[3]
+        wire, sent, own = build()
+        self._turns[(id(message), key)] = (message, wire, sent, own)
+        return wire, sent, own
+
+    def resume(self, key: Any, turns: list[Message]) -> tuple[int, _Built]:
+        last = self._last.get(key)
+        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
+            return len(last[0]), last[1].copy()
+        return 0, _Built()
+
+    def remember(self, key: Any, turns: list[Message], built: _Built) -> None:
+        self._last[key] = (turns, built)
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return len(self._turns)
 
 
 class _Contents:
-    """Builds ``contents`` for one history: tracks which calls went as text, and their names."""
+    """Encodes one turn at a time into a ``_Built``: names calls so results can answer them."""
 
-    def __init__(self, plan: ReplayPlan, sign_every: bool) -> None:
+    def __init__(self, plan: ReplayPlan, sign_every: bool, built: _Built) -> None:
         self.plan = plan
         self.profile: GeminiProfile = plan.profile
         self.sign_every = sign_every
-        self.calls: dict[str, tuple[ToolCall, bool]] = {}  # id -> (call, sent as text)
+        self.built = built
 
-    def model_turn(self, message: Message) -> tuple[dict[str, Any] | None, Sent]:
+    def model_turn(self, message: Message) -> tuple[dict[str, Any], Sent, bool]:
         own = own_turn(message, self.plan)
         if own:
             parts = _own_parts(message, self.sign_every)
@@ -198,15 +245,34 @@ class _Contents:
             dummies = sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE)
             as_text = len(message.tool_calls) if self.profile.foreign_calls == "text" else 0
             sent = Sent(dummies=dummies, model_turns=1, as_text=as_text)
-        return {"role": "model", "parts": parts or [{"text": ""}]}, sent
+        return {"role": "model", "parts": parts or [{"text": ""}]}, sent, own
 
-    def name_calls(self, message: Message) -> None:
-        """Remember the turn's calls, so their results can answer them (by name, or as text)."""
-        if message.incomplete:
+    def add(self, message: Message, key: int, cache: WireCache | None) -> None:
+        built = self.built
+        if message.role == "system":
+            built.system.extend({"text": p.text} for p in message.parts
+                                if isinstance(p, Text) and p.text)
             return
-        text_mode = self.profile.foreign_calls == "text" and not own_turn(message, self.plan)
-        for call in message.tool_calls:
-            self.calls[call.id] = (call, text_mode)
+        if message.role != "assistant":
+            wire = self.user_turn(message)
+            if wire is not None:
+                built.contents.append(wire)
+            return
+        if cache is not None:
+            wire, sent, own = cache.turn(message, key, lambda: self.model_turn(message))
+        else:
+            wire, sent, own = self.model_turn(message)
+        built.contents.append(wire)
+        built.signatures.extend(sent.signatures)
+        counts = built.counts
+        counts[0] += sent.dummies
+        counts[1] += sent.thoughts
+        counts[2] += sent.model_turns
+        counts[3] += sent.as_text
+        if not message.incomplete:  # an interrupted turn's calls were never sent
+            text_mode = self.profile.foreign_calls == "text" and not own
+            for call in message.tool_calls:
+                built.calls[call.id] = (call, text_mode)
 
     def user_turn(self, message: Message) -> dict[str, Any] | None:
         parts: list[dict[str, Any]] = []
@@ -218,7 +284,7 @@ class _Contents:
         return {"role": "user", "parts": parts} if parts else None
 
     def _result(self, result: ToolResult) -> dict[str, Any]:
-        call, as_text = self.calls.get(result.call_id, (None, False))
+        call, as_text = self.built.calls.get(result.call_id, (None, False))
         name = call.name if call is not None else result.call_id
         if as_text:
             label = "error" if result.is_error else "result"
@@ -233,36 +299,20 @@ class _Contents:
 def encode_contents(history: Sequence[Message], plan: ReplayPlan, *, sign_every: bool = False,
                     cache: WireCache | None = None
                     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Sent]:
-    """``(contents, system parts, what was sent)`` for ``history`` under ``plan``."""
-    builder = _Contents(plan, sign_every)
-    contents: list[dict[str, Any]] = []
-    system: list[dict[str, Any]] = []
-    totals = [0, 0, 0, 0]
-    signatures: list[str] = []
+    """``(contents, system parts, what was sent)`` for ``history`` under ``plan``.
+
+    The lists are shared with the cache: serialize them, never edit them.
+    """
     key = (plan.key, sign_every)
-    for message in history:
-        if message.role == "system":
-            system.extend({"text": p.text} for p in message.parts
-                          if isinstance(p, Text) and p.text)
-            continue
-        if message.role == "assistant":
-            if cache is not None:
-                wire, sent = cache.get(message, key, lambda m=message: builder.model_turn(m))
-            else:
-                wire, sent = builder.model_turn(message)
-            builder.name_calls(message)
-            signatures.extend(sent.signatures)
-            totals[0] += sent.dummies
-            totals[1] += sent.thoughts
-            totals[2] += sent.model_turns
-            totals[3] += sent.as_text
-        else:
-            wire = builder.user_turn(message)
-        if wire is not None:
-            contents.append(wire)
-    sent = Sent(signatures=tuple(signatures), dummies=totals[0], thoughts=totals[1],
-                model_turns=totals[2], as_text=totals[3], sign_every=sign_every)
-    return contents, system, sent
+    turns = list(history)
+    start, built = cache.resume(key, turns) if cache is not None else (0, _Built())
+    builder = _Contents(plan, sign_every, built)
+    token = cache.token(key) if cache is not None else 0
+    for message in turns[start:]:
+        builder.add(message, token, cache)
+    if cache is not None:
+        cache.remember(key, turns, built)
+    return built.contents, built.system, built.sent(sign_every)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

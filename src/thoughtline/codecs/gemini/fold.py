@@ -28,7 +28,7 @@ from thoughtline.codecs.gemini.decode import (
     usage_of,
 )
 from thoughtline.codecs.gemini.parts import PartsBuilder, signature_of
-from thoughtline.codecs.gemini.wire import FC, FC_SNAKE, THOUGHT, text_of
+from thoughtline.codecs.gemini.wire import FC, FC_SNAKE, SIG, THOUGHT, text_of
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallDelta, ToolCallStarted
 from thoughtline.messages import Message, Origin
@@ -117,9 +117,12 @@ class StreamFold:
         return self.add(payload)
 
     def add(self, chunk: Any) -> list[Delta]:
-        if not isinstance(chunk, Mapping):
+        # Exact-type checks first: parsed JSON is plain dicts and lists, and the abstract
+        # ``Mapping`` check costs more than the rest of a text chunk's fold.
+        if type(chunk) is not dict and not isinstance(chunk, Mapping):
             raise ProtocolError("stream chunk is not a JSON object")
-        check_error(chunk)
+        if "error" in chunk:
+            check_error(chunk)
         self.saw_chunk = True
         builder = self._builder
         if builder is None:
@@ -129,31 +132,41 @@ class StreamFold:
         usage = chunk.get("usageMetadata")
         if usage:
             self.usage = usage
-        candidate = first_candidate(chunk)
+        candidates = chunk.get("candidates")
+        candidate = (candidates[0] if type(candidates) is list and candidates
+                     and type(candidates[0]) is dict else first_candidate(chunk))
         events: list[Delta] = []
-        for part in candidate_parts(candidate):
+        if candidate is None:
+            return events
+        content = candidate.get("content")
+        parts = content.get("parts") if type(content) is dict else None
+        if type(parts) is not list:
+            parts = candidate_parts(candidate)
+        for part in parts:
             self._part(builder, part, events)
-        if candidate is not None:
-            reason = candidate.get("finishReason")
-            if isinstance(reason, str) and reason:
-                self.finish_reason = reason
+        reason = candidate.get("finishReason")
+        if type(reason) is str and reason:
+            self.finish_reason = reason
         return events
 
     def _part(self, builder: PartsBuilder, part: Any, events: list[Delta]) -> None:
-        if not isinstance(part, Mapping):
+        if type(part) is not dict and not isinstance(part, Mapping):
             raise ProtocolError(f"content part is not an object: {part!r:.80}")
+        text = part.get("text")
+        if type(text) is str and "functionCall" not in part:
+            thought = part.get(THOUGHT) is True
+            signature = part.get(SIG)
+            builder.add_text(text, thought=thought,
+                             signature=signature if type(signature) is str and signature
+                             else None)
+            if text:
+                events.append(ReasoningDelta(text) if thought else TextDelta(text))
+            return
         call = part.get(FC)
         if call is None:
             call = part.get(FC_SNAKE)
         if call is not None:
             self._call_part(builder, call, signature_of(part), events)
-            return
-        text = part.get("text")
-        if isinstance(text, str):
-            thought = part.get(THOUGHT) is True
-            builder.add_text(text, thought=thought, signature=signature_of(part))
-            if text:
-                events.append(ReasoningDelta(text) if thought else TextDelta(text))
             return
         builder.add(part)
 

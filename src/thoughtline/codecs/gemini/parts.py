@@ -26,7 +26,9 @@ import orjson
 
 from thoughtline.codecs.gemini.wire import FC, FC_SNAKE, NS, SIG, SYNTHETIC_ID, THOUGHT
 from thoughtline.errors import ProtocolError
-from thoughtline.messages import Opaque, Origin, Part, Reasoning, Text, ToolCall
+from thoughtline.messages import FrozenDict, Opaque, Origin, Part, Reasoning, Text, ToolCall
+
+_NO_NATIVE = FrozenDict()
 
 
 class _Run:
@@ -98,17 +100,17 @@ class PartsBuilder:
         self._open = run
 
     def add_call(self, call: Any, signature: str | None) -> None:
-        if not isinstance(call, Mapping):
+        if type(call) is not dict and not isinstance(call, Mapping):
             raise ProtocolError(f"functionCall is not an object: {call!r:.80}")
         self._open = None
         args = call.get("args")
         arguments = json_text(args) if args is not None else "{}"
         call_id = call.get("id")
-        if not isinstance(call_id, str) or not call_id:
+        if type(call_id) is not str or not call_id:
             call_id = synthetic_id(self.scope, self.calls)
         name = call.get("name")
-        native = {NS: {SIG: signature}} if signature is not None else {}
-        self._items.append(ToolCall(id=call_id, name=name if isinstance(name, str) else "",
+        native = {NS: {SIG: signature}} if signature is not None else _NO_NATIVE
+        self._items.append(ToolCall(id=call_id, name=name if type(name) is str else "",
                                     arguments=arguments, native=native))
         self.calls += 1
 

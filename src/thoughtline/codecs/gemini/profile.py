@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any, Literal
 
 from thoughtline.codecs.gemini import scope
@@ -69,14 +70,7 @@ class GeminiProfile:
     def accepts(self, origin: Origin, target: Origin) -> bool:
         """A Gemini signature goes only to a Gemini route of the same service (and project, where
         known), and only to a model of the same family and tier (``scope``)."""
-        if origin.api != API or target.api != API:
-            return False
-        if origin.host or target.host:
-            if self.service_of(origin.host) != self.service_of(target.host):
-                return False
-        elif origin.provider != target.provider:
-            return False
-        return scope.same_project(origin, target) and scope.can_read(origin.model, target.model)
+        return _accepts(self, origin, target)
 
     def thinks(self, model: str) -> bool:
         """Does ``model`` take a ``thinkingConfig`` (family ``thinking_from`` and newer, or an
@@ -111,3 +105,16 @@ class GeminiProfile:
         return {"carriers": [SIG], "native": [NS], "must_echo": False,
                 "service": self.service, "foreign_calls": self.foreign_calls,
                 "include_thoughts": self.include_thoughts}
+
+
+@lru_cache(maxsize=1024)
+def _accepts(profile: GeminiProfile, origin: Origin, target: Origin) -> bool:
+    # Memoized: a history has a handful of distinct origins over thousands of turns.
+    if origin.api != API or target.api != API:
+        return False
+    if origin.host or target.host:
+        if profile.service_of(origin.host) != profile.service_of(target.host):
+            return False
+    elif origin.provider != target.provider:
+        return False
+    return scope.same_project(origin, target) and scope.can_read(origin.model, target.model)
