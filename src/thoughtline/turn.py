@@ -108,7 +108,8 @@ class TurnEngine:
         route = turn.route
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
-                           settings=config.api_settings(route.api))
+                           settings=config.api_settings(route.api),
+                           account=turn.provider.project)
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
@@ -208,7 +209,8 @@ class TurnEngine:
                         record: _Attempt) -> AsyncIterator[Event]:
         codec = turn.codec
         origin = Origin(api=codec.api, provider=route.provider, host=route.host,
-                        model=turn.provider.model, region=_region(turn.provider))
+                        model=turn.provider.model, region=_region(turn.provider),
+                        account=turn.provider.project)  # where signatures are bound (Vertex)
         seed = uuid.uuid4().hex
         raw = orjson.dumps(encoded.body)
         if not options.stream:

@@ -179,3 +179,31 @@ def test_vertex_preset_on_the_vertex_path(tmp_path: Path, emu: GeminiEmulator) -
     assert all("/projects/proj-1/locations/us-central1/publishers/google/models/" in r.path
                for r in requests)
     assert len(emu.checks[-1].verified) == 3  # two calls and one answer text, on their parts
+
+
+def test_signatures_stay_in_their_project(tmp_path: Path, emu: GeminiEmulator) -> None:
+    from dataclasses import replace
+
+    def vertex(project: str) -> Any:
+        base = emu.vertex_base_url(project, "global")
+        return replace(config.provider("vertex-gemini", base_url=base,
+                                       model="gemini-3-flash-preview"), project=project)
+
+    session = Session.create(open_store(None, tmp_path), vertex("proj-a"), tools=TOOLS)
+
+    async def run() -> None:
+        await converse(session, ["weather in Rome?"], stream=False)
+        first = len(emu.received)
+        await converse(session, ["and in Oslo?"], stream=False)
+        same = emu.received[first]
+        assert len(signed_parts(same.body)) == 2  # proj-a's call and answer, on their parts
+        session.set_provider(vertex("proj-b"))
+        moved = len(emu.received)
+        await converse(session, ["and in Lima?"], stream=False)
+        other = emu.received[moved]
+        assert other.status == 200
+        carried = [orjson.loads(s) for _, s in signed_parts(other.body)]
+        assert set(carried) == {"skip_thought_signature_validator"}  # none of proj-a's
+        await session.aclose()
+
+    asyncio.run(run())
