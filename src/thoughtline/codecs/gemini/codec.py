@@ -62,8 +62,9 @@ def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
         return f"{base}/{model}:{method}"
     if is_vertex(base) and "/projects/" not in path:
         if not provider.project:
-            raise UsageError(f"provider {provider.id!r}: Vertex needs a project; set project "
-                             f"under [providers.{provider.id}] in config.toml")
+            raise UsageError(f"provider {provider.id!r}: Vertex needs a project: set project = "
+                             f"\"…\" under [providers.NAME] (preset = \"{provider.route_id}\") "
+                             "in config.toml")
         region = provider.region or "global"
         parts = urlsplit(base)
         host = parts.netloc
