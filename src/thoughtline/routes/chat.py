@@ -78,7 +78,7 @@ class ChatProfile:
                 return False
         elif origin.model.lower() != target.model.lower():
             return False
-        if origin.host or target.host:
+        if origin.host and target.host:
             return origin.host == target.host
         return origin.provider == target.provider
 
