@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from helpers_fixtures import FIXTURES, fixture, load_json, stream_chunks
 from thoughtline import replay
@@ -674,3 +676,57 @@ def test_presets() -> None:
                           "locations/europe-west4/publishers/google/models/gemini-3-flash:")
     chat = config.provider("gemini-openai")  # the Chat route keeps working beside it
     assert chat.api == "openai-chat"
+
+
+# --- properties ----------------------------------------------------------------------------------
+
+def _restream(body: dict[str, Any], cuts: list[int], trailing: bool) -> list[dict[str, Any]]:
+    """``body`` as a stream: each text cut in pieces, a text signature on a trailing empty part
+    (Gemini 3) or on the first piece (Gemini 2.5), every other part in a chunk of its own."""
+    chunks = []
+    for part in response_parts(body):
+        text = part.get("text")
+        if not isinstance(text, str) or "functionCall" in part:
+            chunks.append([part])
+            continue
+        bare = {k: v for k, v in part.items() if k != SIG}
+        step = max(1, len(text) // (1 + cuts.pop() if cuts else 1))
+        pieces = [text[i:i + step] for i in range(0, len(text), step)] or [""]
+        for index, piece in enumerate(pieces):
+            fragment = {**bare, "text": piece}
+            if SIG in part and not trailing and index == 0:
+                fragment[SIG] = part[SIG]
+            chunks.append([fragment])
+        if SIG in part and trailing:
+            chunks.append([{**({"thought": True} if part.get("thought") else {}), "text": "",
+                            SIG: part[SIG]}])
+    out = [{"candidates": [{"content": {"role": "model", "parts": parts}}],
+            "responseId": body.get("responseId")} for parts in chunks]
+    out[-1]["candidates"][0]["finishReason"] = body["candidates"][0]["finishReason"]
+    out[-1]["usageMetadata"] = body["usageMetadata"]
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(rel=st.sampled_from(WHOLE), cuts=st.lists(st.integers(0, 12), max_size=6),
+       trailing=st.booleans())
+def test_any_streaming_of_a_whole_response_folds_to_its_decode(
+        rel: str, cuts: list[int], trailing: bool) -> None:
+    body = load_json(rel)
+    whole = decode_response(body, origin(), seed="p")
+    streamed = fold(_restream(body, list(cuts), trailing), origin(), seed="p")
+    assert dumps(streamed.message) == dumps(whole.message)
+    assert streamed.usage == whole.usage and streamed.finish == whole.finish
+
+
+def test_unknown_parts_are_kept_verbatim_and_replayed_only_in_scope() -> None:
+    code = {"executableCode": {"language": "PYTHON", "code": "print(1)"}, SIG: "Cq-sig"}
+    body = {"candidates": [{"content": {"role": "model", "parts": [
+        code, {"text": "done", SIG: "Cq-text"}]}, "finishReason": "STOP"}],
+        "usageMetadata": {"promptTokenCount": 1}}
+    turn = decode_response(body, origin()).message
+    history = [user("run it"), turn, user("again")]
+    same = encode(history, plan_for())["contents"][1]["parts"]
+    assert orjson.dumps(same[0]) == orjson.dumps(code)
+    other = encode(history, plan_for("gemini-3-flash-preview"))["contents"][1]["parts"]
+    assert other == [{"text": "done"}]
