@@ -730,3 +730,26 @@ def test_unknown_parts_are_kept_verbatim_and_replayed_only_in_scope() -> None:
     assert orjson.dumps(same[0]) == orjson.dumps(code)
     other = encode(history, plan_for("gemini-3-flash-preview"))["contents"][1]["parts"]
     assert other == [{"text": "done"}]
+
+
+def test_a_streamed_vertex_call_ends_where_another_part_begins() -> None:
+    def chunk(*parts: dict[str, Any], finish: bool = False) -> dict[str, Any]:
+        candidate: dict[str, Any] = {"content": {"role": "model", "parts": list(parts)}}
+        if finish:
+            candidate["finishReason"] = "STOP"
+        return {"candidates": [candidate], "responseId": "r"}
+
+    # SYNTHETIC: the recorded shape (vercel-google-vertex-stream-no-args-tool-call) without the
+    # closing empty functionCall, followed by text.
+    chunks = [chunk({"functionCall": {"name": "read", "willContinue": True}, SIG: "Cq-1"}),
+              chunk({"functionCall": {"partialArgs": [
+                  {"jsonPath": "$.path[0]", "stringValue": "a", "willContinue": True}],
+                  "willContinue": True}}),
+              chunk({"functionCall": {"partialArgs": [
+                  {"jsonPath": "$.path[0]", "stringValue": "b"},
+                  {"jsonPath": "$.depth", "numberValue": 2}], "willContinue": True}}),
+              chunk({"text": "done"}, finish=True)]
+    message = fold(chunks, origin()).message
+    call, text = message.parts
+    assert isinstance(call, ToolCall) and call.arguments == '{"path":["ab"],"depth":2}'
+    assert call.native["gemini"][SIG] == "Cq-1" and isinstance(text, Text)

@@ -152,6 +152,8 @@ class StreamFold:
     def _part(self, builder: PartsBuilder, part: Any, events: list[Delta]) -> None:
         if type(part) is not dict and not isinstance(part, Mapping):
             raise ProtocolError(f"content part is not an object: {part!r:.80}")
+        if self._call is not None and FC not in part:
+            self._close(builder, events)  # a streamed call ends where another part begins
         text = part.get("text")
         if type(text) is str and "functionCall" not in part:
             thought = part.get(THOUGHT) is True
