@@ -207,3 +207,30 @@ def test_signatures_stay_in_their_project(tmp_path: Path, emu: GeminiEmulator) -
         await session.aclose()
 
     asyncio.run(run())
+
+
+def test_an_interrupted_answer_is_kept_incomplete_and_replayed_without_signatures(
+        tmp_path: Path) -> None:
+    from thoughtline.errors import StreamInterrupted
+
+    with GeminiEmulator() as emu:
+        provider = config.provider("gemini", base_url=emu.base_url, model=MODEL)
+        session = Session.create(open_store(None, tmp_path), provider, tools=TOOLS)
+
+        async def run() -> None:
+            await converse(session, ["weather in Rome?"], stream=True)
+            emu.cut_stream_after(2)  # the thought and the signed call; no finishReason
+            with pytest.raises(StreamInterrupted):
+                await session.send("and in Oslo?", TurnOptions(stream=True))
+            partial = session.history[-1]
+            assert partial.incomplete and partial.tool_calls
+            cut_signature = partial.tool_calls[0].native["gemini"][SIG]
+            before = len(emu.received)
+            await converse(session, ["try Oslo again"], stream=True)
+            after = emu.received[before]
+            assert after.status == 200 and cut_signature not in after.raw.decode()
+            kept = [orjson.loads(s) for _, s in signed_parts(after.body)]
+            assert len(kept) == 2 and all(s in emu.issued for s in kept)  # the whole turns
+            await session.aclose()
+
+        asyncio.run(run())

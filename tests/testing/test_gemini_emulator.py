@@ -243,3 +243,13 @@ def test_injected_failure_is_returned_and_recorded() -> None:
         assert post(emu, {"contents": [user("hi")]}).status_code == 503
         assert post(emu, {"contents": [user("hi")]}).status_code == 200
         assert [r.status for r in emu.received] == [503, 200]
+
+
+def test_a_cut_stream_ends_before_its_finish_reason() -> None:
+    with GeminiEmulator() as emu:
+        emu.cut_stream_after(2)
+        chunks = sse_payloads(post(emu, {"contents": [user("hello")]}, stream=True).text)
+        assert len(chunks) == 2
+        assert all("finishReason" not in c["candidates"][0] for c in chunks)
+        whole = sse_payloads(post(emu, {"contents": [user("hello")]}, stream=True).text)
+        assert whole[-1]["candidates"][0]["finishReason"] == "STOP"

@@ -55,6 +55,7 @@ class GeminiState:
     answers: list[Any] = field(default_factory=list)
     checks: list[Checked] = field(default_factory=list)
     failures: deque[InjectedFailure] = field(default_factory=deque)
+    cuts: deque[int] = field(default_factory=deque)  # end the next streams after N chunks
 
 
 def _json(status: int, body: Any) -> Response:
@@ -136,6 +137,8 @@ def _answer(state: GeminiState, request: Request, raw: bytes,
         whole = whole_body(reply, model, state.signer, len(raw))
         return _json(200, whole), whole
     chunks = stream_chunks(reply, model, state.signer, len(raw))
+    if state.cuts:  # the body ends cleanly before the provider finished (no finishReason)
+        chunks = chunks[:state.cuts.popleft()]
     if request.query_params.get("alt") == "sse":
         pieces, media = sse_bytes(chunks), "text/event-stream"
     else:
@@ -202,6 +205,10 @@ class GeminiEmulator:
     def fail_next(self, status: int, body: Any) -> None:
         """Answer the next request with ``status`` and ``body`` (still recorded)."""
         self._state.failures.append(InjectedFailure(status=status, body=body, headers={}))
+
+    def cut_stream_after(self, n: int) -> None:
+        """End the next streamed answer after ``n`` chunks, before its ``finishReason``."""
+        self._state.cuts.append(n)
 
     def start(self) -> Self:
         self._server.start()
