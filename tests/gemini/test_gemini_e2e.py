@@ -160,6 +160,10 @@ def test_tool_conversation_and_text_conversation_before_and_after_resume(
     for session_id, messages in stored.items():
         history = [dumps(m.message) for m in reopened.load_history(session_id).messages]
         assert history[:len(messages)] == messages  # stored turns never rewritten
+    written = [p for p in tmp_path.rglob("*") if p.is_file()]
+    assert any(p.name == "requests.jsonl" for p in written)  # the CLI logged its requests
+    for path in written:  # state.db (and its WAL), logs: names of key variables, never keys
+        assert not any(key.encode() in path.read_bytes() for key in KEY_ENV.values()), path
 
 
 def test_vertex_preset_on_the_vertex_path(tmp_path: Path, emu: GeminiEmulator) -> None:
