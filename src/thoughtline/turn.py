@@ -106,7 +106,8 @@ class TurnEngine:
         route = turn.route
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
-                           settings=config.api_settings(route.api))
+                           settings=config.api_settings(route.api),
+                           account=turn.provider.project)
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
@@ -206,7 +207,8 @@ class TurnEngine:
                         record: _Attempt) -> AsyncIterator[Event]:
         codec = turn.codec
         origin = Origin(api=codec.api, provider=route.provider, host=route.host,
-                        model=turn.provider.model, region=_region(turn.provider))
+                        model=turn.provider.model, region=_region(turn.provider),
+                        account=turn.provider.project)  # where signatures are bound (Vertex)
         seed = uuid.uuid4().hex
         raw = encoded.raw
         if not options.stream:
