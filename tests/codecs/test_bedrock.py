@@ -640,3 +640,18 @@ def test_summary_counts_the_carriers_sent() -> None:
     summary = CODEC.summary(encoded)
     assert summary["carriers"] == {"reasoningText": 1, "signature": 1}
     assert summary["assistant_turns"] == 1
+
+
+@pytest.mark.parametrize("name", sorted(WHOLE))
+def test_every_whole_recording_streamed_as_real_frames_folds_to_the_same_message(
+        name: str) -> None:
+    # The recording re-sent as AWS event-stream bytes (the emulator's framing), parsed by botocore.
+    from thoughtline.testing.bedrock_frames import stream_bytes
+
+    body = load(name)
+    buffer = EventStreamBuffer()
+    buffer.add_data(stream_bytes(body))
+    events = [(m.headers[":event-type"], orjson.loads(m.payload)) for m in buffer]
+    streamed, _ = fold(events, WHOLE[name])
+    whole = CODEC.decode_response(body, origin(WHOLE[name])).message
+    assert dumps(streamed) == dumps(whole)
