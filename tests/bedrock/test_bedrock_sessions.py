@@ -122,3 +122,24 @@ def test_gpt56_receives_only_its_own_redacted_content(emu: BedrockEmulator,
     last = _reasoning(emu.received[-1])
     assert len(last) == 6
     assert all(b == [{"redactedContent": emu.values.encrypted(model, "")}] for b in last)
+
+
+def test_an_application_profile_learns_its_wrapped_models_rule_once(
+        emu: BedrockEmulator, tmp_path: Path) -> None:
+    # The ARN says nothing about the model: the first replay of its reasoning is refused with
+    # DeepSeek-R1's documented wording, learned once, retried once, and never sent again.
+    arn = "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/r1wrap"
+    emu.wraps[arn] = "deepseek.r1-v1:0"
+    store = store_at(tmp_path)
+    session = create(store, _provider(emu, arn), tools=[LOOKUP])
+    first = send(session, "weather in Paris")
+    second = send(session, answer_call(session, "sunny"))
+    assert first.error is None and second.error is None
+    assert len(second.notices) == 1 and "reasoningContent" in second.notices[0]
+    assert [r.status for r in emu.received] == [200, 400, 200]
+    assert _reasoning(emu.received[1]) != [[]] and _reasoning(emu.received[2]) == [[]]
+    store.close()
+    again = resume(store_at(tmp_path), session.id)
+    assert send(again, "and in Rome?").error is None
+    assert [r.status for r in emu.received[3:]] == [200]
+    assert all(blocks == [] for blocks in _reasoning(emu.received[-1]))
