@@ -655,3 +655,31 @@ def test_every_whole_recording_streamed_as_real_frames_folds_to_the_same_message
     streamed, _ = fold(events, WHOLE[name])
     whole = CODEC.decode_response(body, origin(WHOLE[name])).message
     assert dumps(streamed) == dumps(whole)
+
+
+@pytest.mark.parametrize("target", [CLAUDE_37, DEEPSEEK, GPT_56, GPT_OSS, KIMI_K3])
+def test_the_wire_cache_gives_the_same_bytes_as_a_fresh_encode_as_the_history_grows(
+        target: str) -> None:
+    turns = _turns()
+    grown: list[Message] = []
+    cache = CODEC.new_cache()
+    plan = plan_for(target)
+    spec = RequestSpec(model=target)
+    steps: list[Message] = [user("first")]
+    for turn in turns.values():
+        steps.append(turn)
+        steps += [tool_results([ToolResult(call_id=c.id, content="ok")])
+                  for c in turn.tool_calls]
+        steps.append(user("next"))
+    for message in steps:
+        grown.append(message)
+        cached = CODEC.encode_request(grown, plan, spec, cache)
+        fresh = CODEC.encode_request(grown, plan, spec)
+        assert b(cached.body) == b(fresh.body)
+        assert cached.index == fresh.index
+    assert len(cache) > 0
+    # Earlier bodies are never edited by later requests.
+    first = CODEC.encode_request(grown[:3], plan, spec, cache)
+    snapshot = b(first.body)
+    CODEC.encode_request([*grown, user("more")], plan, spec, cache)
+    assert b(first.body) == snapshot

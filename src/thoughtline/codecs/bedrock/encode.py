@@ -38,7 +38,7 @@ from thoughtline.codecs.bedrock.wire import (
     USER_LAST,
 )
 from thoughtline.messages import Message, Opaque, Reasoning, Text, ToolCall, ToolResult, ToolSpec
-from thoughtline.replay import ReplayPlan, answered, loop_start
+from thoughtline.replay import ReplayPlan, loop_start
 
 #: One turn on the wire: its Converse role, its blocks, and the fingerprint of each opaque block.
 Blocks = tuple[str, tuple[dict[str, Any], ...], tuple[str, ...]]
@@ -54,25 +54,41 @@ class Sent:
 
 
 class WireCache:
-    """Each stored turn's blocks per (plan, inside-the-loop), derived once (turns are immutable).
+    """Each stored turn's blocks per (plan, inside-the-loop), derived once (turns are immutable),
+    and per plan the assembled messages of the turns before the last request's tool loop.
 
-    Keyed by object identity; the cache holds each message so its identity stays valid.
+    Turns are keyed by object identity (the cache holds each message so its identity stays
+    valid). A turn before the loop keeps its wire form for every later request (the loop only
+    moves forward), so a history that only grew reuses that prefix and assembles just the rest.
     """
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[int, Any, bool], tuple[Message, Blocks]] = {}
+        self._entries: dict[tuple[Any, bool], dict[int, tuple[Message, Blocks]]] = {}
+        self._marks: dict[Any, _Mark] = {}
 
     def __len__(self) -> int:
-        return len(self._entries)
+        return sum(len(turns) for turns in self._entries.values())
 
-    def get(self, message: Message, plan: ReplayPlan, in_loop: bool) -> Blocks:
-        key = (id(message), plan.key, in_loop)
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        blocks = turn_blocks(message, plan, in_loop=in_loop)
-        self._entries[key] = (message, blocks)
-        return blocks
+    def turns(self, plan: ReplayPlan, in_loop: bool) -> dict[int, tuple[Message, Blocks]]:
+        return self._entries.setdefault((plan.key, in_loop), {})
+
+    def mark(self, plan: ReplayPlan) -> _Mark | None:
+        return self._marks.get(plan.key)
+
+    def remember(self, plan: ReplayPlan, mark: _Mark) -> None:
+        self._marks[plan.key] = mark
+
+
+def _blocks_of(message: Message, plan: ReplayPlan, in_loop: bool,
+               memo: dict[int, tuple[Message, Blocks]] | None) -> Blocks:
+    if memo is None:
+        return turn_blocks(message, plan, in_loop=in_loop)
+    hit = memo.get(id(message))
+    if hit is not None and hit[0] is message:
+        return hit[1]
+    blocks = turn_blocks(message, plan, in_loop=in_loop)
+    memo[id(message)] = (message, blocks)
+    return blocks
 
 
 # --- one turn -----------------------------------------------------------------------------------
@@ -161,36 +177,88 @@ def turn_blocks(message: Message, plan: ReplayPlan, *, in_loop: bool) -> Blocks:
 # --- the request --------------------------------------------------------------------------------
 
 
-def messages_of(history: Sequence[Message], plan: ReplayPlan,
-                cache: WireCache | None = None) -> tuple[list[dict[str, Any]],
-                                                         list[dict[str, Any]], list[Sent]]:
-    """(system blocks, Converse messages, where each opaque value went)."""
-    view = answered(history)
-    start = loop_start(view)
-    system: list[dict[str, Any]] = []
-    out: list[dict[str, Any]] = []
-    sent: list[Sent] = []
-    for index, message in enumerate(view):
-        in_loop = index >= start
-        role, blocks, fps = (cache.get(message, plan, in_loop) if cache is not None
-                             else turn_blocks(message, plan, in_loop=in_loop))
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Mark:
+    """The assembly after the turns before a request's tool loop (see ``WireCache``)."""
+
+    turns: tuple[Message, ...]
+    system: tuple[dict[str, Any], ...]
+    out: tuple[dict[str, Any], ...]
+    sent: tuple[Sent, ...]
+    last_len: int  # how many blocks the last message had at the mark (it may grow after)
+
+
+class _Assembly:
+    """Converse messages being put together: same-role turns merged, opaque positions noted."""
+
+    __slots__ = ("out", "sent", "system")
+
+    def __init__(self, mark: _Mark | None = None) -> None:
+        self.system = list(mark.system) if mark else []
+        self.out = list(mark.out) if mark else []
+        self.sent = list(mark.sent) if mark else []
+        if mark is not None and self.out:  # the last message may grow: never edit a shared one
+            last = self.out[-1]
+            self.out[-1] = {"role": last["role"], "content": last["content"][:mark.last_len]}
+
+    def add(self, blocks: Blocks) -> None:
+        role, content_blocks, fps = blocks
         if role == "system":
-            system.extend(blocks)
-            continue
-        if not blocks:
-            continue
+            self.system.extend(content_blocks)
+            return
+        if not content_blocks:
+            return
+        out = self.out
         if not out or out[-1]["role"] != role:
             if not out and role == "assistant":
                 out.append({"role": "user", "content": [{TEXT: USER_FIRST}]})
             out.append({"role": role, "content": []})
         content = out[-1]["content"]
-        for block, fp in zip(blocks, fps, strict=True):
+        for block, fp in zip(content_blocks, fps, strict=True):
             if fp:
-                sent.append(Sent(message=len(out) - 1, block=len(content), fingerprint=fp))
+                self.sent.append(Sent(message=len(out) - 1, block=len(content), fingerprint=fp))
             content.append(block)
+
+    def mark(self, turns: Sequence[Message]) -> _Mark:
+        return _Mark(turns=tuple(turns), system=tuple(self.system), out=tuple(self.out),
+                     sent=tuple(self.sent),
+                     last_len=len(self.out[-1]["content"]) if self.out else 0)
+
+
+def _reusable(mark: _Mark | None, view: Sequence[Message], start: int) -> bool:
+    if mark is None or len(mark.turns) > start:
+        return False
+    # Equal turns have equal wire forms: a turn re-made with the same content still matches.
+    return all(a is b or a == b for a, b in zip(mark.turns, view, strict=False))
+
+
+def messages_of(history: Sequence[Message], plan: ReplayPlan,
+                cache: WireCache | None = None) -> tuple[list[dict[str, Any]],
+                                                         list[dict[str, Any]], list[Sent]]:
+    """(system blocks, Converse messages, where each opaque value went).
+
+    ``history`` is the turn engine's view (``replay.answered``: every tool call answered), as
+    Converse requires; it is not walked a second time here.
+    """
+    view = history
+    start = loop_start(view)
+    mark = cache.mark(plan) if cache is not None else None
+    if not _reusable(mark, view, start):
+        mark = None
+    assembly = _Assembly(mark)
+    prior = cache.turns(plan, False) if cache is not None else None
+    looped = cache.turns(plan, True) if cache is not None else None
+    for index in range(len(mark.turns) if mark else 0, len(view)):
+        if index == start and cache is not None:
+            cache.remember(plan, assembly.mark(view[:start]))
+        in_loop = index >= start
+        assembly.add(_blocks_of(view[index], plan, in_loop, looped if in_loop else prior))
+    if start == len(view) and cache is not None:
+        cache.remember(plan, assembly.mark(view))
+    out = assembly.out
     if out and out[-1]["role"] == "assistant":
         out.append({"role": "user", "content": [{TEXT: USER_LAST}]})
-    return system, out, sent
+    return assembly.system, out, assembly.sent
 
 
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:

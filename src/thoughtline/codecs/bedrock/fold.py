@@ -100,21 +100,24 @@ class StreamFold:
 
     def _block(self, payload: Mapping[str, Any]) -> _Block:
         index = payload.get("contentBlockIndex")
-        if not isinstance(index, int):
-            raise ProtocolError(f"ConverseStream event without contentBlockIndex: {payload!r:.120}")
-        block = self._blocks.get(index)
+        block = self._blocks.get(index)  # type: ignore[arg-type]
         if block is None:
+            if type(index) is not int:
+                raise ProtocolError("ConverseStream event without contentBlockIndex: "
+                                    f"{payload!r:.120}")
             block = self._blocks[index] = _Block()
         return block
 
     def add_event(self, event_type: str, payload: Any) -> list[Delta]:
-        if event_type.startswith(EXCEPTION_PREFIX):
-            raise _exception(event_type[len(EXCEPTION_PREFIX):], payload)
-        if not isinstance(payload, Mapping):
+        if type(payload) is not dict and not isinstance(payload, Mapping):
+            if event_type.startswith(EXCEPTION_PREFIX):
+                raise _exception(event_type[len(EXCEPTION_PREFIX):], payload)
             raise ProtocolError(f"ConverseStream {event_type} payload is not an object")
         self.saw_chunk = True
         if event_type == BLOCK_DELTA:
             return self._delta(self._block(payload), payload.get("delta"))
+        if event_type.startswith(EXCEPTION_PREFIX):
+            raise _exception(event_type[len(EXCEPTION_PREFIX):], payload)
         if event_type == BLOCK_START:
             return self._start(self._block(payload), payload.get("start"))
         if event_type == MESSAGE_STOP:
@@ -134,25 +137,29 @@ class StreamFold:
         return [ToolCallStarted(block.tool, block.use_id, block.name)]
 
     def _delta(self, block: _Block, delta: Any) -> list[Delta]:
-        if not isinstance(delta, Mapping):
+        if type(delta) is not dict and not isinstance(delta, Mapping):
             return []
-        if TEXT in delta:
+        text = delta.get(TEXT)
+        if text is not None:
             block.kind = block.kind or "text"
-            text = text_of(delta[TEXT])
+            text = text_of(text)
             block.pieces.append(text)
             return [TextDelta(text)] if text else []
         reasoning = delta.get(REASONING)
-        if isinstance(reasoning, Mapping):
+        if reasoning is not None and (type(reasoning) is dict or isinstance(reasoning, Mapping)):
             block.kind = "reasoning"
-            text = text_of(reasoning.get(TEXT))
-            block.pieces.append(text)
-            block.signature.append(text_of(reasoning.get(SIGNATURE)))
-            block.redacted.append(text_of(reasoning.get(REDACTED)))
-            if not any(block.redacted):
-                block.redacted.clear()
-            return [ReasoningDelta(text)] if text else []
+            text = reasoning.get(TEXT)
+            if text:
+                block.pieces.append(text_of(text))
+            signature = reasoning.get(SIGNATURE)
+            if signature is not None:
+                block.signature.append(text_of(signature))
+            redacted = reasoning.get(REDACTED)
+            if redacted is not None:
+                block.redacted.append(text_of(redacted))
+            return [ReasoningDelta(text)] if text and type(text) is str else []
         use = delta.get(TOOL_USE)
-        if isinstance(use, Mapping):
+        if type(use) is dict or isinstance(use, Mapping):
             if block.kind != "tool":  # input before any start: a call with no id
                 self._start(block, {TOOL_USE: {}})
             fragment = text_of(use.get("input"))

@@ -41,6 +41,7 @@ class ModelId:
     cross_region: bool  # a geography/global profile: the request may be served in another region
 
 
+@cache
 def model_id(raw: str) -> ModelId:
     lowered = raw.strip().lower()
     if lowered.startswith("arn:") and ":application-inference-profile/" in lowered:
@@ -50,6 +51,7 @@ def model_id(raw: str) -> ModelId:
     return ModelId(raw=raw, base=_GEO.sub("", stripped), cross_region=geo is not None)
 
 
+@cache
 def claude_key(model: str) -> str:
     """A Claude model's identity across platforms: ``claude-sonnet-4-5`` for
     ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``, ``claude-sonnet-4-5@20250929`` and
@@ -63,6 +65,7 @@ def claude_key(model: str) -> str:
     return re.sub(r"-\d{8}$", "", key)
 
 
+@cache
 def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
     """(family name, (major, minor)) of a Claude id, or None when it cannot be parsed."""
     found = _CLAUDE.search(claude_key(model))
