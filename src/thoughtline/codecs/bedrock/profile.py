@@ -75,6 +75,10 @@ def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
     return name, (int(found["v1"]), int(found["v2"] or 0))
 
 
+_WORDS = {"reasoningText": "readable reasoningText", "signature": "its signature",
+          "redactedContent": "redactedContent verbatim"}
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class BedrockProfile:
     """What one Bedrock model reads back on replayed assistant turns, after what was learned.
@@ -134,6 +138,25 @@ class BedrockProfile:
         if self.region_bound:
             return same and not self.cross_region and origin.region == target.region
         return same
+
+    def describe(self) -> list[str]:
+        def words(carriers: frozenset[str]) -> str:
+            return ", ".join(_WORDS[c] for c in sorted(carriers)) or "no reasoning"
+
+        lines = [f"model policy: {self.policy} ({self.family})",
+                 f"turns before the current tool loop carry: {words(self.prior)}",
+                 f"turns inside the loop carry: {words(self.loop)}"]
+        if self.scope == "claude":
+            lines.append("Claude signatures and redacted blocks from any Claude platform are "
+                         "replayed when they come from this same model; never an unsigned block")
+        else:
+            lines.append("only values this model made are replayed; never a Claude signature")
+        if self.region_bound:
+            lines.append("opaque reasoning is region-bound: never sent through a cross-region "
+                         "profile or to another region")
+        if self.thinking:
+            lines.append(f"Claude thinking requested as {self.thinking}")
+        return lines
 
     def public_json(self) -> dict[str, Any]:
         return {"carriers": sorted(self.prior | self.loop), "policy": self.policy,
