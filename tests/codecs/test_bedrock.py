@@ -610,7 +610,9 @@ def test_a_wording_naming_what_was_not_sent_teaches_nothing() -> None:
                                   "bedrock-claude-400-unsupported-field-s3Uri",
                                   "bedrock-nova-400-extraneous-key-not-permitted"])
 def test_recorded_non_reasoning_rejections_are_not_lessons(name: str) -> None:
-    body = (FIXTURES / "errors" / f"{name}.i{'0' if 'gpt56' in name else '1'}.response.json")
+    # Same wording family as the reasoning rejections, naming a field that is not reasoning.
+    folder = FIXTURES / ("bedrock/errors" if "gpt56" in name else "errors")
+    body = folder / f"{name}.i{'0' if 'gpt56' in name else '1'}.response.json"
     history = _prior_history(_turns()["claude"])
     plan = plan_for(CLAUDE_37)
     encoded = CODEC.encode_request(history, plan, RequestSpec(model=CLAUDE_37))
@@ -683,3 +685,15 @@ def test_the_wire_cache_gives_the_same_bytes_as_a_fresh_encode_as_the_history_gr
     snapshot = b(first.body)
     CODEC.encode_request([*grown, user("more")], plan, spec, cache)
     assert b(first.body) == snapshot
+
+
+@pytest.mark.parametrize("name", ["vercel-bedrock-openai-gpt56-unknown-parameter-reasoningConfig",
+                                  "vercel-bedrock-openai-gpt56-unknown-parameter-reasoning_effort"])
+def test_gpt56_unknown_parameter_errors_are_not_reasoning_lessons(name: str) -> None:
+    # Request-field complaints (reasoningConfig / reasoning_effort): the codec sends GPT-5.6 its
+    # effort as reasoning.effort instead (see the request-fields test); nothing to learn here.
+    body = (FIXTURES / "bedrock" / "errors" / f"{name}.json").read_text()
+    history = _prior_history(_turns()["gpt56"])
+    plan = plan_for(GPT_56)
+    encoded = CODEC.encode_request(history, plan, RequestSpec(model=GPT_56))
+    assert CODEC.classify(400, body, encoded, plan) is None
