@@ -553,6 +553,8 @@ _WORDINGS = {
              "assistant messages. Remove reasoningContent.reasoningText.text and try again."),
     "deepseek": ("User messages cannot contain reasoning content. Please remove the reasoning "
                  "content and try again."),
+    "redacted": ("This model doesn't support the reasoningContent.redactedContent field. Remove "
+                 "reasoningContent.redactedContent and try again."),
     "region": ('The model returned the following errors: {"error":{"code":"validation_error",'
                '"message":"Encrypted content cannot be used in a different region from the one '
                'that created it."}}'),
@@ -580,6 +582,9 @@ def _as_unknown(turn: Message) -> Message:
     ("text", "claude", {"reasoningText"}),
     ("deepseek", "claude", {"reasoningContent"}),
     ("region", "claude-redacted", {"redactedContent"}),
+    # provider-updates §1c: the redacted-content wording was not found; the family's wording
+    # naming the field is read the same way (design for both outcomes).
+    ("redacted", "claude-redacted", {"redactedContent"}),
 ])
 def test_documented_wordings_teach_one_drop_then_the_retry_carries_less(
         wording: str, turn: str, drop: set[str]) -> None:
@@ -697,3 +702,12 @@ def test_gpt56_unknown_parameter_errors_are_not_reasoning_lessons(name: str) -> 
     plan = plan_for(GPT_56)
     encoded = CODEC.encode_request(history, plan, RequestSpec(model=GPT_56))
     assert CODEC.classify(400, body, encoded, plan) is None
+
+
+def test_a_tool_call_without_an_id_gets_one_unique_per_request() -> None:
+    state = CODEC.new_fold(origin(GPT_OSS), seed="a1b2c3d4e5f6a7b8c9")
+    state.add_event("contentBlockDelta", {"contentBlockIndex": 0,
+                                          "delta": {"toolUse": {"input": "{}"}}})
+    state.add_event("messageStop", {"stopReason": "tool_use"})
+    (call,) = state.finish().message.tool_calls
+    assert call.id == "tooluse_a1b2c3d4e5f6a7b8_0" and call.arguments == "{}"

@@ -100,8 +100,9 @@ def _reasoning(block: Mapping[str, Any], origin: Origin, claude: bool) -> Reason
     return Reasoning(kind="text", text=text, complete=not claude, origin=origin)
 
 
-def parts_from_content(content: Any, origin: Origin) -> list[Part]:
-    """The canonical parts of an assistant ``content`` array, in order."""
+def parts_from_content(content: Any, origin: Origin, *, seed: str = "") -> list[Part]:
+    """The canonical parts of an assistant ``content`` array, in order. A tool call that came
+    without a ``toolUseId`` gets one made from ``seed`` (unique per request)."""
     if not isinstance(content, list):
         raise ProtocolError(f"Converse message content is not a list: {content!r:.80}")
     claude = bool(claude_key(origin.model))
@@ -116,7 +117,8 @@ def parts_from_content(content: Any, origin: Origin) -> list[Part]:
             parts.append(_reasoning(block[REASONING], origin, claude))
         elif TOOL_USE in block and isinstance(block[TOOL_USE], Mapping):
             use = block[TOOL_USE]
-            parts.append(ToolCall(id=text_of(use.get("toolUseId")), name=text_of(use.get("name")),
+            call_id = text_of(use.get("toolUseId")) or f"tooluse_{seed[:16]}_{len(parts)}"
+            parts.append(ToolCall(id=call_id, name=text_of(use.get("name")),
                                   arguments=compact_json(use.get("input"))))
         else:
             parts.append(Opaque(native={NS: dict(block)}, origin=origin))
@@ -133,7 +135,7 @@ def decode_response(body: Any, origin: Origin, *, seed: str = "") -> Done:
         raise ProtocolError(f"Converse response has no output.message: {body!r:.200}")
     stop = body.get("stopReason")
     stop = stop if isinstance(stop, str) else None
-    turn = Message(role="assistant", parts=tuple(parts_from_content(message.get("content"),
-                                                                    origin)), origin=origin)
+    parts = parts_from_content(message.get("content"), origin, seed=seed)
+    turn = Message(role="assistant", parts=tuple(parts), origin=origin)
     return Done(message=turn, usage=usage_of(body.get("usage")), finish_reason=stop,
                 finish=neutral_finish(stop))

@@ -174,7 +174,7 @@ class StreamFold:
 
     def finish(self, *, complete: bool = True) -> Done:
         done = complete and self.finished
-        parts = tuple(parts_from_content(self.content(), self.origin))
+        parts = tuple(parts_from_content(self.content(), self.origin, seed=self.seed))
         message = Message(role="assistant", parts=parts, origin=self.origin,
                           incomplete=not done)
         return Done(message=message, usage=usage_of(self.usage), finish_reason=self.stop_reason,
