@@ -20,3 +20,7 @@ def fake_aws(monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     for name in ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_DEFAULT_REGION"):
         monkeypatch.delenv(name, raising=False)
     return dict(FAKE_ENV)
+
+
+#: The (access key id, secret) pair the emulator recomputes signatures with.
+KEYS = (FAKE_ENV["AWS_ACCESS_KEY_ID"], FAKE_ENV["AWS_SECRET_ACCESS_KEY"])

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bedrock.aws_env import fake_aws
+from bedrock.aws_env import KEYS, fake_aws
 from fallback_e2e.fallback_e2e_support import (
     LOOKUP,
     answer_call,
@@ -34,7 +34,7 @@ CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 @pytest.fixture
 def emu(monkeypatch: pytest.MonkeyPatch) -> Iterator[BedrockEmulator]:
     fake_aws(monkeypatch)  # botocore signs with these; the CLI subprocess inherits them
-    with BedrockEmulator(region="us-east-1") as emulator:
+    with BedrockEmulator(region="us-east-1", credentials=KEYS) as emulator:
         yield emulator
 
 

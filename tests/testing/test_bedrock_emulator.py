@@ -12,7 +12,7 @@ import orjson
 import pytest
 from botocore.eventstream import EventStreamBuffer
 
-from bedrock.aws_env import fake_aws
+from bedrock.aws_env import KEYS, fake_aws
 from thoughtline.testing.bedrock_emulator import REDACTION_TRIGGER, BedrockEmulator
 from thoughtline.testing.bedrock_frames import event_frame, exception_frame
 from thoughtline.testing.bedrock_rules import Values, check_replay, check_shape
@@ -27,7 +27,7 @@ VALUES = Values(Signer())
 @pytest.fixture
 def emulator(monkeypatch: pytest.MonkeyPatch):
     fake_aws(monkeypatch)
-    with BedrockEmulator() as emu:
+    with BedrockEmulator(credentials=KEYS) as emu:
         yield emu
 
 
@@ -175,3 +175,24 @@ def test_injected_failures_and_records(emulator: BedrockEmulator) -> None:
         asyncio.run(_both(emulator, CLAUDE, {"messages": [_user("hi")]}))
     assert getattr(error.value, "status", None) == 400
     assert emulator.received[0].status == 400 and emulator.accepted() == []
+
+
+def test_the_signature_is_recomputed_and_a_changed_body_or_key_is_refused(
+        emulator: BedrockEmulator) -> None:
+    import httpx as _httpx
+
+    target = _target(emulator, CLAUDE, stream=False)
+    signed = _httpx.Request("POST", target.url, content=orjson.dumps({"messages": [_user("a")]}),
+                            headers={"content-type": "application/json"})
+    flow = target.auth.sync_auth_flow(signed)
+    request = next(flow)
+    ok = _httpx.post(target.url, content=request.content, headers=dict(request.headers))
+    assert ok.status_code == 200
+    edited = _httpx.post(target.url, content=orjson.dumps({"messages": [_user("b")]}),
+                         headers=dict(request.headers))
+    assert edited.status_code == 403
+    assert edited.json()["message"].startswith("The request signature we calculated does not")
+    with BedrockEmulator(credentials=("AKIAOTHER", "another-secret")) as other:
+        moved = _httpx.post(other.endpoint_url + target.url.split(emulator.endpoint_url)[1],
+                            content=request.content, headers=dict(request.headers))
+    assert moved.status_code == 403

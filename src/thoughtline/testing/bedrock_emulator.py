@@ -63,6 +63,31 @@ def _auth_problem(headers: Mapping[str, str], region: str) -> str:
     return ""
 
 
+_SIGNATURE_MISMATCH = ("The request signature we calculated does not match the signature you "
+                       "provided. Check your AWS Secret Access Key and signing method. Consult "
+                       "the service documentation for details.")
+
+
+def _signature_ok(url: str, headers: Mapping[str, str], body: bytes, region: str,
+                  keys: tuple[str, str]) -> bool:
+    """Recompute the SigV4 signature over what arrived (method, path, signed headers, body) with
+    the credentials the test gave the client: a body edited after signing fails."""
+    from botocore.auth import SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+
+    value = headers["authorization"]
+    fields = dict(part.strip().split("=", 1) for part in value.split(" ", 1)[1].split(","))
+    signed = fields.get("SignedHeaders", "").split(";")
+    request = AWSRequest(method="POST", url=url, data=body,
+                         headers={name: headers[name] for name in signed if name in headers})
+    request.context["timestamp"] = headers["x-amz-date"]
+    signer = SigV4Auth(Credentials(*keys), "bedrock", region)
+    canonical = signer.canonical_request(request)
+    expected = signer.signature(signer.string_to_sign(request, canonical), request)
+    return expected == fields.get("Signature")
+
+
 class _Script:
     """What the emulated model says: a tool call when tools are offered and no result came back
     yet, else an answer; reasoning in the family's own shape."""
@@ -122,8 +147,11 @@ class BedrockEmulator:
     model each one wraps; ``region`` is where it serves (and what SigV4 must be scoped to)."""
 
     def __init__(self, *, region: str = "us-east-1", port: int = 0,
-                 secret: bytes = DEFAULT_SECRET, wraps: Mapping[str, str] | None = None) -> None:
+                 secret: bytes = DEFAULT_SECRET, wraps: Mapping[str, str] | None = None,
+                 credentials: tuple[str, str] | None = None) -> None:
         self.region = region
+        #: (access key id, secret key): when given, every signature is recomputed and checked.
+        self.credentials = credentials
         self.wraps = dict(wraps or {})
         self.values = Values(Signer(secret))
         self.received: list[Received] = []
@@ -162,19 +190,25 @@ class BedrockEmulator:
             body = orjson.loads(raw) if raw else None
         except orjson.JSONDecodeError:
             body = None
-        response = self._answer(request, body, stream=stream)
+        response = self._answer(request, raw, body, stream=stream)
         self.received.append(Received(path=request.url.path, headers={
             k.lower(): v for k, v in request.headers.items()}, body=body, raw=raw,
             status=response.status_code))
         return response
 
-    def _answer(self, request: Request, body: Any, *, stream: bool) -> Response:
+    def _answer(self, request: Request, raw: bytes, body: Any, *, stream: bool) -> Response:
         if self.failures:
             failure = self.failures.popleft()
             return _json(failure.status, failure.body, failure.headers["x-amzn-errortype"])
-        problem = _auth_problem({k.lower(): v for k, v in request.headers.items()}, self.region)
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        problem = _auth_problem(headers, self.region)
         if problem:
             return _json(403, {"message": problem}, "UnrecognizedClientException")
+        if self.credentials is not None:
+            raw_path = request.scope.get("raw_path") or request.url.path.encode()
+            url = f"{self.endpoint_url}{raw_path.decode('ascii')}"
+            if not _signature_ok(url, headers, raw, self.region, self.credentials):
+                return _json(403, {"message": _SIGNATURE_MISMATCH}, "InvalidSignatureException")
         model = self.wraps.get(request.path_params["model"], request.path_params["model"])
         rejection: Rejection | None = check_shape(body) or check_replay(
             model, body, self.values, region=self.region)
