@@ -196,3 +196,21 @@ def test_the_signature_is_recomputed_and_a_changed_body_or_key_is_refused(
         moved = _httpx.post(other.endpoint_url + target.url.split(emulator.endpoint_url)[1],
                             content=request.content, headers=dict(request.headers))
     assert moved.status_code == 403
+
+
+@pytest.mark.parametrize("name", ["pydantic-ai-bedrock-claude-thinking-stream",
+                                  "pydantic-ai-bedrock-claude-redacted-stream"])
+def test_hand_built_frames_match_the_recorded_aws_bytes(name: str) -> None:
+    # Each recorded frame rebuilt from its headers and payload gives AWS's exact bytes (prelude,
+    # header encoding and both CRCs), so what botocore parses from the emulator is what it
+    # parses from AWS.
+    from pathlib import Path
+
+    from thoughtline.testing.bedrock_frames import frame
+
+    raw = (Path(__file__).parents[1] / "fixtures" / "bedrock" /
+           f"{name}.i0.response.eventstream.bin").read_bytes()
+    buffer = EventStreamBuffer()
+    buffer.add_data(raw)
+    rebuilt = b"".join(frame(dict(m.headers), m.payload) for m in buffer)
+    assert rebuilt == raw
