@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import (
+    bedrock_rows,
     cli_start,
     gemini_rows,
     peer,
@@ -47,6 +48,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "gateway": lambda: gateway(quick=quick),
         "peer": lambda: peer.run(quick=quick),
         "gemini": lambda: gemini_rows.run(budget, quick),
+        "bedrock": lambda: bedrock_rows.run(budget, quick),
     }
 
 

@@ -15,6 +15,7 @@ from thoughtline.errors import UsageError
 _CODECS: dict[str, str] = {
     "openai-chat": "thoughtline.codecs.openai_chat.codec:CODEC",
     "gemini": "thoughtline.codecs.gemini.codec:CODEC",
+    "bedrock": "thoughtline.codecs.bedrock.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 
