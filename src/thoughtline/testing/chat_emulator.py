@@ -142,6 +142,10 @@ class ChatEmulator:
         """
         self._state.cuts.append(StreamCut(after=n, graceful=graceful))
 
+    def _app(self) -> Any:
+        """The ASGI app this emulator serves (other API personalities serve their own)."""
+        return build_app(self._state)
+
     def start(self) -> Self:
         """Start serving in a background thread; returns once the port accepts connections."""
         if self._thread is not None:
@@ -153,7 +157,7 @@ class ChatEmulator:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((_HOST, self._requested_port))
         config = uvicorn.Config(
-            build_app(self._state),
+            self._app(),
             log_config=None,
             lifespan="off",
             timeout_graceful_shutdown=1,
