@@ -1,8 +1,8 @@
 """``ResponsesEmulator``: a loopback OpenAI Responses provider for offline tests.
 
-Serves ``POST /v1/responses`` (and ``/responses``) with a Starlette app on 127.0.0.1, sharing the
-chat emulator's lifecycle, request record, injected failures and stream cuts
-(``chat_emulator``/``server``). It issues encrypted reasoning items sealed to its issuer
+Serves ``POST /v1/responses`` (and ``/responses``) with a Starlette app on 127.0.0.1
+(``loopback.LoopbackServer``), with the chat emulator's controls — request record, injected
+failures, stream cuts, pacing (``chat_emulator``/``server``). It issues encrypted reasoning items sealed to its issuer
 (``responses_sealing``), answers like the recordings (``responses_replies``) and refuses what the
 real providers refuse, in their words (``responses_rules``). Every request is recorded.
 
@@ -27,6 +27,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from thoughtline.testing.chat_emulator import ChatEmulator
+from thoughtline.testing.loopback import LoopbackServer
 from thoughtline.testing.responses_replies import build_output, response_body, stream_events
 from thoughtline.testing.responses_rules import Wordings, check_request
 from thoughtline.testing.responses_sealing import DEFAULT_SECRET, Sealer
@@ -153,10 +154,9 @@ class ResponsesEmulator(ChatEmulator):
         self._state = ResponsesState(  # type: ignore[assignment]
             personality=personality, sealer=Sealer(issuer or personality.issuer, secret),
             require_auth=require_auth)
-        self._requested_port = port
+        self._loop = LoopbackServer(build_responses_app(self._state), port=port,
+                                    name="responses-emulator")
         self._port = None
-        self._server = None
-        self._thread = None
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "stopped"
@@ -170,6 +170,3 @@ class ResponsesEmulator(ChatEmulator):
     @property
     def sealer(self) -> Sealer:
         return self._state.sealer  # type: ignore[attr-defined]
-
-    def _app(self) -> Any:
-        return build_responses_app(self._state)  # type: ignore[arg-type]
