@@ -2,9 +2,10 @@
 
 Serves ``POST /v1/responses`` (and ``/responses``) with a Starlette app on 127.0.0.1
 (``loopback.LoopbackServer``), with the chat emulator's controls — request record, injected
-failures, stream cuts, pacing (``chat_emulator``/``server``). It issues encrypted reasoning items sealed to its issuer
-(``responses_sealing``), answers like the recordings (``responses_replies``) and refuses what the
-real providers refuse, in their words (``responses_rules``). Every request is recorded.
+failures, stream cuts, pacing (``chat_emulator``/``server``). It issues encrypted reasoning items
+sealed to its issuer (``responses_sealing``), answers like the recordings
+(``responses_replies``) and refuses what the real providers refuse, in their words
+(``responses_rules``). Every request is recorded.
 
     with ResponsesEmulator("openai") as emu:
         httpx.post(f"{emu.base_url}/responses", ...)

@@ -83,6 +83,25 @@ class ResponsesProfile:
             return model_family(origin.model) == model_family(target.model)
         return True
 
+    def describe(self) -> list[str]:
+        where = {"provider": "any model of the service that issued them",
+                 "family": "the same model (any dated snapshot) at the service that issued them",
+                 "model": "only the exact model, at the service that issued them"}[self.scope]
+        lines = [f"replayed: every encrypted reasoning item verbatim, in its place, to {where}"]
+        if self.plain_reasoning:
+            lines.append("replayed: readable reasoning items (reasoning_text) too")
+        if self.phase:
+            lines.append("replayed: the assistant message phase (commentary / final_answer)")
+        switches = [s for s, on in (("store=false", self.stateless),
+                                    ("include=[reasoning.encrypted_content]", self.include))
+                    if on]
+        if switches:
+            lines.append("stateless request switches: " + ", ".join(switches))
+        if self.context:
+            lines.append(f"reasoning.context = {self.context!r} (earlier turns' reasoning is "
+                         "rendered into the next sample)")
+        return lines
+
     def public_json(self) -> dict[str, Any]:
         carriers = [ENCRYPTED, *([PHASE] if self.phase else []),
                     *(["reasoning_text"] if self.plain_reasoning else [])]
@@ -123,9 +142,5 @@ def resolve_responses(provider: str, base_url: str | None, model: str) -> Route:
     table = api_table(API)
     row = table.match(provider, base_url)
     profile = profile_of(row, model)
-    notes = () if not profile.context else (
-        f"reasoning.context = {profile.context!r} is sent (this model renders earlier turns' "
-        "reasoning when asked)",)
     return Route(row=row.id, api=API, provider=provider.strip().lower(),
-                 host=hostname_of(base_url), model=model, profile=profile, explain=row.explain,
-                 notes=notes)
+                 host=hostname_of(base_url), model=model, profile=profile, explain=row.explain)
