@@ -72,7 +72,7 @@ class ResponsesState:
     failures: deque[InjectedFailure] = field(default_factory=deque)
     cuts: deque[StreamCut] = field(default_factory=deque)
     chunk_delay: float = 0.0
-    issued: list[str] = field(default_factory=list)
+    issued: list[dict[str, Any]] = field(default_factory=list)  # reasoning items, as sent
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -109,7 +109,7 @@ def _answer(state: ResponsesState, request: Request, raw: bytes, body: Any) -> R
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     model = model or state.personality.models[0]
     plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase)
-    state.issued.extend(i["encrypted_content"] for i in output if i["type"] == "reasoning")
+    state.issued.extend(i for i in output if i["type"] == "reasoning")
     response = response_body(body, model, output, ids, plan, len(raw))
     if body.get("stream") is not True:
         return _json(200, response)
@@ -166,7 +166,13 @@ class ResponsesEmulator(ChatEmulator):
     @property
     def issued(self) -> tuple[str, ...]:  # type: ignore[override]
         """Every encrypted_content this instance issued (the ``output_item.done`` values)."""
-        return tuple(self._state.issued)
+        return tuple(i["encrypted_content"] for i in self._state.issued)  # type: ignore[attr-defined]
+
+    @property
+    def issued_items(self) -> tuple[dict[str, Any], ...]:
+        """Every reasoning item this instance issued, exactly as its answer carried it (the
+        ``output_item.done`` form when streamed), oldest first."""
+        return tuple(self._state.issued)  # type: ignore[attr-defined]
 
     @property
     def sealer(self) -> Sealer:
