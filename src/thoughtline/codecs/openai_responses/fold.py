@@ -97,6 +97,9 @@ class StreamFold:
         self._items: dict[int, _Item] = {}
         self._by_id: dict[str, int] = {}
         self._calls = 0
+        self._deltas = {EV_TEXT_DELTA: self._text, EV_REFUSAL_DELTA: self._text,
+                        EV_ARGS_DELTA: self._args, EV_SUMMARY_DELTA: self._summary,
+                        EV_REASONING_DELTA: self._reasoning}
 
     @property
     def finished(self) -> bool:
@@ -104,10 +107,14 @@ class StreamFold:
 
     def add_event(self, event_type: str, payload: Any) -> list[Delta]:
         """One event; its type is the SSE ``event:`` name, else the payload's ``type``."""
-        if not is_map(payload):
+        if type(payload) is not dict and not is_map(payload):
             raise ProtocolError("stream event is not a JSON object")
-        kind = event_type or text_of(payload.get("type"))
+        kind = event_type or payload.get("type")
         self.saw_chunk = True
+        fast = self._deltas.get(kind)  # the bulk of a stream: one delta per event
+        if fast is not None:
+            item = self._items.get(payload.get("output_index")) or self._item(payload)
+            return fast(payload, item) if item is not None else []
         if kind == EV_ERROR:
             raise ProtocolError(f"provider sent an error in the stream: {payload!r:.300}")
         if kind in FINAL_EVENTS or kind == EV_CREATED:
@@ -125,8 +132,16 @@ class StreamFold:
             done = payload.get("item")
             if is_map(done):
                 item.done = done
-            return []
-        return self._delta(kind, payload, item)
+        elif kind == EV_PART_ADDED:
+            part = payload.get("part")
+            index = payload.get("content_index", 0)
+            if is_map(part) and item.added.get("type") == MESSAGE and index not in item.parts:
+                item.parts[index] = (part, [])
+        elif kind == EV_ARGS_DONE:
+            final = payload.get("arguments")
+            if isinstance(final, str):
+                item.args = [final]
+        return []
 
     def _added(self, payload: Mapping[str, Any]) -> list[Delta]:
         raw = payload.get("item")
@@ -156,36 +171,42 @@ class StreamFold:
             return self._items[index]
         return self._items.get(found) if found is not None else None
 
-    def _delta(self, kind: str, payload: Mapping[str, Any], item: _Item) -> list[Delta]:
-        delta = text_of(payload.get("delta"))
-        if kind in (EV_TEXT_DELTA, EV_REFUSAL_DELTA):
-            index = payload.get("content_index", 0)
-            if index not in item.parts:
-                shape = {"type": OUTPUT_TEXT if kind == EV_TEXT_DELTA else "refusal"}
-                item.parts[index] = (shape, [])
-            item.parts[index][1].append(delta)
-            return [TextDelta(delta)] if delta else []
-        if kind == EV_PART_ADDED:
-            part = payload.get("part")
-            index = payload.get("content_index", 0)
-            if is_map(part) and item.added.get("type") == MESSAGE and index not in item.parts:
-                item.parts[index] = (part, [])
+    def _text(self, payload: Mapping[str, Any], item: _Item) -> list[Delta]:
+        index = payload.get("content_index", 0)
+        slot = item.parts.get(index)
+        if slot is None:
+            refusal = payload.get("type") == EV_REFUSAL_DELTA
+            slot = item.parts[index] = ({"type": "refusal" if refusal else OUTPUT_TEXT}, [])
+        delta = payload.get("delta")
+        if type(delta) is not str or not delta:
             return []
-        if kind == EV_ARGS_DELTA:
-            item.args.append(delta)
-            return [ToolCallDelta(index=item.call_index, text=delta)] if delta else []
-        if kind == EV_ARGS_DONE:
-            final = payload.get("arguments")
-            if isinstance(final, str):
-                item.args = [final]
+        slot[1].append(delta)
+        return [TextDelta(delta)]
+
+    def _args(self, payload: Mapping[str, Any], item: _Item) -> list[Delta]:
+        delta = payload.get("delta")
+        if type(delta) is not str or not delta:
             return []
-        if kind in (EV_SUMMARY_DELTA, EV_REASONING_DELTA):
-            into = item.summary if kind == EV_SUMMARY_DELTA else item.reasoning
-            index = payload.get("summary_index" if kind == EV_SUMMARY_DELTA else "content_index",
-                                0)
-            into.setdefault(index, []).append(delta)
-            return [ReasoningDelta(delta)] if delta else []
-        return []
+        item.args.append(delta)
+        return [ToolCallDelta(index=item.call_index, text=delta)]
+
+    def _summary(self, payload: Mapping[str, Any], item: _Item) -> list[Delta]:
+        return self._thought(item.summary, payload.get("summary_index", 0), payload)
+
+    def _reasoning(self, payload: Mapping[str, Any], item: _Item) -> list[Delta]:
+        return self._thought(item.reasoning, payload.get("content_index", 0), payload)
+
+    @staticmethod
+    def _thought(into: dict[int, list[str]], index: Any,
+                 payload: Mapping[str, Any]) -> list[Delta]:
+        delta = payload.get("delta")
+        if type(delta) is not str or not delta:
+            return []
+        pieces = into.get(index)
+        if pieces is None:
+            pieces = into[index] = []
+        pieces.append(delta)
+        return [ReasoningDelta(delta)]
 
     def output(self) -> tuple[list[dict[str, Any]], tuple[bool, ...]]:
         """The output list so far and, per item, whether it is complete."""
