@@ -15,6 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from thoughtline import replay
 from thoughtline.codecs import registry
@@ -683,3 +685,49 @@ def test_presets_resolve_to_their_rows(preset: str, row: str, url: str) -> None:
     codec = registry.codec(provider.api)
     assert codec.resolve(provider.route_id, provider.base_url, provider.model).row == row
     assert codec.endpoint(provider, provider.model, stream=False).url == url
+
+
+# --- properties ---------------------------------------------------------------------------------
+
+_TURNS = [name for name in WHOLE if "fantasy" not in name]
+_ORIGINS = [OPENAI, dataclasses.replace(OPENAI, model="gpt-5-mini"),
+            dataclasses.replace(OPENAI, host="relay.example.com")]
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> tuple[list[Message], frozenset[str]]:
+    history: list[Message] = []
+    fingerprints: set[str] = set()
+    for name in draw(st.lists(st.sampled_from(_TURNS), min_size=1, max_size=5)):
+        history.append(user(draw(st.text(max_size=8))))
+        turn = decode_response(load(name), draw(st.sampled_from(_ORIGINS))).message
+        if draw(st.booleans()) and draw(st.booleans()):
+            turn = dataclasses.replace(turn, incomplete=True)
+        history.append(turn)
+        for part in turn.reasoning:
+            if draw(st.integers(0, 3)) == 0:
+                fingerprints.add(item_fingerprint(part.native[NS]))
+        if turn.tool_calls and not turn.incomplete:
+            history.append(tool_results([ToolResult(call_id=c.id, content="r")
+                                         for c in turn.tool_calls]))
+    return history, frozenset(fingerprints)
+
+
+@given(histories())
+def test_any_history_replays_exactly_the_eligible_items_verbatim(
+        drawn: tuple[list[Message], frozenset[str]]) -> None:
+    history, fingerprints = drawn
+    before = [dumps(m) for m in history]
+    plan = on(fingerprints=fingerprints)
+    raw = orjson.dumps(encode_request(history, plan, model="gpt-5"))
+    body = orjson.loads(raw)
+    assert [dumps(m) for m in history] == before  # never mutated
+    assert not (set(walk_keys(body)) & OUR_KEYS)
+    eligible = [orjson.dumps(p.native[NS]) for m in history if m.role == "assistant"
+                and not m.incomplete for p in m.reasoning
+                if p.complete and plan.may_replay(p.origin) and p.data
+                and item_fingerprint(p.native[NS]) not in fingerprints]
+    assert [orjson.dumps(i) for i in reasoning_items(body)] == eligible
+    assert all(item in raw for item in eligible)  # byte for byte inside the serialized body
+    restored = [loads(dumps(m)) for m in history]
+    assert orjson.dumps(encode_request(restored, plan, model="gpt-5")) == raw

@@ -263,24 +263,25 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
 
 
 def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """What the request log records: reasoning items (encrypted, readable), phases, other items."""
-    counts = {"reasoning_items": 0, "encrypted": 0, "phase": 0, "opaque_items": 0,
-              "assistant_items": 0}
+    """What the request log records: how many assistant items went back, the reasoning carriers
+    on them (encrypted items, phases) and the other replayed items, and the stateless switches."""
     carriers: dict[str, int] = {}
+    native: dict[str, int] = {}
+    assistant = 0
+
+    def count(into: dict[str, int], name: str) -> None:
+        into[name] = into.get(name, 0) + 1
+
     for item in body.get("input", ()):
         kind = item.get("type")
         if kind == REASONING:
-            counts["reasoning_items"] += 1
-            if item.get(ENCRYPTED):
-                counts["encrypted"] += 1
-                carriers[ENCRYPTED] = carriers.get(ENCRYPTED, 0) + 1
+            count(carriers if item.get(ENCRYPTED) else native,
+                  ENCRYPTED if item.get(ENCRYPTED) else "readable reasoning items")
         elif kind == MESSAGE or item.get("role") == "assistant":
-            counts["assistant_items"] += 1
+            assistant += 1
             if PHASE in item:
-                counts["phase"] += 1
-                carriers[PHASE] = carriers.get(PHASE, 0) + 1
+                count(carriers, PHASE)
         elif kind not in (None, FUNCTION_CALL, FUNCTION_CALL_OUTPUT):
-            counts["opaque_items"] += 1
-    return {"assistant_turns": counts["assistant_items"], "carriers": carriers, "pads": 0,
-            "native": {k: v for k, v in counts.items() if v and k != "assistant_items"},
+            count(native, "other items")
+    return {"assistant_turns": assistant, "carriers": carriers, "pads": 0, "native": native,
             "body_extras": sorted(k for k in ("store", "include", "reasoning") if k in body)}
