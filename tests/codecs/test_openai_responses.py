@@ -731,3 +731,13 @@ def test_any_history_replays_exactly_the_eligible_items_verbatim(
     assert all(item in raw for item in eligible)  # byte for byte inside the serialized body
     restored = [loads(dumps(m)) for m in history]
     assert orjson.dumps(encode_request(restored, plan, model="gpt-5")) == raw
+
+
+def test_a_turn_that_stopped_after_its_reasoning_does_not_send_an_orphan() -> None:
+    item = load("pydantic-ai-openai-responses-gpt55-phase.i0.response.json")["output"][0]
+    cut = decode_response({"id": "resp_x", "status": "incomplete",
+                           "incomplete_details": {"reason": "max_output_tokens"},
+                           "output": [item]}, OPENAI)
+    assert cut.finish == "length" and cut.message.parts[0].complete
+    body = body_for([user("q"), cut.message, user("go on")], on())
+    assert reasoning_items(body) == []

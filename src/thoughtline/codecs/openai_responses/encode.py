@@ -157,6 +157,11 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
                                                           plan):
                 out.append(item)
     flush()
+    # A reasoning item must be followed by the item it led to: a turn that stopped right after
+    # its reasoning (max_output_tokens) would only earn "Item 'rs_…' of type 'reasoning' was
+    # provided without its required following item" (errors/openai-responses-400-…).
+    while out and out[-1].get("type") == REASONING:
+        out.pop()
     return out
 
 
