@@ -741,3 +741,25 @@ def test_a_turn_that_stopped_after_its_reasoning_does_not_send_an_orphan() -> No
     assert cut.finish == "length" and cut.message.parts[0].complete
     body = body_for([user("q"), cut.message, user("go on")], on())
     assert reasoning_items(body) == []
+
+
+def test_an_unnamed_rejection_suspects_the_item_another_snapshot_made() -> None:
+    codec = registry.codec("openai-responses")
+    snapshot = dataclasses.replace(OPENAI, model="gpt-5-2025-08-07")  # the scope lets it through
+    first = decode_response(load("pydantic-ai-openai-responses-reasoning-tool-calls.i0.response"
+                                 ".json"), OPENAI).message
+    second = decode_response(load("pydantic-ai-openai-responses-gpt55-phase.i0.response.json"),
+                             snapshot).message
+    history = [user("one"), first,
+               tool_results([ToolResult(call_id=first.tool_calls[0].id, content="a")]),
+               second, tool_results([ToolResult(call_id=second.tool_calls[0].id, content="b")])]
+    plan = on()
+    encoded = codec.encode_request(history, plan, RequestSpec(model="gpt-5"))
+    items = reasoning_items(dict(encoded.body))
+    assert len(items) == 2  # both in the current tool loop
+    body = _error("Could not decrypt the provided encrypted_content. Ensure the value is the "
+                  "unmodified encrypted_content from a previous response.", code=None)
+    lesson = codec.classify(400, body, encoded, plan)
+    assert lesson.fingerprints == {item_fingerprint(items[1])}  # the other snapshot's item
+    # without origins the guess falls back to all but the newest
+    assert classify(400, body, encoded.body).fingerprints == {item_fingerprint(items[0])}

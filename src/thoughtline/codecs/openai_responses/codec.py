@@ -14,7 +14,12 @@ from typing import Any
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
 from thoughtline.codecs.openai_responses.decode import decode_response
-from thoughtline.codecs.openai_responses.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.openai_responses.encode import (
+    WireCache,
+    encode_request,
+    origins_of,
+    wire_summary,
+)
 from thoughtline.codecs.openai_responses.fold import StreamFold
 from thoughtline.codecs.openai_responses.profile import resolve_responses
 from thoughtline.codecs.openai_responses.wire import API
@@ -43,7 +48,8 @@ class OpenAIResponses:
         body = encode_request(history, plan, model=spec.model, tools=spec.tools,
                               params=spec.params, settings=settings, stream=spec.stream,
                               cache=cache)
-        return Encoded(body=body)
+        # the history, to map a rejected body's items back to their origins (classify only)
+        return Encoded(body=body, index=tuple(history))
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -64,7 +70,9 @@ class OpenAIResponses:
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         provider = plan.target.provider if plan.target is not None else "the provider"
-        return rejections.classify(status, body, encoded.body, provider=provider)
+        origins = origins_of(encoded.index) if encoded.index else None
+        return rejections.classify(status, body, encoded.body, provider=provider,
+                                   origins=origins, target=plan.target)
 
 
 CODEC = OpenAIResponses()

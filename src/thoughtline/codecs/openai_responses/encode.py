@@ -51,6 +51,20 @@ _REASONING_PARAMS = {"reasoning_effort": "effort", "effort": "effort",
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
 
 
+def origins_of(history: Sequence[Message]) -> dict[int, Origin]:
+    """``id()`` of each stored replayable item object → where it was made. Replayed items are
+    the stored objects themselves (sent verbatim), so a rejected body maps back exactly."""
+    out: dict[int, Origin] = {}
+    for message in history:
+        for part in message.parts:
+            if isinstance(part, Reasoning | Opaque):
+                item = part.native.get(NS)
+                origin = part.origin or message.origin
+                if item is not None and origin is not None:
+                    out[id(item)] = origin
+    return out
+
+
 def item_fingerprint(item: Mapping[str, Any]) -> str:
     """The identity of one replayed item, as ``classify`` records it when it is rejected:
     ``fingerprint(<item type>, <encrypted_content, else id>)`` — the opaque value itself where

@@ -8,7 +8,8 @@ finds the offending item(s) in the request that was sent:
 2. else it quotes (a prefix of) an ``encrypted_content`` that was sent (``The encrypted content
    gAAA… could not be verified``) → that item;
 3. else (xAI's "Could not decrypt the provided encrypted_content", a relay's "was not issued to
-   this caller" name nothing): one encrypted item sent → it; several → those from before the
+   this caller" name nothing): one encrypted item sent → it; several → those made by another
+   model than the target (a sibling snapshot the scope let through), else those from before the
    current tool loop (the stale ones), else all but the newest.
 
 The result is a fingerprint per offending item (``encode.item_fingerprint``:
@@ -37,6 +38,7 @@ from thoughtline.codecs.openai_responses.wire import (
     is_map,
     text_of,
 )
+from thoughtline.messages import Origin
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -124,10 +126,18 @@ def _named(message: str, sent: Sequence[_Sent]) -> list[_Sent]:
         s.item[ENCRYPTED].startswith(t) for t in tokens if len(t) >= 12)]
 
 
-def _unnamed(sent: Sequence[_Sent], loop: int) -> list[_Sent]:
+def _unnamed(sent: Sequence[_Sent], loop: int, *, origins: Mapping[int, Origin] | None,
+             target: Origin | None) -> list[_Sent]:
     encrypted = [s for s in sent if s.item.get("type") == REASONING and s.item.get(ENCRYPTED)]
     if len(encrypted) <= 1:
         return encrypted
+    if origins and target is not None:
+        # made by another model than the one asked (the scope let a sibling snapshot or model
+        # through): the likeliest items the target cannot read
+        other = [s for s in encrypted if (o := origins.get(id(s.item))) is not None
+                 and o.model.lower() != target.model.lower()]
+        if other and len(other) < len(encrypted):
+            return other
     stale = [s for s in encrypted if s.position < loop]
     return stale or encrypted[:-1]
 
@@ -146,8 +156,13 @@ def fingerprints_for(culprits: Sequence[_Sent]) -> frozenset[str]:
 
 
 def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
-             provider: str = "the provider") -> Lesson | None:
-    """The lesson of a rejected request, or None when it is not about replayed items."""
+             provider: str = "the provider", origins: Mapping[int, Origin] | None = None,
+             target: Origin | None = None) -> Lesson | None:
+    """The lesson of a rejected request, or None when it is not about replayed items.
+
+    ``origins`` maps ``id()`` of each replayed item object in ``sent_body`` to where it was made
+    (``encode.origins_of``); with ``target`` it sharpens the guess when the error names no item.
+    """
     if status is not None and not 400 <= status < 500:
         return None
     message, code = error_of(body)
@@ -155,7 +170,7 @@ def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
     if wording is None:
         return None
     sent, loop = _sent_items(sent_body)
-    culprits = _named(message, sent) or _unnamed(sent, loop)
+    culprits = _named(message, sent) or _unnamed(sent, loop, origins=origins, target=target)
     if not culprits:
         return None
     fingerprints = fingerprints_for(culprits)
