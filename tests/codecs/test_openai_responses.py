@@ -763,3 +763,47 @@ def test_an_unnamed_rejection_suspects_the_item_another_snapshot_made() -> None:
     assert lesson.fingerprints == {item_fingerprint(items[1])}  # the other snapshot's item
     # without origins the guess falls back to all but the newest
     assert classify(400, body, encoded.body).fingerprints == {item_fingerprint(items[0])}
+
+
+@pytest.mark.parametrize(("param", "switch", "field"), [
+    ("include", "include", "include"), ("store", "store", "store"),
+    ("reasoning.context", "reasoning.context", "reasoning"),
+])
+def test_an_unknown_switch_teaches_a_verdict_that_drops_it(param: str, switch: str,
+                                                          field: str) -> None:
+    codec = registry.codec("openai-responses")
+    plan = on(model="gpt-5.6")
+    encoded = codec.encode_request([user("hi")], plan, RequestSpec(model="gpt-5.6"))
+    assert field in encoded.body
+    lesson = codec.classify(400, _error(f"Unknown parameter: '{param}'.", "unknown_parameter"),
+                            encoded, plan)
+    assert lesson is not None and lesson.verdict.drop == {switch} and not lesson.fingerprints
+    assert (lesson.verdict.provider, lesson.verdict.host, lesson.verdict.model) == (
+        "openai-responses", "api.openai.com", "gpt-5.6")
+    retry = codec.encode_request([user("hi")], on(model="gpt-5.6", verdicts=[lesson.verdict]),
+                                 RequestSpec(model="gpt-5.6"))
+    assert field not in retry.body
+
+
+def test_a_refused_phase_is_learned_and_left_off() -> None:
+    codec = registry.codec("openai-responses")
+    turn = decode_response(load("pydantic-ai-openai-responses-gpt55-phase.i0.response.json"),
+                           OPENAI).message
+    history = [user("q"), turn, tool_results([ToolResult(call_id=turn.tool_calls[0].id,
+                                                          content="x")])]
+    plan = on()
+    encoded = codec.encode_request(history, plan, RequestSpec(model="gpt-5"))
+    lesson = codec.classify(400, _error("Unknown parameter: 'input[2].phase'.",
+                                        "unknown_parameter"), encoded, plan)
+    retry = body_for(history, on(verdicts=[lesson.verdict]))
+    message = next(i for i in retry["input"] if i.get("type") == "message")
+    assert "phase" not in message and message["id"].startswith("msg_")
+    assert len(reasoning_items(retry)) == 1
+
+
+def test_an_unknown_parameter_that_is_no_switch_teaches_nothing() -> None:
+    codec = registry.codec("openai-responses")
+    plan = on()
+    encoded = codec.encode_request([user("hi")], plan, RequestSpec(model="gpt-5"))
+    body = _error("Unknown parameter: 'response_format'.", "unknown_parameter")
+    assert codec.classify(400, body, encoded, plan) is None

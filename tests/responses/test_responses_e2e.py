@@ -162,3 +162,24 @@ def test_the_text_of_a_turn_keeps_its_phase_through_the_store(emu: ResponsesEmul
     stored = Session.resume(store_at(home), session.id).history[-1]
     text = next(p for p in stored.parts if isinstance(p, Text))
     assert text.native["openai-responses"]["item"]["phase"] == "commentary"
+
+
+def test_a_refused_switch_is_learned_once_and_kept_after_resume(emu: ResponsesEmulator,
+                                                                home: Path) -> None:
+    session = Session.create(store_at(home), provider_at(emu), tools=[LOOKUP])
+    # What a Responses-compatible server without the include switch answers
+    # (the recorded unknown-parameter wording: errors/vercel-openai-unknown-parameter-*.json).
+    emu.fail_next(400, {"error": {"message": "Unknown parameter: 'include'.",
+                                  "type": "invalid_request_error", "param": "include",
+                                  "code": "unknown_parameter"}})
+    events = turn(session, "what is the weather in Oslo?")
+    first = done_of(events)
+    assert notices(events) and "include" in notices(events)[0]
+    rejected, retry = emu.received
+    assert "include" in rejected.body and "include" not in retry.body
+    assert retry.body["store"] is False  # only the refused switch went
+    done_of(turn(session, answer_calls(first)))
+    result = cli(home, "chat", "-r", session.id, "-p", "thanks", "--json")
+    assert result.returncode == 0, result.stderr
+    assert all("include" not in r.body for r in emu.received[1:])
+    assert [r.status for r in emu.received] == [400, 200, 200, 200]

@@ -12,6 +12,10 @@ finds the offending item(s) in the request that was sent:
    model than the target (a sibling snapshot the scope let through), else those from before the
    current tool loop (the stale ones), else all but the newest.
 
+A route that refuses one of the stateless request switches as an unknown parameter (``store``,
+``include``, ``reasoning.context``, a message ``phase``) teaches a verdict that drops it for that
+(provider, host, model) — the learn-once fallback of provider-contracts §9 on this API.
+
 The result is a fingerprint per offending item (``encode.item_fingerprint``:
 ``fingerprint(<item type>, <encrypted_content, else id>)``; an id the server could not find on a
 message or call is fingerprinted as ``fingerprint("id", id)`` and only that id is left off). The
@@ -34,11 +38,13 @@ from thoughtline.codecs.openai_responses.wire import (
     ENCRYPTED,
     FUNCTION_CALL,
     MESSAGE,
+    PHASE,
     REASONING,
     is_map,
     text_of,
 )
 from thoughtline.messages import Origin
+from thoughtline.verdicts import Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,6 +161,34 @@ def fingerprints_for(culprits: Sequence[_Sent]) -> frozenset[str]:
     return frozenset(out)
 
 
+# "Unknown parameter: 'response_format'." (errors/vercel-openai-unknown-parameter-*.json) and
+# OpenAI's "Unsupported parameter: 'x' is not supported with this model." wording.
+_PARAMETER = re.compile(r"(?:unknown|unsupported|unrecognized) (?:parameter|argument)[^'\"`]*"
+                        r"['\"`]([A-Za-z0-9_.\[\]]+)['\"`]", re.I)
+_PHASE_PATH = re.compile(r"^input\[\d+\]\.phase$")
+
+
+def switch_of(message: str) -> str:
+    """The stateless request switch a route refused as unknown ("" when it is none of them)."""
+    match = _PARAMETER.search(message)
+    if match is None:
+        return ""
+    name = match.group(1)
+    if name in ("store", "include", "reasoning.context"):
+        return name
+    return PHASE if _PHASE_PATH.match(name) else ""
+
+
+def _switch_lesson(message: str, target: Origin | None) -> Lesson | None:
+    switch = switch_of(message)
+    if not switch or target is None:
+        return None
+    verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                      drop=frozenset({switch}), reason=f"rejected {switch} as an unknown parameter")
+    return Lesson(notice=f"{target.model} {verdict.reason} — retrying without it for this model",
+                  verdict=verdict, wording="unknown-switch")
+
+
 def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
              provider: str = "the provider", origins: Mapping[int, Origin] | None = None,
              target: Origin | None = None) -> Lesson | None:
@@ -168,7 +202,7 @@ def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
     message, code = error_of(body)
     wording = wording_of(message, code)
     if wording is None:
-        return None
+        return _switch_lesson(message, target)
     sent, loop = _sent_items(sent_body)
     culprits = _named(message, sent) or _unnamed(sent, loop, origins=origins, target=target)
     if not culprits:
