@@ -807,3 +807,17 @@ def test_an_unknown_parameter_that_is_no_switch_teaches_nothing() -> None:
     encoded = codec.encode_request([user("hi")], plan, RequestSpec(model="gpt-5"))
     body = _error("Unknown parameter: 'response_format'.", "unknown_parameter")
     assert codec.classify(400, body, encoded, plan) is None
+
+
+def test_a_failed_response_is_an_error_not_a_turn() -> None:
+    from thoughtline.errors import ProtocolError
+
+    error = {"code": "server_error", "message": "The model failed to answer."}
+    with pytest.raises(ProtocolError, match="failed to answer"):
+        decode_response({"id": "r", "status": "failed", "error": error, "output": []}, OPENAI)
+    state = StreamFold(OPENAI)
+    state.add_event("response.created", {"type": "response.created",
+                                         "response": {"id": "r", "status": "in_progress"}})
+    with pytest.raises(ProtocolError, match="failed to answer"):
+        state.add_event("response.failed", {"type": "response.failed", "response": {
+            "id": "r", "status": "failed", "error": error, "output": []}})

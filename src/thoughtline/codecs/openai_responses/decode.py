@@ -165,13 +165,19 @@ def message_of(response: Mapping[str, Any], origin: Origin, *, seed: str = "",
                 finish=None if incomplete else neutral_finish(status, reason, parts))
 
 
+def failed(response: Mapping[str, Any]) -> None:
+    """Raise when a response says the provider failed it (``status: failed`` with an ``error``):
+    there is no turn to store, whatever output came before."""
+    error = response.get("error")
+    if is_map(error) and (response.get("status") == "failed" or not response.get("output")):
+        raise ProtocolError(f"provider failed the response: {error.get('message') or error!r:.300}")
+
+
 def decode_response(body: Any, origin: Origin, *, seed: str = "") -> Done:
     """A whole (non-streamed) response."""
     if not is_map(body):
         raise ProtocolError("the response is not a JSON object")
-    error = body.get("error")
-    if is_map(error) and not body.get("output"):
-        raise ProtocolError(f"provider sent an error: {error.get('message') or error!r:.300}")
+    failed(body)
     if body.get("object") not in (None, "response") and "output" not in body:
         raise ProtocolError(f"not a Responses object: {body!r:.120}")
     return message_of(body, origin, seed=seed)

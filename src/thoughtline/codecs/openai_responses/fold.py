@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from thoughtline.codecs.openai_responses.decode import TEXT_KEYS, message_of
+from thoughtline.codecs.openai_responses.decode import TEXT_KEYS, failed, message_of
 from thoughtline.codecs.openai_responses.wire import (
     EV_ARGS_DELTA,
     EV_ARGS_DONE,
@@ -121,6 +121,7 @@ class StreamFold:
             response = payload.get("response")
             if is_map(response):
                 self.response = response
+                failed(response)
             self._final = self._final or kind in FINAL_EVENTS
             return []
         if kind == EV_ITEM_ADDED:
