@@ -6,8 +6,9 @@ Owns the mapping of output items to parts, in order:
   the item has one; readable ``reasoning_text`` content → ``text``; ``summary_text`` → ``summary``),
   the item kept verbatim under ``native[NS]`` (its ``id`` included) so replay is byte-identical;
 - ``message`` → one ``Text`` per ``output_text``/``refusal`` part; the first carries the item as
-  a *shell* (each such part's text replaced by null, key order kept) so ``id``, ``status`` and
-  ``phase`` go back exactly as received, without storing the text twice;
+  a *shell* (each such part's text replaced by null, key order kept, output-only ``logprobs``
+  left out) so ``id``, ``status`` and ``phase`` go back exactly as received, without storing the
+  text twice;
 - ``function_call`` → ``ToolCall`` (``call_id``, ``name``, ``arguments`` as the exact text), its
   other fields (``id``, ``status`` …) under ``native[NS]``;
 - any other item type (web search, file search, MCP, compaction …) → ``Opaque``, verbatim.
@@ -25,6 +26,7 @@ from thoughtline.codecs.openai_responses.wire import (
     FUNCTION_CALL,
     MESSAGE,
     NS,
+    OUTPUT_ONLY_PART_KEYS,
     OUTPUT_TEXT,
     REASONING,
     REASONING_TEXT,
@@ -89,7 +91,8 @@ def message_parts(item: Mapping[str, Any]) -> list[Text]:
             shell_parts.append(part)
             continue
         texts.append(text_of(part.get(key)))
-        shell_parts.append({k: (None if k == key else v) for k, v in part.items()})
+        shell_parts.append({k: (None if k == key else v) for k, v in part.items()
+                            if k not in OUTPUT_ONLY_PART_KEYS})
     shell = {k: (shell_parts if k == "content" else v) for k, v in item.items()}
     if not texts:
         return [Text(text="", native={NS: {"item": shell}})]

@@ -233,9 +233,10 @@ class StreamFold:
         output, done = self.output()
         incomplete = not complete or not self._final
         response = {**self.response, "output": output}
-        return message_of(response, self.origin, seed=self.seed,
-                          complete=tuple(d and not incomplete for d in done) if incomplete
-                          else done, incomplete=incomplete)
+        # a turn cut short replays none of its items: what they led to may be missing
+        complete = tuple(False for _ in done) if incomplete else done
+        return message_of(response, self.origin, seed=self.seed, complete=complete,
+                          incomplete=incomplete)
 
 
 def fold(events: Iterable[tuple[str, Any]], origin: Origin) -> Done:
