@@ -139,6 +139,9 @@ def build_responses_app(state: ResponsesState) -> Starlette:
 class ResponsesEmulator(ChatEmulator):
     """A loopback Responses server playing one personality (``RESPONSES_PERSONALITIES``).
 
+    It keeps the chat emulator's controls (``received``, ``fail_next``, ``cut_stream_after``,
+    ``chunk_delay``, ``start``/``stop``) by subclassing it with its own state and app.
+
     Items are sealed to ``issuer`` (default: the personality's) under ``secret``: instances with
     the same issuer and secret accept each other's items — a restarted emulator still does —
     and an instance with another issuer rejects them as another organisation's.
