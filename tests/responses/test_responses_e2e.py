@@ -10,6 +10,7 @@ went on the wire is read from the emulator's record of raw request bodies, compa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -183,3 +184,27 @@ def test_a_refused_switch_is_learned_once_and_kept_after_resume(emu: ResponsesEm
     assert result.returncode == 0, result.stderr
     assert all("include" not in r.body for r in emu.received[1:])
     assert [r.status for r in emu.received] == [400, 200, 200, 200]
+
+
+def test_xai_unnamed_rejection_drops_the_stale_items_only(home: Path) -> None:
+    with ResponsesEmulator("xai") as xai:
+        provider = replace(provider_at(xai, model="grok-4"), id="xai-responses")
+        session = Session.create(store_at(home), provider, tools=[LOOKUP])
+        first = done_of(turn(session, "what is the weather in Oslo?"))
+        done_of(turn(session, answer_calls(first)))
+        second = done_of(turn(session, "and in Bergen?"))  # a new tool loop starts here
+        stale, current = xai.issued_items[:2], xai.issued_items[2]  # the first loop's, this one
+        # xAI names no item (hermes-agent #32617)
+        xai.fail_next(400, {"error": {
+            "message": "Could not decrypt the provided encrypted_content. Ensure the value is "
+                       "the unmodified encrypted_content from a previous response.",
+            "type": "invalid_request_error"}})
+        events = turn(session, answer_calls(second, "snow"))
+        assert "snow" in done_of(events).message.text and notices(events)
+        rejected, retry = xai.received[-2:]
+        assert [r.status for r in (rejected, retry)] == [400, 200]
+        sent = [orjson.dumps(i) for i in reasoning_in(retry)]
+        assert len(reasoning_in(rejected)) == 3
+        assert sent == [orjson.dumps(current)]  # the current tool loop's item stays
+        assert not any(orjson.dumps(i) in sent for i in stale)
+        assert all("phase" not in i for i in retry.body["input"] if i.get("type") == "message")
