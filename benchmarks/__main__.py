@@ -22,6 +22,7 @@ from benchmarks import (
     peer,
     report,
     request_build,
+    responses_rows,
     resume,
     store_append,
     stream_fold,
@@ -49,6 +50,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "peer": lambda: peer.run(quick=quick),
         "gemini": lambda: gemini_rows.run(budget, quick),
         "bedrock": lambda: bedrock_rows.run(budget, quick),
+        "responses": lambda: responses_rows.run(budget, quick),
     }
 
 

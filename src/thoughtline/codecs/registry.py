@@ -16,6 +16,7 @@ _CODECS: dict[str, str] = {
     "openai-chat": "thoughtline.codecs.openai_chat.codec:CODEC",
     "gemini": "thoughtline.codecs.gemini.codec:CODEC",
     "bedrock": "thoughtline.codecs.bedrock.codec:CODEC",
+    "openai-responses": "thoughtline.codecs.openai_responses.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 
