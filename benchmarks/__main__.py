@@ -16,11 +16,14 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import (
+    bedrock_rows,
     cli_start,
+    gemini_rows,
     peer,
     postgres_rows,
     report,
     request_build,
+    responses_rows,
     resume,
     store_append,
     stream_fold,
@@ -47,6 +50,9 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "cli": lambda: cli_start.run(quick=quick),
         "gateway": lambda: gateway(quick=quick),
         "peer": lambda: peer.run(quick=quick),
+        "gemini": lambda: gemini_rows.run(budget, quick),
+        "bedrock": lambda: bedrock_rows.run(budget, quick),
+        "responses": lambda: responses_rows.run(budget, quick),
     }
 
 
