@@ -14,6 +14,7 @@ from thoughtline.messages import dumps, user
 from thoughtline.replay import Verdict
 from thoughtline.store import SQLiteStore, SqlStore, encode_message
 from thoughtline.store.transfer import copy_store
+from thoughtline.store.wireforms import WireForm
 
 _TABLES = {
     "sessions": "SELECT id, title, created_at, updated_at, parent_id, fork_point, model_config, "
@@ -24,6 +25,8 @@ _TABLES = {
     "message_payloads": "SELECT message_id, payload_digest FROM message_payloads "
                         "ORDER BY message_id, payload_digest",
     "payloads": "SELECT digest, data FROM payloads ORDER BY digest",
+    "wire_forms": "SELECT message_id, plan, meta, digest, data FROM wire_forms "
+                  "ORDER BY message_id, plan",
 }
 
 
@@ -48,6 +51,9 @@ def _source(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         empty = store.create_session(title="empty").id
         store.record_verdict(Verdict(provider="p", host="h", model="m",
                                      drop=frozenset({"reasoning"}), pad=True, reason="r"))
+        first = store.load_wire_forms(main, "plan-a").entries[0][1]
+        store.put_wire_forms([WireForm(message_id=first, plan="plan-a", meta='{"role":"system"}',
+                                       data=b'{"role":"system","content":"be brief"}')])
     return path, {"main": main, "child": child, "grandchild": grandchild, "empty": empty}
 
 

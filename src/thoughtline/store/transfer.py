@@ -5,7 +5,8 @@ opaque payloads keep their exact bytes and digests, sessions their ids, times, b
 tenants and configs. Each session is one target transaction (a re-run after an interruption
 resumes where it stopped) made of upserts, so re-running is safe: content already there is kept
 (or healed, when the target's copy no longer matches its digest), list entries already there are
-kept, turns added to the source since are added. The global verdict ledger is merged.
+kept, turns added to the source since are added. The global verdict ledger is merged. Stored
+wire forms (a cache of each message's request bytes per plan) come along when they verify.
 
 Verification, both sides: a source payload whose bytes do not match its digest is reported and
 not copied (the target then reports it missing on load, and never sends it); a source skeleton
@@ -36,6 +37,7 @@ class SessionRows:
     messages: dict[str, Row]  # digest -> (digest, skeleton, skeleton_digest)
     links: list[Row]  # (message_id, payload_digest)
     payloads: dict[str, bytes]  # digest -> bytes, verified
+    wire_forms: list[Row]  # (message_id, plan, meta, digest, data), verified
 
     @property
     def id(self) -> str:
@@ -117,6 +119,9 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
         wanted = sorted({p for _, p in links})
         raw = {key: bytes(data) for key, data in _in(
             tx, "SELECT digest, data FROM payloads WHERE digest IN", wanted)}
+        forms = [(m, plan, meta, stored, bytes(data)) for m, plan, meta, stored, data in _in(
+            tx, "SELECT message_id, plan, meta, digest, data FROM wire_forms "
+                "WHERE message_id IN", ids)]
     for key, skeleton, stored in messages.values():
         if digest(skeleton) != stored:
             report.problems.append(f"session {sid}: message {key} has a corrupt skeleton in the "
@@ -130,8 +135,10 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
                                    "not copied (never sent)")
             continue
         payloads[key] = data
+    # Stored wire forms are a cache (rebuilt from the history when missing): copy the good ones.
+    wire_forms = sorted(f for f in forms if digest(f[4]) == f[3])
     return SessionRows(session=session, entries=entries, messages=messages, links=links,
-                       payloads=payloads)
+                       payloads=payloads, wire_forms=wire_forms)
 
 
 def _in(tx: Tx, sql: str, keys: Sequence[str]) -> list[Row]:
@@ -161,6 +168,9 @@ def _write_session(tx: Tx, rows: SessionRows) -> None:
                    "ON CONFLICT (digest) DO NOTHING", bad)
     tx.executemany("INSERT INTO message_payloads (message_id, payload_digest) VALUES (?, ?) "
                    "ON CONFLICT DO NOTHING", sorted(rows.links))
+    tx.executemany("INSERT INTO wire_forms (message_id, plan, meta, digest, data) "
+                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id, plan) DO NOTHING",
+                   rows.wire_forms)
     sid = rows.id
     tx.executemany("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
                    "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",
