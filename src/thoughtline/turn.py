@@ -107,7 +107,7 @@ class TurnEngine:
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
                            settings=config.api_settings(route.api),
-                           account=turn.provider.project)
+                           account=turn.provider.project, region=_region(turn.provider))
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
