@@ -14,6 +14,7 @@ from thoughtline.errors import UsageError
 #: API id -> "module:attribute" of its codec object.
 _CODECS: dict[str, str] = {
     "openai-chat": "thoughtline.codecs.openai_chat.codec:CODEC",
+    "anthropic": "thoughtline.codecs.anthropic.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 
