@@ -69,10 +69,10 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None) -> None:
-        session = Session.resume(self.store, ref, log=self._log())
+        cfg = config.load_config(self.home)
+        session = Session.resume(self.store, ref, log=self._log(), config=cfg)
         prov = session.provider
         if provider_id and provider_id.lower() != prov.id:
-            cfg = config.load_config(self.home)
             prov = config.provider(provider_id, cfg)
         changes = {k: v for k, v in (("base_url", base_url), ("model", model),
                                      ("key_env", key_env)) if v}
