@@ -161,7 +161,7 @@ class TurnEngine:
                               retries_before=self.transport.retries)
             try:
                 async for event in self._exchange(turn, route, target, encoded, sink, options,
-                                                  record):
+                                                  record, plan):
                     yield event
                 return
             except ProviderError as error:
@@ -204,8 +204,8 @@ class TurnEngine:
         return lesson
 
     async def _exchange(self, turn: TurnInput, route: Route, target: Any, encoded: Encoded,
-                        sink: TurnSink, options: TurnOptions,
-                        record: _Attempt) -> AsyncIterator[Event]:
+                        sink: TurnSink, options: TurnOptions, record: _Attempt,
+                        plan: replay.ReplayPlan) -> AsyncIterator[Event]:
         codec = turn.codec
         origin = Origin(api=codec.api, provider=route.provider, host=route.host,
                         model=turn.provider.model, region=_region(turn.provider))
@@ -216,6 +216,8 @@ class TurnEngine:
                                          seed=seed)
             record.finish(200, "ok")
             self._store(sink, turn.pending, done, record)
+            for notice in _reported(codec, done, encoded, plan, sink):
+                yield notice
             yield done
             return
         fold = codec.new_fold(origin, seed=seed)
@@ -231,6 +233,8 @@ class TurnEngine:
             record.finish(200, "ok")
             finished = True  # from here on the answer is whole: never stored as partial
             self._store(sink, turn.pending, done, record)
+            for notice in _reported(codec, done, encoded, plan, sink):
+                yield notice
             yield done
         finally:
             if not finished:
@@ -268,6 +272,19 @@ class TurnEngine:
                if any(lesson.fingerprints for lesson in record.learned) else {}),
             **record.extra,
         })
+
+
+def _reported(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPlan,
+              sink: TurnSink) -> list[Notice]:
+    """The optional codec hook ``reported(done, encoded, plan) -> Lesson | None``: what an
+    accepted request's provider reports teach (e.g. stored blocks the provider dropped, never to
+    be sent again). Learned without a retry: the answer already arrived."""
+    hook = getattr(codec, "reported", None)
+    lesson = hook(done, encoded, plan) if hook is not None and done.reports else None
+    if lesson is None:
+        return []
+    sink.learned(lesson)
+    return [Notice(lesson.notice)]
 
 
 def _region(provider: ProviderConfig) -> str:

@@ -11,7 +11,8 @@ one of those would reject is a ``UsageError`` here, not a 400 there.
 
 ``RequestSpec.params`` keys read here: ``reasoning_effort`` (low | medium | high | xhigh | max),
 ``thinking`` ("adaptive" | "enabled" | "disabled", or a verbatim object), ``thinking_budget``,
-``max_tokens``; every other key goes into the body as given.
+``max_tokens``, ``prefix_mismatch_behavior`` (also a per-session setting); every other key goes
+into the body as given.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from thoughtline.errors import UsageError
 #: ``--reasoning-effort`` on a manual-thinking model: a thinking budget per level.
 MANUAL_BUDGETS = {"low": 2048, "medium": 8192, "high": 16384, "xhigh": 24576, "max": 32768}
 DEFAULT_MAX_TOKENS = 16384
-_READ = frozenset({"reasoning_effort", "thinking", "thinking_budget", "max_tokens"})
+_READ = frozenset({"reasoning_effort", "thinking", "thinking_budget", "max_tokens",
+                   SETTING_MISMATCH})
 
 
 def _effort(params: Mapping[str, Any], model: str) -> str | None:
@@ -61,7 +63,9 @@ def thinking_fields(model: str, params: Mapping[str, Any],
     elif isinstance(budget, int) and budget and int(max_tokens) <= budget:
         raise UsageError(f"max_tokens ({max_tokens}) must exceed the thinking budget ({budget})")
     out["max_tokens"] = int(max_tokens)
-    behavior = settings.get(SETTING_MISMATCH)
+    # The API does not remember it between requests (§1a): the session stores it and every
+    # request carries it. A learned setting wins over one given as a parameter.
+    behavior = settings.get(SETTING_MISMATCH, params.get(SETTING_MISMATCH))
     if behavior is not None and models.binds_blocks(model) and "thinking" in out:
         if behavior not in MISMATCH_BEHAVIORS:
             raise UsageError(f"prefix_mismatch_behavior must be one of "

@@ -91,6 +91,27 @@ class AnthropicProfile:
                     and origin.account == target.account)
         return True
 
+    def describe(self) -> list[str]:
+        words = {
+            "signed": "signed thinking and redacted blocks, verbatim and in order, to a Claude "
+                      "model that can read them (same model, or a documented cross-model read)",
+            "strip-signed": "unsigned thinking from the stored text; signed and redacted blocks "
+                            "are left out",
+            "strip-all": "no thinking at all",
+            "own-signed": "this vendor's own signed thinking blocks, unchanged; nothing else",
+            "as-is": "this vendor's own thinking blocks as received; other turns' thinking as "
+                     "unsigned thinking from the stored text",
+        }
+        lines = [f"replayed on assistant turns: {words[self.replay]}"]
+        if self.replay == "signed":
+            lines.append("earlier turns: all thinking on Opus >= 4.5, Sonnet >= 4.6, Haiku >= "
+                         "5.5 and other Claude >= 5.0; only the last assistant turn's on older "
+                         "models; the current tool loop always")
+            lines.append("reasoning that cannot go signed is left out, never sent as text")
+        if self.platform == "bedrock":
+            lines.append("only blocks minted in the same AWS account (organisation check)")
+        return lines
+
     def public_json(self) -> dict[str, Any]:
         return {"thinking_replay": self.replay, "platform": self.platform,
                 "anthropic_version": self.version or None, "betas": list(self.betas)}
