@@ -52,6 +52,7 @@ class _State:
     require_auth: bool
     received: list[Received] = field(default_factory=list)
     reports: list[list[dict[str, str]] | None] = field(default_factory=list)
+    answers: list[list[dict[str, Any]]] = field(default_factory=list)
     failures: deque[InjectedFailure] = field(default_factory=deque)
     cuts: deque[StreamCut] = field(default_factory=deque)
 
@@ -121,6 +122,7 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
     reports = verdict.dropped if behavior is not None or verdict.dropped else None
     state.reports.append(reports)
     reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept)
+    state.answers.append(reply.content)
     if not call.stream:
         return _json(200, replies.whole(reply, call.model, len(raw), reports))
     cut = state.cuts.popleft() if state.cuts else None
@@ -198,6 +200,11 @@ class AnthropicEmulator:
     def reports(self) -> list[list[dict[str, str]] | None]:
         """Per request: the ``input_transformations`` answered (None: none, or rejected)."""
         return self._state.reports
+
+    @property
+    def answers(self) -> list[list[dict[str, Any]]]:
+        """The content blocks of every accepted request's answer, in order (a live list)."""
+        return self._state.answers
 
     def fail_next(self, status: int, body: Any) -> None:
         """Answer the next request with ``status`` and ``body`` (it is still recorded)."""
