@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from benchmarks import anthropic_rows
 from benchmarks import cli_start, peer, report, request_build, resume, store_append, stream_fold
 from benchmarks.measure import FULL, QUICK, Budget, Row, not_built
 
@@ -37,6 +38,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "cli": lambda: cli_start.run(quick=quick),
         "gateway": lambda: gateway(quick=quick),
         "peer": lambda: peer.run(quick=quick),
+        "anthropic": lambda: anthropic_rows.run(budget, quick),
     }
 
 

@@ -22,7 +22,7 @@ body shares frozen values and cached wire turns; serialize it, never edit it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -39,6 +39,8 @@ from thoughtline.codecs.anthropic.wire import (
     TOOL_USE,
 )
 from thoughtline.messages import (
+    FrozenDict,
+    FrozenList,
     Message,
     Opaque,
     Reasoning,
@@ -56,13 +58,34 @@ Location = tuple[int, int]  # (wire message index, block index) = ``messages.N.c
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Index:
-    """Wire block → canonical (history index, part index), and the fingerprint of opaque ones."""
+    """Wire block → canonical (history index, part index), and the fingerprint of thinking ones.
 
-    parts: Mapping[Location, tuple[int, int]] = field(default_factory=dict)
-    fingerprints: Mapping[Location, str] = field(default_factory=dict)
-    #: Counts for the request log: blocks of each kind sent, and thinking left out.
-    sent: Mapping[str, int] = field(default_factory=dict)
+    Kept per wire message (one entry per message, the turns' own tuples shared with the cache);
+    the per-block maps are derived when a rejection or the request log asks.
+    """
+
+    turns: tuple[tuple[int, _Turn], ...] = ()
+    #: Thinking blocks left out of this request (scope, rejection, incomplete, earlier turns).
     omitted: int = 0
+
+    @property
+    def parts(self) -> dict[Location, tuple[int, int]]:
+        return {(n, m): (history, position) for n, (history, turn) in enumerate(self.turns)
+                for m, position in enumerate(turn.parts)}
+
+    @property
+    def fingerprints(self) -> dict[Location, str]:
+        return {(n, m): part_fingerprint(part) for n, (_, turn) in enumerate(self.turns)
+                for m, part in enumerate(turn.reasoning) if part is not None}
+
+    @property
+    def sent(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for _, turn in self.turns:
+            for block in turn.blocks:
+                kind = block["type"]
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
 
 def part_fingerprint(part: Reasoning) -> str:
@@ -73,7 +96,7 @@ def part_fingerprint(part: Reasoning) -> str:
 
 
 class WireCache:
-    """Per-session memo of stored assistant turns' wire blocks (turns are immutable)."""
+    """Per-session memo of stored turns' wire messages (turns are immutable)."""
 
     __slots__ = ("_turns",)
 
@@ -95,12 +118,29 @@ class WireCache:
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
-    """One assistant turn on the wire: its blocks, their part indexes, what was left out."""
+    """One stored message on the wire: the wire message (None when nothing of it is sent), its
+    blocks' part indexes and fingerprints, how many thinking blocks were left out."""
 
-    blocks: tuple[Any, ...]
+    wire: Any
     parts: tuple[int, ...]
-    omitted: int
-    chain_after: tuple[bool, bool]  # the binding chain (started, cut) after this turn
+    reasoning: tuple[Reasoning | None, ...]  # the thinking part behind each block, if any
+    omitted: int = 0
+    chain_after: tuple[bool, bool] = (False, False)  # the binding chain (started, cut) after
+
+    @property
+    def blocks(self) -> Sequence[Any]:
+        return self.wire["content"] if self.wire is not None else ()
+
+
+def _turn(role: str, message: Message, blocks: list[Any], parts: list[int], omitted: int = 0,
+          chain_after: tuple[bool, bool] = (False, False)) -> _Turn:
+    reasoning = tuple(p if isinstance(p := message.parts[i], Reasoning) else None for i in parts)
+    # Cached and shared by later requests: read-only. Blocks hold strings and values that are
+    # frozen already (native blocks, tool input), so a shallow freeze is a whole one.
+    wire = FrozenDict({"role": role, "content": FrozenList(
+        b if type(b) is FrozenDict else FrozenDict(b) for b in blocks)}) if blocks else None
+    return _Turn(wire=wire, parts=tuple(parts), reasoning=reasoning, omitted=omitted,
+                 chain_after=chain_after)
 
 
 @dataclass(slots=True)
@@ -115,7 +155,7 @@ class _Chain:
 def _thinking_block(part: Reasoning, plan: ReplayPlan, profile: AnthropicProfile,
                     keep: bool, chain: _Chain) -> dict[str, Any] | None:
     signed = bool(part.signature or part.data) and part.complete
-    rejected = plan.rejected(part_fingerprint(part))
+    rejected = bool(plan.fingerprints) and plan.rejected(part_fingerprint(part))
     if (keep and signed and profile.keeps_signed and not chain.cut and not rejected
             and plan.may_replay(part.origin)):
         chain.started = True
@@ -159,18 +199,17 @@ def _assistant(message: Message, plan: ReplayPlan, keep: bool, chain: _Chain) ->
                     block["citations"] = citations
             case ToolCall() if not message.incomplete:
                 block = {"type": TOOL_USE, "id": part.id, "name": part.name,
-                         "input": _tool_input(part.arguments)}
+                         "input": freeze(_tool_input(part.arguments))}
             case Opaque() if part.namespace == NS and not message.incomplete:
                 if profile.replay == "signed" or plan.may_replay(part.origin):
                     block = part.native[NS]
         if block is not None:
-            blocks.append(freeze(block))  # cached and shared by later requests: read-only
+            blocks.append(block)
             parts.append(position)
-    return _Turn(blocks=tuple(blocks), parts=tuple(parts), omitted=omitted,
-                 chain_after=(chain.started, chain.cut))
+    return _turn("assistant", message, blocks, parts, omitted, (chain.started, chain.cut))
 
 
-def _user(message: Message) -> tuple[list[Any], list[int]]:
+def _user(message: Message) -> _Turn:
     blocks: list[Any] = []
     parts: list[int] = []
     for position, part in enumerate(message.parts):
@@ -185,7 +224,7 @@ def _user(message: Message) -> tuple[list[Any], list[int]]:
             continue
         blocks.append(block)
         parts.append(position)
-    return blocks, parts
+    return _turn("user", message, blocks, parts)
 
 
 def _keeps(index: int, loop: int, last_assistant: int, keep_prior: bool) -> bool:
@@ -194,28 +233,6 @@ def _keeps(index: int, loop: int, last_assistant: int, keep_prior: bool) -> bool
 
 def _target_model(plan: ReplayPlan, model: str) -> str:
     return plan.target.model if plan.target is not None and plan.target.model else model
-
-
-@dataclass(slots=True)
-class _Built:
-    messages: list[Any] = field(default_factory=list)
-    parts: dict[Location, tuple[int, int]] = field(default_factory=dict)
-    fingerprints: dict[Location, str] = field(default_factory=dict)
-    sent: dict[str, int] = field(default_factory=dict)
-    omitted: int = 0
-
-    def add(self, role: str, blocks: Sequence[Any], history_index: int,
-            part_indexes: Sequence[int], message: Message) -> None:
-        wire_index = len(self.messages)
-        self.messages.append({"role": role, "content": blocks})
-        for block_index, (block, position) in enumerate(zip(blocks, part_indexes, strict=True)):
-            location = (wire_index, block_index)
-            self.parts[location] = (history_index, position)
-            kind = block.get("type")
-            self.sent[kind] = self.sent.get(kind, 0) + 1
-            part = message.parts[position]
-            if isinstance(part, Reasoning):
-                self.fingerprints[location] = part_fingerprint(part)
 
 
 def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
@@ -227,32 +244,34 @@ def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
     keep_prior = not models.is_claude(target) or models.keeps_prior_thinking(target)
     chain = _Chain(binds=models.binds_blocks(target))
     system: list[Any] = []
-    built = _Built()
+    messages: list[Any] = []
+    turns: list[tuple[int, _Turn]] = []
+    omitted = 0
+    plan_key = plan.key
     for index, message in enumerate(history):
-        if message.role == "system":
+        role = message.role
+        if role == "system":
             system.extend({"type": TEXT, TEXT: p.text} for p in message.parts
                           if isinstance(p, Text) and p.text)
             continue
-        if message.role != "assistant":
-            blocks, parts = _user(message)
-            if blocks:
-                built.add("user", blocks, index, parts, message)
-            continue
-        keep = _keeps(index, loop, last_assistant, keep_prior)
-        key = (plan.key, keep, chain.started, chain.cut)
+        if role == "assistant":
+            keep = _keeps(index, loop, last_assistant, keep_prior)
+            key: tuple[Any, ...] = (plan_key, keep, chain.started, chain.cut)
+        else:
+            key = ()
         turn = cache.get(message, key) if cache is not None else None
         if turn is None:
-            turn = _assistant(message, plan, keep, chain)
+            turn = _assistant(message, plan, keep, chain) if role == "assistant" else _user(
+                message)
             if cache is not None:
                 cache.put(message, key, turn)
-        else:
+        elif role == "assistant":
             chain.started, chain.cut = turn.chain_after
-        built.omitted += turn.omitted
-        if turn.blocks:
-            built.add("assistant", turn.blocks, index, turn.parts, message)
-    index_map = Index(parts=built.parts, fingerprints=built.fingerprints, sent=built.sent,
-                      omitted=built.omitted)
-    return system, built.messages, index_map
+        omitted += turn.omitted
+        if turn.wire is not None:
+            messages.append(turn.wire)
+            turns.append((index, turn))
+    return system, messages, Index(turns=tuple(turns), omitted=omitted)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:

@@ -47,13 +47,6 @@ class _Block:
         self.stopped = False
         self.tool = tool  # ordinal among client tool calls, for ToolCall events
 
-    def add(self, field: str, text: str) -> None:
-        found = self.pieces.get(field)
-        if found is None:
-            self.pieces[field] = [text]
-        else:
-            found.append(text)
-
     def whole(self) -> tuple[dict[str, Any], str | None]:
         """The block as the whole response would carry it, and unparsable tool input text."""
         block = dict(self.start)
@@ -90,11 +83,13 @@ class StreamFold:
         return self.stop_reason is not None or self.stopped
 
     def add_event(self, event_type: str, payload: Any) -> list[Delta]:
-        if not isinstance(payload, Mapping):
+        if type(payload) is not dict and not isinstance(payload, Mapping):
             raise ProtocolError("stream event is not a JSON object")
-        kind = event_type or text_of(payload.get("type"))
+        kind = event_type or payload.get("type")
         self.saw_chunk = True
-        handler = _HANDLERS.get(kind)
+        if kind == "content_block_delta":  # nearly every event: the fast path
+            return self._block_delta(payload)
+        handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
         return handler(self, payload) if handler is not None else []
 
     def _message_start(self, payload: Mapping[str, Any]) -> list[Delta]:
@@ -122,25 +117,28 @@ class StreamFold:
         return events
 
     def _block_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
-        block = self._blocks.get(_index(payload))
+        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
         delta = payload.get("delta")
-        if block is None or not isinstance(delta, Mapping):
+        if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
             raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
         kind = delta.get("type")
-        if kind == "citations_delta":
-            block.citations.append(delta.get("citation"))
-            return []
         field = _DELTA_FIELDS.get(kind)  # type: ignore[arg-type]
-        text = text_of(delta.get(field)) if field else ""
         if field is None:
+            if kind == "citations_delta":
+                block.citations.append(delta.get("citation"))
             return []
-        block.add(field, text)
-        if not text:
+        text = delta.get(field)
+        if type(text) is not str or not text:
             return []
-        if field == "text":
-            return [TextDelta(text)]
+        pieces = block.pieces.get(field)
+        if pieces is None:
+            block.pieces[field] = [text]
+        else:
+            pieces.append(text)
         if field == THINKING:
             return [ReasoningDelta(text)]
+        if field == "text":
+            return [TextDelta(text)]
         if field == "partial_json" and block.tool is not None:
             return [ToolCallDelta(index=block.tool, text=text)]
         return []
