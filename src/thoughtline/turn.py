@@ -215,6 +215,7 @@ class TurnEngine:
             done = codec.decode_response(await self.transport.post_json(target, raw), origin,
                                          seed=seed)
             record.finish(200, "ok")
+            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
             for notice in _reported(codec, done, encoded, plan, sink):
                 yield notice
@@ -232,6 +233,7 @@ class TurnEngine:
             done = fold.finish(complete=True)
             record.finish(200, "ok")
             finished = True  # from here on the answer is whole: never stored as partial
+            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
             for notice in _reported(codec, done, encoded, plan, sink):
                 yield notice
@@ -272,6 +274,13 @@ class TurnEngine:
                if any(lesson.fingerprints for lesson in record.learned) else {}),
             **record.extra,
         })
+
+
+def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
+    """The optional codec hook ``stamp(done, encoded) -> Done``: the answer with what the codec
+    must know later about the request that produced it (e.g. a prefix digest), before storing."""
+    hook = getattr(codec, "stamp", None)
+    return hook(done, encoded) if hook is not None else done
 
 
 def _reported(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPlan,

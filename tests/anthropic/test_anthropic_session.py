@@ -6,6 +6,7 @@ model that binds blocks (the issue's "Done when").
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import orjson
@@ -25,7 +26,7 @@ from anthropic_support import (
 )
 
 from thoughtline import Session, open_store
-from thoughtline.codecs.anthropic import part_fingerprint
+from thoughtline.codecs.anthropic import binding, part_fingerprint
 from thoughtline.messages import Reasoning, system
 from thoughtline.requestlog import RequestLog
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
@@ -160,11 +161,32 @@ def test_a_changed_system_prompt_with_drop_block_is_answered_and_the_drop_shown(
     assert later.body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
 
 
-def test_a_changed_system_prompt_without_the_setting_learns_drop_block_in_one_retry(
+def test_a_changed_system_prompt_without_the_setting_leaves_the_stale_block_out(
+        emu: AnthropicEmulator, tmp_path: Path) -> None:
+    session = _binding_session(tmp_path, emu)
+    first, _ = run(collect(session, "Think about it, then say what 17*23 is."))
+    block = first.message.parts[0]
+    assert binding.stamp_of(session.history[-1])  # stored with its request's prefix digest
+    edited = _with_changed_system(session)
+    mark = len(emu.received)
+    done, _ = run(collect(edited, "And times two?"))
+    [request] = emu.received[mark:]  # no 400: the block could only fail the prefix check
+    assert request.status == 200 and block.signature not in signatures(request)
+    assert done.message.text
+    unchanged = Session.resume(open_store(None, tmp_path), session.id)
+    assert orjson.dumps(unchanged.build_request()[0]["messages"][1]["content"][0]) == (
+        orjson.dumps({"type": "thinking", "thinking": "", "signature": block.signature}))
+
+
+def test_an_unstamped_turn_under_a_changed_prompt_learns_drop_block_in_one_retry(
         emu: AnthropicEmulator, tmp_path: Path) -> None:
     session = _binding_session(tmp_path, emu)
     run(collect(session, "Think about it, then say what 17*23 is."))
     edited = _with_changed_system(session)
+    # A turn stored without a prefix stamp (an older thoughtline, an import): the API decides.
+    history = [replace(m, native={}) if m.role == "assistant" else m for m in edited.history]
+    edited = Session(store=edited.store, record=edited.record, history=history,
+                     provider=edited.provider)
     mark = len(emu.received)
     done, events = run(collect(edited, "And times two?"))
     refused, accepted = emu.received[mark:]

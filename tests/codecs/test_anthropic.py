@@ -681,3 +681,32 @@ def test_the_request_log_summary_counts_blocks() -> None:
     encoded, _, _ = _encoded()
     summary = CODEC.summary(encoded)
     assert summary["blocks"]["thinking"] == 3 and summary["blocks"]["redacted_thinking"] == 1
+
+
+# --- per-turn prefix digests (block binding) -----------------------------------------------------
+
+
+def test_a_turn_stamped_under_another_prefix_is_stale_on_a_binding_model() -> None:
+    model = "claude-fable-5-1"
+    before = [msgs.system("Today is 2026-09-01."), msgs.user("17*23?")]
+    encoded = CODEC.encode_request(before, plan_for(model), RequestSpec(model=model))
+    answer = CODEC.stamp(decode_response({"content": [
+        {"type": "thinking", "thinking": "", "signature": "CAQS-sig"},
+        {"type": "text", "text": "391"}], "stop_reason": "end_turn"}, origin(model)), encoded)
+    assert answer.message.native["anthropic"]["prefix"] == encoded.index.prefix
+    later = [*before, answer.message, msgs.user("times two?")]
+    same = CODEC.encode_request(later, plan_for(model), RequestSpec(model=model))
+    assert _signatures(same.body) == ["CAQS-sig"] and same.index.stale == 0
+    edited = [msgs.system("Today is 2026-09-02."), *later[1:]]
+    changed = CODEC.encode_request(edited, plan_for(model), RequestSpec(model=model))
+    assert _signatures(changed.body) == [] and changed.index.stale == 1
+    assert CODEC.summary(changed)["stale_turns"] == 1
+    tools = CODEC.encode_request(later, plan_for(model), RequestSpec(model=model, tools=(
+        ToolSpec(name="new_tool"),)))
+    assert _signatures(tools.body) == []  # an added tool changed the prefix too
+    drop = plan_for(model, settings={"prefix_mismatch_behavior": "drop_block"})
+    let_api_drop = CODEC.encode_request(edited, drop, RequestSpec(model=model))
+    assert _signatures(let_api_drop.body) == ["CAQS-sig"]  # the API drops and reports it
+    older = CODEC.encode_request(edited, plan_for("claude-opus-4-5"),
+                                 RequestSpec(model="claude-opus-4-5"))
+    assert older.index.prefix == "" and older.index.stale == 0  # no binding, no digest

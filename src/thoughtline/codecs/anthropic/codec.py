@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from thoughtline.codecs.anthropic import models, rejections
+from thoughtline.codecs.anthropic import binding, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
-from thoughtline.codecs.anthropic.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.anthropic.encode import Index, WireCache, encode_request, wire_summary
 from thoughtline.codecs.anthropic.fold import StreamFold
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
@@ -152,6 +152,12 @@ class Anthropic:
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         return rejections.classify(status, body, encoded, plan)
+
+    def stamp(self, done: Done, encoded: Encoded) -> Done:
+        """Hook: the answer stamped with its request's prefix digest (binding models only)."""
+        index = encoded.index
+        prefix = index.prefix if isinstance(index, Index) else ""
+        return binding.stamped(done, prefix) if prefix else done
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """Hook: what a successful response's reports teach (blocks the API dropped)."""

@@ -27,12 +27,13 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import models, params
+from thoughtline.codecs.anthropic import binding, models, params
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
     API,
     NS,
     REDACTED,
+    SETTING_MISMATCH,
     TEXT,
     THINKING,
     TOOL_RESULT,
@@ -67,6 +68,10 @@ class Index:
     turns: tuple[tuple[int, _Turn], ...] = ()
     #: Thinking blocks left out of this request (scope, rejection, incomplete, earlier turns).
     omitted: int = 0
+    #: Binding models: the digest of this request's whole prefix (the stamp of its answer), and
+    #: how many stored turns were stamped under another prefix (their blocks left out).
+    prefix: str = ""
+    stale: int = 0
 
     @property
     def parts(self) -> dict[Location, tuple[int, int]]:
@@ -98,10 +103,19 @@ def part_fingerprint(part: Reasoning) -> str:
 class WireCache:
     """Per-session memo of stored turns' wire messages (turns are immutable)."""
 
-    __slots__ = ("_turns",)
+    __slots__ = ("_turns", "_visible")
 
     def __init__(self) -> None:
         self._turns: dict[int, tuple[Message, tuple[Any, ...], _Turn]] = {}
+        self._visible: dict[int, tuple[_Turn, bytes]] = {}
+
+    def visible(self, turn: _Turn) -> bytes:
+        found = self._visible.get(id(turn))
+        if found is not None and found[0] is turn:
+            return found[1]
+        digest = binding.visible(turn.wire)
+        self._visible[id(turn)] = (turn, digest)
+        return digest
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -236,42 +250,52 @@ def _target_model(plan: ReplayPlan, model: str) -> str:
 
 
 def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
-                    cache: WireCache | None = None) -> tuple[list[Any], list[Any], Index]:
-    """The ``system`` blocks, the ``messages`` list and the index for ``history`` under ``plan``."""
+                    cache: WireCache | None = None, tools: Sequence[Any] = (),
+                    behavior: str | None = None) -> tuple[list[Any], list[Any], Index]:
+    """The ``system`` blocks, the ``messages`` list and the index for ``history`` under ``plan``.
+
+    On a binding model, a turn stamped under another prefix has its blocks left out — they could
+    only fail the prefix check — unless the session lets the API drop them (``drop_block``), which
+    it then reports.
+    """
     target = _target_model(plan, model)
     loop = loop_start(history)
     last_assistant = max((i for i, m in enumerate(history) if m.role == "assistant"), default=-1)
     keep_prior = not models.is_claude(target) or models.keeps_prior_thinking(target)
     chain = _Chain(binds=models.binds_blocks(target))
-    system: list[Any] = []
+    system = [{"type": TEXT, TEXT: p.text} for m in history if m.role == "system"
+              for p in m.parts if isinstance(p, Text) and p.text]
+    memo = cache if cache is not None else WireCache()
+    running = binding.seed(system, tools) if chain.binds else b""
     messages: list[Any] = []
     turns: list[tuple[int, _Turn]] = []
-    omitted = 0
+    omitted = stale = 0
     plan_key = plan.key
     for index, message in enumerate(history):
         role = message.role
         if role == "system":
-            system.extend({"type": TEXT, TEXT: p.text} for p in message.parts
-                          if isinstance(p, Text) and p.text)
             continue
+        key: tuple[Any, ...] = ()
         if role == "assistant":
-            keep = _keeps(index, loop, last_assistant, keep_prior)
-            key: tuple[Any, ...] = (plan_key, keep, chain.started, chain.cut)
-        else:
-            key = ()
-        turn = cache.get(message, key) if cache is not None else None
+            old = chain.binds and behavior != "drop_block" and binding.is_stale(message, running)
+            stale += old
+            keep = _keeps(index, loop, last_assistant, keep_prior) and not old
+            key = (plan_key, keep, chain.started, chain.cut)
+        turn = memo.get(message, key)
         if turn is None:
             turn = _assistant(message, plan, keep, chain) if role == "assistant" else _user(
                 message)
-            if cache is not None:
-                cache.put(message, key, turn)
+            memo.put(message, key, turn)
         elif role == "assistant":
             chain.started, chain.cut = turn.chain_after
         omitted += turn.omitted
         if turn.wire is not None:
             messages.append(turn.wire)
             turns.append((index, turn))
-    return system, messages, Index(turns=tuple(turns), omitted=omitted)
+            if chain.binds:
+                running = binding.chain(running, memo.visible(turn))
+    return system, messages, Index(turns=tuple(turns), omitted=omitted, stale=stale,
+                                   prefix=running.hex() if chain.binds else "")
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -291,19 +315,22 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     """The request body for ``history`` on a route, shaped by ``plan``, and its index map."""
     profile: AnthropicProfile = plan.profile
     given = dict(params_ or {})
-    system, messages, index = encode_messages(history, plan, model, cache)
+    merged = {**(settings or {}), **plan.settings}
+    wire_tools = encode_tools(tools) if tools else []
+    system, messages, index = encode_messages(history, plan, model, cache, wire_tools,
+                                              merged.get(SETTING_MISMATCH,
+                                                         given.get(SETTING_MISMATCH)))
     body: dict[str, Any] = {}
     if profile.body_version:
         body["anthropic_version"] = profile.body_version
     if not profile.model_in_url:
         body["model"] = model
-    body.update(params.thinking_fields(_target_model(plan, model), given,
-                                       {**(settings or {}), **plan.settings}))
+    body.update(params.thinking_fields(_target_model(plan, model), given, merged))
     if system:
         body["system"] = system
     body["messages"] = messages
-    if tools:
-        body["tools"] = encode_tools(tools)
+    if wire_tools:
+        body["tools"] = wire_tools
     if stream:
         body["stream"] = True
     body.update(params.passthrough(given))
@@ -314,5 +341,8 @@ def wire_summary(index: Index | None) -> dict[str, Any]:
     """What the request log records: blocks sent per kind, thinking blocks left out."""
     if index is None:
         return {"api": API, "blocks": {}, "thinking_omitted": 0}
-    return {"api": API, "blocks": dict(sorted(index.sent.items())),
-            "thinking_omitted": index.omitted}
+    out = {"api": API, "blocks": dict(sorted(index.sent.items())),
+           "thinking_omitted": index.omitted}
+    if index.stale:
+        out["stale_turns"] = index.stale  # stamped under another prefix: blocks left out
+    return out
