@@ -14,6 +14,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from thoughtline import messages as msgs
 from thoughtline import replay
@@ -710,3 +712,97 @@ def test_a_turn_stamped_under_another_prefix_is_stale_on_a_binding_model() -> No
     older = CODEC.encode_request(edited, plan_for("claude-opus-4-5"),
                                  RequestSpec(model="claude-opus-4-5"))
     assert older.index.prefix == "" and older.index.stale == 0  # no binding, no digest
+
+
+# --- vendors -------------------------------------------------------------------------------------
+
+
+def test_minimax_gets_only_its_own_signed_blocks_unchanged() -> None:
+    own = origin("MiniMax-M2", "minimax-anthropic", "api.minimax.io")
+    theirs = Message(role="assistant", origin=own, parts=(
+        Reasoning(kind="signed", text="mm thought", signature="mm-sig", origin=own),
+        Text(text="a")))
+    history = [msgs.user("q"), _turn(1, "claude-opus-4-5"), msgs.user("q2"), theirs,
+               msgs.user("q3")]
+    plan = plan_for("MiniMax-M2", "minimax-anthropic", "https://api.minimax.io/anthropic")
+    body = body_of(history, plan, "MiniMax-M2")
+    assert _signatures(body) == ["mm-sig"]
+
+
+def test_kimi_replays_its_blocks_as_is_and_other_thinking_unsigned() -> None:
+    own = origin("kimi-for-coding", "kimi-coding", "api.kimi.com")
+    mine = Message(role="assistant", origin=own, parts=(
+        Reasoning(kind="signed", text="k thought", signature="k-sig", origin=own),
+        ToolCall(id="c1", name="f", arguments="{}")))
+    history = [msgs.user("q"), _turn(1, "claude-opus-4-5"), msgs.user("q2"), mine,
+               msgs.tool_results([ToolResult(call_id="c1", content="r")])]
+    plan = plan_for("kimi-for-coding", "kimi-coding", "https://api.kimi.com/coding")
+    body = body_of(history, plan, "kimi-for-coding")
+    thinking = [b for m in body["messages"] for b in m["content"] if b["type"] == "thinking"]
+    assert thinking == [{"type": "thinking", "thinking": "thought 1"},
+                        {"type": "thinking", "thinking": "k thought", "signature": "k-sig"}]
+
+
+# --- invariants ----------------------------------------------------------------------------------
+
+_KINDS = st.sampled_from(["signed", "empty", "redacted", "unsigned", "cut"])
+_ROUTES = st.sampled_from([
+    ("anthropic", None, "claude-opus-4-5"), ("anthropic", None, "claude-sonnet-4-5"),
+    ("anthropic", None, "claude-fable-5-1"), ("deepseek-anthropic", "https://api.deepseek.com/"
+                                              "anthropic", "deepseek-chat"),
+    ("custom", "https://relay.example/anthropic", "claude-opus-4-5"),
+    ("bedrock-anthropic", None, "us.anthropic.claude-opus-4-5-20251101-v1:0")])
+
+
+def _reasoning(kind: str, n: int, who: Origin) -> Reasoning:
+    if kind == "redacted":
+        return Reasoning(kind="redacted", data=f"data-{n}==", origin=who)
+    if kind == "unsigned":
+        return Reasoning(kind="text", text=f"plain {n}", origin=who)
+    if kind == "cut":
+        return Reasoning(kind="signed", text=f"cut {n}", complete=False, origin=who)
+    return Reasoning(kind="signed", text="" if kind == "empty" else f"t{n}", signature=f"s-{n}",
+                     origin=who)
+
+
+@settings(max_examples=60)
+@given(turns=st.lists(st.tuples(st.lists(_KINDS, min_size=1, max_size=3), st.booleans(),
+                                st.sampled_from(["claude-opus-4-5", "claude-fable-5-1",
+                                                 "deepseek-chat"])),
+                      min_size=1, max_size=5),
+       route=_ROUTES)
+def test_a_route_never_receives_what_it_does_not_read(turns: list[Any], route: Any) -> None:
+    provider, base, model = route
+    history: list[Message] = [msgs.system("s"), msgs.user("start")]
+    for n, (kinds, call, made_by) in enumerate(turns):
+        who = origin(made_by)
+        parts: list[Any] = [_reasoning(k, n * 10 + i, who) for i, k in enumerate(kinds)]
+        parts.append(ToolCall(id=f"c{n}", name="f", arguments='{"a": 1}') if call else
+                     Text(text=f"answer {n}"))
+        history.append(Message(role="assistant", parts=tuple(parts), origin=who))
+        history.append(msgs.tool_results([ToolResult(call_id=f"c{n}", content="r")]) if call
+                       else msgs.user(f"next {n}"))
+    stored = [msgs.loads(msgs.dumps(m)) for m in history]  # through the store's form
+    before = [msgs.dumps(m) for m in stored]
+    plan = plan_for(model, provider, base)
+    profile = plan.profile
+    body = body_of(stored, plan, model)
+    assert [msgs.dumps(m) for m in stored] == before  # history never mutated
+    sent = [b for m in body["messages"] if m["role"] == "assistant" for b in m["content"]]
+    thinking = [b for b in sent if b["type"] in ("thinking", "redacted_thinking")]
+    originals = {p.signature or p.data: p for m in stored for p in m.reasoning if p.is_opaque}
+    for block in thinking:
+        value = block.get("signature") or block.get("data")
+        if profile.replay == "strip-all":
+            raise AssertionError(f"a relay received thinking: {block}")
+        if value is not None:
+            assert profile.replay == "signed" and claude.is_claude(model)
+            part = originals[value]
+            assert part.complete and claude.reads(model, part.origin.model, claude_api=True)
+            expected = ({"type": "redacted_thinking", "data": part.data} if part.kind ==
+                        "redacted" else {"type": "thinking", "thinking": part.text or "",
+                                         "signature": part.signature})
+            assert orjson.dumps(block) == orjson.dumps(expected)  # byte for byte
+        else:
+            assert profile.keeps_unsigned and "signature" not in block
+    assert all("cut " not in (b.get("thinking") or "") or "signature" not in b for b in thinking)
