@@ -134,7 +134,9 @@ class TurnEngine:
             raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
                              f"(or name another variable with --api-key-env / api_key_env in "
                              f"config.toml)")
-        return Target(url=endpoint.url, headers={**endpoint.headers, **(p.headers or {})},
+        # The codec's API headers win: it already merged the configured ones it owns (e.g. a
+        # client's anthropic-beta list plus the betas the model needs).
+        return Target(url=endpoint.url, headers={**(p.headers or {}), **endpoint.headers},
                       route=route.row, provider=p.id, auth=auth_for(scheme, key,
                                                                    region=_region(p)),
                       framing=endpoint.framing)

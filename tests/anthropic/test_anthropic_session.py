@@ -196,3 +196,19 @@ def test_an_unstamped_turn_under_a_changed_prompt_learns_drop_block_in_one_retry
     assert accepted.body["thinking"]["block_binding"] == {"prefix_mismatch_behavior": "drop_block"}
     assert edited.config.api_settings("anthropic") == {"prefix_mismatch_behavior": "drop_block"}
     assert notices(events) and done.message.text
+
+
+def test_configured_betas_are_merged_with_the_ones_the_model_needs(
+        emu: AnthropicEmulator, tmp_path: Path) -> None:
+    provider = replace(ROUTE["direct"].provider(emu, "claude-fable-5-1"),
+                       headers={"anthropic-beta": "files-api-2025-04-14",
+                                "anthropic-version": "2026-10-21"})
+    session = new_session(tmp_path, provider, tools=(),
+                          params={"prefix_mismatch_behavior": "drop_block"})
+    mark = len(emu.received)
+    run(collect(session, "hello"))
+    [request] = emu.received[mark:]
+    assert request.status == 200
+    assert request.headers["anthropic-beta"] == (
+        "files-api-2025-04-14,thinking-binding-controls-2026-08-01")
+    assert request.headers["anthropic-version"] == "2026-10-21"  # the client's, passed through
