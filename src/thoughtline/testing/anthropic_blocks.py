@@ -25,7 +25,7 @@ import base64
 import binascii
 import hashlib
 import hmac
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from thoughtline.testing.signing import DEFAULT_SECRET
 _PREFIX = "Eo"
 _TAG = 32
 _BLOCKS = ("thinking", "redacted_thinking")
+THINKING_TEXT = "thinking"
 
 
 def _digest(value: Any) -> str:
@@ -153,63 +154,90 @@ def _bound_elsewhere(path: str, cause: str, behavior: str | None) -> Rejection:
     return error(f"{text} {cause}" if cause else text)
 
 
-def verify(body: Mapping[str, Any], signer: BlockSigner, target: Target) -> Verdict:
-    """Check every replayed thinking block of ``body`` against ``target``."""
-    out = Verdict()
-    messages = body.get("messages") or []
-    binds = rules.binds(target.model)
-    cut = False
+_PREDECESSOR_MISSING = ("The `thinking` block that preceded this one when it was created is "
+                        "missing from this request.")
+
+
+@dataclass(frozen=True, slots=True)
+class _Place:
+    """One replayed block and where it sits."""
+
+    path: str
+    kind: str
+    value: Any
+    index: int
+    position: int
+
+
+def _replayed(messages: Sequence[Any]) -> Iterator[tuple[_Place, Mapping[str, Any], bool]]:
+    """Every thinking block of every assistant message, and whether it opens its message."""
     for index, message in enumerate(messages):
         if not isinstance(message, Mapping) or message.get("role") != "assistant":
             continue
         content = message.get("content")
-        if not isinstance(content, list):
+        first = True
+        for position, block in enumerate(content if isinstance(content, list) else ()):
+            if isinstance(block, Mapping) and block.get("type") in _BLOCKS:
+                kind = block["type"]
+                value = block.get("signature") if kind == "thinking" else block.get("data")
+                yield (_Place(f"messages.{index}.content.{position}", kind, value, index,
+                              position), block, first)
+                first = False
+
+
+def verify(body: Mapping[str, Any], signer: BlockSigner, target: Target) -> Verdict:
+    """Check every replayed thinking block of ``body`` against ``target``."""
+    out = Verdict()
+    messages = body.get("messages") or []
+    cut = False
+    previous_here = ""
+    for place, block, opens in _replayed(messages):
+        previous_here = "" if opens else previous_here
+        if place.kind == "thinking" and "signature" not in block:
+            out.rejection = error(f"{place.path}.thinking.signature: Field required")
+            return out
+        record = signer.read(place.value)
+        text = block.get(THINKING_TEXT, "") if place.kind == "thinking" else ""
+        if record is None or record.get("t") != _digest(text) or record.get("r") != (
+                place.kind == "redacted_thinking"):
+            out.rejection = _invalid(place.path, place.kind)
+            return out
+        reason = "prefix_binding_mismatch" if cut else _check(
+            body, messages, place, record, target, out, previous_here)
+        if out.rejection is not None:
+            return out
+        if reason:
+            out.dropped.append({"type": "thinking_dropped", "path": place.path,
+                                "reason": reason})
+            cut = cut or reason == "prefix_binding_mismatch"
             continue
-        previous_here = ""
-        for position, block in enumerate(content):
-            if not isinstance(block, Mapping) or block.get("type") not in _BLOCKS:
-                continue
-            path = f"messages.{index}.content.{position}"
-            kind = block["type"]
-            value = block.get("signature") if kind == "thinking" else block.get("data")
-            if kind == "thinking" and "signature" not in block:
-                out.rejection = error(f"{path}.thinking.signature: Field required")
-                return out
-            record = signer.read(value)
-            text = block.get("thinking", "") if kind == "thinking" else ""
-            if record is None or record.get("t") != _digest(text) or record.get("r") != (
-                    kind == "redacted_thinking"):
-                out.rejection = _invalid(path, kind)
-                return out
-            reason = "" if not cut else "prefix_binding_mismatch"
-            if not reason and not rules.reads(target.model, record["m"],
-                                              claude_api=target.claude_api):
-                if not binds:  # older models: a block from another model fails the check
-                    out.rejection = _invalid(path, kind)
-                    return out
-                reason = "model_binding_mismatch"
-            if not reason and rules.account_bound(record["m"]) and record["a"] != target.account:
-                reason = "account_binding_mismatch"
-            expected = previous_here or (out.last_kept if binds else "")
-            if not reason and expected and record["v"] != _digest(expected):
-                if not binds:  # reordered inside one message
-                    out.rejection = _invalid(path, kind)
-                    return out
-                cause = ("The `thinking` block that preceded this one when it was created is "
-                         "missing from this request.")
-                reason = _bound(out, path, cause, target.behavior)
-            if not reason and binds:
-                cause = Prefix.of(body, messages, index, content, position).differs(record)
-                if cause:
-                    reason = _bound(out, path, cause, target.behavior)
-            if out.rejection is not None:
-                return out
-            if reason:
-                out.dropped.append({"type": "thinking_dropped", "path": path, "reason": reason})
-                cut = cut or reason == "prefix_binding_mismatch"
-                continue
-            previous_here = out.last_kept = value
+        previous_here = out.last_kept = place.value
     return out
+
+
+def _check(body: Mapping[str, Any], messages: Sequence[Any], place: _Place,
+           record: Mapping[str, Any], target: Target, out: Verdict, previous_here: str) -> str:
+    """Why a genuine block is dropped ("" when kept); sets ``out.rejection`` for a 400."""
+    binds = rules.binds(target.model)
+    if not rules.reads(target.model, record["m"], claude_api=target.claude_api):
+        if not binds:  # older models: a block from another model fails the signature check
+            out.rejection = _invalid(place.path, place.kind)
+            return ""
+        return "model_binding_mismatch"
+    if rules.account_bound(record["m"]) and record["a"] != target.account:
+        return "account_binding_mismatch"
+    expected = previous_here or (out.last_kept if binds else "")
+    if expected and record["v"] != _digest(expected):
+        if not binds:  # reordered inside one message
+            out.rejection = _invalid(place.path, place.kind)
+            return ""
+        return _bound(out, place.path, _PREDECESSOR_MISSING, target.behavior)
+    if binds:
+        content = messages[place.index]["content"]
+        cause = Prefix.of(body, messages, place.index, content, place.position).differs(record)
+        if cause:
+            return _bound(out, place.path, cause, target.behavior)
+    return ""
 
 
 def _bound(out: Verdict, path: str, cause: str, behavior: str | None) -> str:
