@@ -22,7 +22,7 @@ body shares frozen values and cached wire turns; serialize it, never edit it.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -101,13 +101,42 @@ def part_fingerprint(part: Reasoning) -> str:
 
 
 class WireCache:
-    """Per-session memo of stored turns' wire messages (turns are immutable)."""
+    """Per-session memo of stored turns' wire messages (turns are immutable).
 
-    __slots__ = ("_turns", "_visible")
+    Entries are kept per replay plan (a learned fingerprint makes a new plan, whose turns are
+    derived afresh), keyed by the message's identity and what else its wire form depends on.
+    """
+
+    __slots__ = ("_last", "_plan", "_turns", "_visible")
 
     def __init__(self) -> None:
-        self._turns: dict[int, tuple[Message, tuple[Any, ...], _Turn]] = {}
+        self._plan: tuple[Any, ...] | None = None
+        self._turns: dict[int, tuple[Message, tuple[bool, ...], _Turn]] = {}
         self._visible: dict[int, tuple[_Turn, bytes]] = {}
+        #: What encoding the last history left behind: a history that only grew since (one turn
+        #: per request) continues from it instead of walking every stored turn again.
+        self._last: _Walk | None = None
+
+    def __len__(self) -> int:
+        return len(self._turns)
+
+    def for_plan(self, key: tuple[Any, ...]) -> dict[int, tuple[Message, tuple[bool, ...], _Turn]]:
+        """The entries valid under the plan ``key`` (all entries are dropped when it changes)."""
+        if self._plan != key:
+            self._plan, self._turns, self._last = key, {}, None
+        return self._turns
+
+    def resume(self, history: Sequence[Message], context: tuple[Any, ...]) -> _Walk | None:
+        """A copy of the last walk when ``history`` extends its history under ``context``."""
+        last = self._last
+        if last is None or last.context != context or len(last.history) > len(history):
+            return None
+        if list(history[:len(last.history)]) != last.history:  # identity first, in C
+            return None
+        return last.copy()
+
+    def remember(self, walk: _Walk) -> None:
+        self._last = walk.copy()
 
     def visible(self, turn: _Turn) -> bytes:
         found = self._visible.get(id(turn))
@@ -116,18 +145,6 @@ class WireCache:
         digest = binding.visible(turn.wire)
         self._visible[id(turn)] = (turn, digest)
         return digest
-
-    def __len__(self) -> int:
-        return len(self._turns)
-
-    def get(self, message: Message, key: tuple[Any, ...]) -> _Turn | None:
-        found = self._turns.get(id(message))
-        if found is not None and found[0] is message and found[1] == key:
-            return found[2]
-        return None
-
-    def put(self, message: Message, key: tuple[Any, ...], turn: _Turn) -> None:
-        self._turns[id(message)] = (message, key, turn)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,12 +258,48 @@ def _user(message: Message) -> _Turn:
     return _turn("user", message, blocks, parts)
 
 
-def _keeps(index: int, loop: int, last_assistant: int, keep_prior: bool) -> bool:
-    return index >= loop or keep_prior or index == last_assistant
-
-
 def _target_model(plan: ReplayPlan, model: str) -> str:
     return plan.target.model if plan.target is not None and plan.target.model else model
+
+
+def _last_assistant(history: Sequence[Message]) -> int:
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "assistant":
+            return index
+    return -1
+
+
+@dataclass(slots=True)
+class _Walk:
+    """The state of encoding a history, message by message (and what the next request reuses)."""
+
+    context: tuple[Any, ...]
+    history: list[Message] = field(default_factory=list)
+    system: list[Any] = field(default_factory=list)
+    messages: list[Any] = field(default_factory=list)
+    turns: list[tuple[int, _Turn]] = field(default_factory=list)
+    omitted: int = 0
+    stale: int = 0
+    started: bool = False
+    cut: bool = False
+    running: bytes = b""
+
+    def copy(self) -> _Walk:
+        return _Walk(context=self.context, history=list(self.history), system=list(self.system),
+                     messages=list(self.messages), turns=list(self.turns), omitted=self.omitted,
+                     stale=self.stale, started=self.started, cut=self.cut, running=self.running)
+
+
+def _last_assistant(history: Sequence[Message]) -> int:
+    for index in range(len(history) - 1, -1, -1):
+        if history[index].role == "assistant":
+            return index
+    return -1
+
+
+def _system_blocks(messages: Sequence[Message]) -> list[Any]:
+    return [{"type": TEXT, TEXT: p.text} for m in messages if m.role == "system"
+            for p in m.parts if isinstance(p, Text) and p.text]
 
 
 def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
@@ -259,43 +312,55 @@ def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
     it then reports.
     """
     target = _target_model(plan, model)
-    loop = loop_start(history)
-    last_assistant = max((i for i, m in enumerate(history) if m.role == "assistant"), default=-1)
+    loop, last = loop_start(history), _last_assistant(history)
     keep_prior = not models.is_claude(target) or models.keeps_prior_thinking(target)
     chain = _Chain(binds=models.binds_blocks(target))
-    system = [{"type": TEXT, TEXT: p.text} for m in history if m.role == "system"
-              for p in m.parts if isinstance(p, Text) and p.text]
     memo = cache if cache is not None else WireCache()
-    running = binding.seed(system, tools) if chain.binds else b""
-    messages: list[Any] = []
-    turns: list[tuple[int, _Turn]] = []
-    omitted = stale = 0
-    plan_key = plan.key
-    for index, message in enumerate(history):
+    entries = memo.for_plan(plan.key)
+    context = (target, behavior, orjson.dumps(tools))
+    # Continuing the last walk is exact only when an earlier turn's wire form cannot depend on
+    # where the history now ends: every turn keeps its thinking, and no system message was added.
+    walk = memo.resume(history, context) if keep_prior else None
+    if walk is not None and any(m.role == "system" for m in history[len(walk.history):]):
+        walk = None
+    if walk is None:
+        walk = _Walk(context=context, system=_system_blocks(history))
+        walk.running = binding.seed(walk.system, tools) if chain.binds else b""
+    chain.started, chain.cut = walk.started, walk.cut
+    for index in range(len(walk.history), len(history)):
+        message = history[index]
         role = message.role
         if role == "system":
             continue
-        key: tuple[Any, ...] = ()
+        key: tuple[bool, ...] = ()
+        keep = False
         if role == "assistant":
-            old = chain.binds and behavior != "drop_block" and binding.is_stale(message, running)
-            stale += old
-            keep = _keeps(index, loop, last_assistant, keep_prior) and not old
-            key = (plan_key, keep, chain.started, chain.cut)
-        turn = memo.get(message, key)
-        if turn is None:
+            old = chain.binds and behavior != "drop_block" and binding.is_stale(message,
+                                                                               walk.running)
+            walk.stale += old
+            keep = (index >= loop or keep_prior or index == last) and not old
+            key = (keep, chain.started, chain.cut)
+        found = entries.get(id(message))
+        if found is not None and found[0] is message and found[1] == key:
+            turn = found[2]
+            if role == "assistant":
+                chain.started, chain.cut = turn.chain_after
+        else:
             turn = _assistant(message, plan, keep, chain) if role == "assistant" else _user(
                 message)
-            memo.put(message, key, turn)
-        elif role == "assistant":
-            chain.started, chain.cut = turn.chain_after
-        omitted += turn.omitted
+            entries[id(message)] = (message, key, turn)
+        walk.omitted += turn.omitted
         if turn.wire is not None:
-            messages.append(turn.wire)
-            turns.append((index, turn))
+            walk.messages.append(turn.wire)
+            walk.turns.append((index, turn))
             if chain.binds:
-                running = binding.chain(running, memo.visible(turn))
-    return system, messages, Index(turns=tuple(turns), omitted=omitted, stale=stale,
-                                   prefix=running.hex() if chain.binds else "")
+                walk.running = binding.chain(walk.running, memo.visible(turn))
+    walk.history, walk.started, walk.cut = list(history), chain.started, chain.cut
+    if cache is not None and keep_prior:
+        cache.remember(walk)
+    index_map = Index(turns=tuple(walk.turns), omitted=walk.omitted, stale=walk.stale,
+                      prefix=walk.running.hex() if chain.binds else "")
+    return walk.system, walk.messages, index_map
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
