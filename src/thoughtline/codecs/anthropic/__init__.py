@@ -8,7 +8,9 @@ Owns every Anthropic wire name (``thinking``, ``redacted_thinking``, ``signature
 - ``decode``: a whole response → canonical Message; ``fold``: SSE events → the same Message;
 - ``profile``: the typed route profile and the signature scope;
 - ``params``: thinking parameters and usage errors; ``encode``: history + plan → body + index;
-- ``rejections``: 400 wordings → one-retry lessons; ``codec``: the protocol object ``CODEC``.
+- ``binding``: per-turn prefix digests (which stored blocks an edit has unbound);
+- ``rejections``: 400 wordings → one-retry lessons; ``codec``: the protocol object ``CODEC``
+  (with the optional hooks ``stamp`` and ``reported`` the turn engine calls after a success).
 
 What is sent in place of reasoning that cannot go signed: nothing (``encode``).
 """
