@@ -149,8 +149,8 @@ class WireCache:
 
 @dataclass(frozen=True, slots=True)
 class _Turn:
-    """One stored message on the wire: the wire message (None when nothing of it is sent), its
-    blocks' part indexes and fingerprints, how many thinking blocks were left out."""
+    """One stored message on the wire: the wire message (None when nothing of it is sent), the
+    part behind each block, how many thinking blocks were left out, the binding chain after."""
 
     wire: Any
     parts: tuple[int, ...]
