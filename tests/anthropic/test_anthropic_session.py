@@ -212,3 +212,23 @@ def test_configured_betas_are_merged_with_the_ones_the_model_needs(
     assert request.headers["anthropic-beta"] == (
         "files-api-2025-04-14,thinking-binding-controls-2026-08-01")
     assert request.headers["anthropic-version"] == "2026-10-21"  # the client's, passed through
+
+
+def test_a_stream_cut_before_the_signature_is_stored_incomplete_and_never_sent_signed(
+        emu: AnthropicEmulator, tmp_path: Path) -> None:
+    from thoughtline.errors import ThoughtlineError
+
+    session = new_session(tmp_path, ROUTE["direct"].provider(emu, MODEL), tools=())
+    emu.cut_stream_after(5)  # message_start, block start, ping, two thinking deltas: no signature
+    with pytest.raises(ThoughtlineError):
+        run(collect(session, "Tell me something long."))
+    partial = session.history[-1]
+    assert partial.role == "assistant" and partial.incomplete
+    [cut] = partial.reasoning
+    assert not cut.complete and cut.signature is None and cut.text
+    mark = len(emu.received)
+    run(collect(session, "Try again, shorter."))
+    [request] = emu.received[mark:]
+    assert request.status == 200
+    sent = [b for m in request.body["messages"] if m["role"] == "assistant" for b in m["content"]]
+    assert all(b["type"] != "thinking" for b in sent)  # neither signed nor as text
