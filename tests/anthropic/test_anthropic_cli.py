@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import orjson
 import pytest
 from anthropic_support import (
     KEYS,
@@ -68,3 +69,16 @@ def test_a_repaired_signature_stays_repaired_in_a_fresh_process(
     [record] = cli.log_records()  # the child's one request, logged with what it carried
     assert record["api"] == "anthropic" and record["status"] == 200
     assert record["blocks"]["thinking"] == len(signatures(request)) - 2  # two redacted blocks
+
+
+def test_a_one_shot_chat_through_the_preset_then_resume(emu: AnthropicEmulator, cli: Cli) -> None:
+    mark, answered = len(emu.received), len(emu.answers)
+    first = cli.json("chat", "--provider", "anthropic", "--base-url", emu.base_url, "--model",
+                     "claude-fable-5-1", "--api-key-env", "TL_TEST_ANTHROPIC_KEY", "-p",
+                     "Think, then say what 17*23 is.", "--json")
+    cli.json("chat", "-r", first["session"], "-p", "And times two?", "--json")
+    one, two = emu.received[mark:]
+    assert (one.status, two.status) == (200, 200)
+    assert one.headers["x-api-key"] == "sk-ant-test"
+    assert assistant_contents(two) == issued(emu, answered, 1)  # the empty-text block, as issued
+    assert orjson.loads(assistant_contents(two)[0])[0]["thinking"] == ""
