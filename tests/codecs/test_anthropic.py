@@ -806,3 +806,17 @@ def test_a_route_never_receives_what_it_does_not_read(turns: list[Any], route: A
         else:
             assert profile.keeps_unsigned and "signature" not in block
     assert all("cut " not in (b.get("thinking") or "") or "signature" not in b for b in thinking)
+
+
+@pytest.mark.parametrize("wrap", ["vertex", "bedrock", "text"])
+def test_platform_envelopes_of_the_same_rejection_teach_the_same_lesson(wrap: str) -> None:
+    encoded, plan, history = _encoded()
+    message = "messages.1.content.0: Invalid `signature` in `thinking` block"
+    inner = _rejection(message)
+    body = {"vertex": orjson.dumps([{"error": {"code": 400, "message": inner,
+                                               "status": "INVALID_ARGUMENT"}}]).decode(),
+            "bedrock": orjson.dumps({"message": message}).decode(),
+            "text": f"upstream said: {message}"}[wrap]
+    lesson = CODEC.classify(400, body, encoded, plan)
+    assert lesson is not None
+    assert lesson.fingerprints == {part_fingerprint(history[1].parts[0])}
