@@ -61,6 +61,7 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
 
 def main() -> None:
     from thoughtline.errors import ThoughtlineError, UsageError
+    from thoughtline.termsafe import safe
 
     try:
         cli.main(standalone_mode=False)
@@ -71,10 +72,10 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except UsageError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {safe(exc)}", err=True)
         sys.exit(2)
     except ThoughtlineError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {safe(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)

@@ -19,6 +19,7 @@ from thoughtline import config
 from thoughtline.events import Done, Notice, ReasoningDelta, TextDelta, ToolCallStarted
 from thoughtline.requestlog import RequestLog
 from thoughtline.session import Session, TurnOptions
+from thoughtline.termsafe import safe, safe_line
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -48,6 +49,14 @@ class ChatRunner:
         assert self._session is not None
         return self._session
 
+    @property
+    def kept_session_id(self) -> str | None:
+        """The session's id, unless ``close`` will remove it (a first turn that never finished)."""
+        session = self._session
+        if session is None or (self._created and not session.history):
+            return None
+        return session.id
+
     # --- session lifecycle --------------------------------------------------------------------
 
     def _prepare(self, prov: config.ProviderConfig) -> config.ProviderConfig:
@@ -68,12 +77,20 @@ class ChatRunner:
         self._created = True
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
-               model: str | None, key_env: str | None) -> None:
+               model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
+        from thoughtline.cli.trust import settle_provider
+
+        if base_url:
+            config.check_base_url(base_url)
         session = Session.resume(self.store, ref, log=self._log())
+        cfg = config.load_config(self.home)
         prov = session.provider
         if provider_id and provider_id.lower() != prov.id:
-            cfg = config.load_config(self.home)
             prov = config.provider(provider_id, cfg)
+        else:  # an imported session's URL and key variable are not trusted
+            prov = settle_provider(prov, session.record.model_config, cfg,
+                                   trust=trust_provider,
+                                   say=lambda text: self.err.print(text, markup=False))
         changes = {k: v for k, v in (("base_url", base_url), ("model", model),
                                      ("key_env", key_env)) if v}
         if changes:
@@ -83,7 +100,7 @@ class ChatRunner:
             session.set_provider(prepared)
         self._session = session
         for problem in session.problems:
-            self.err.print(f"warning: turn {problem.seq}: {problem.detail} — that part will "
+            self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part will "
                            "not be sent", style="yellow")
 
     def switch_model(self, model: str) -> None:
@@ -148,7 +165,7 @@ class ChatRunner:
                     if render and not self.stream:
                         self._render_whole(event)
                 elif isinstance(event, Notice):
-                    self.err.print(event.text, style="yellow", markup=False)
+                    self.err.print(safe(event.text), style="yellow", markup=False)
                 elif render:
                     self._render_delta(event, state)
         finally:
@@ -161,27 +178,27 @@ class ChatRunner:
     def _render_delta(self, event: Any, state: _RenderState) -> None:
         if isinstance(event, ReasoningDelta):
             if self.show_reasoning:
-                self.out.print(event.text, style="dim italic", end="", markup=False)
+                self.out.print(safe(event.text), style="dim italic", end="", markup=False)
                 state.reasoning = True
         elif isinstance(event, TextDelta):
             if state.reasoning and not state.text:
                 self.out.print("\n")
             state.text = True
-            self.out.print(event.text, end="", markup=False)
+            self.out.print(safe(event.text), end="", markup=False)
         elif isinstance(event, ToolCallStarted):
-            self.out.print(f"\n→ tool call: {event.name}", style="cyan", markup=False)
+            self.out.print(f"\n→ tool call: {safe_line(event.name)}", style="cyan", markup=False)
 
     def _render_whole(self, done: Done) -> None:
         message = done.message
         thought = message.reasoning_text()
         if self.show_reasoning and thought:
-            self.out.print(thought, style="dim italic", markup=False)
+            self.out.print(safe(thought), style="dim italic", markup=False)
             self.out.print()
         if message.text:
-            self.out.print(message.text, markup=False)
+            self.out.print(safe(message.text), markup=False)
         for call in message.tool_calls:
-            self.out.print(f"→ tool call: {call.name}({call.arguments})", style="cyan",
-                           markup=False)
+            self.out.print(f"→ tool call: {safe_line(call.name)}({safe(call.arguments)})",
+                           style="cyan", markup=False)
 
 
 class _RenderState:
