@@ -19,6 +19,10 @@ class ConfigError(UsageError):
     """``config.toml`` / ``gateway.toml`` or the route table is malformed."""
 
 
+class HomeError(UsageError):
+    """The thoughtline home (``--home`` / ``THOUGHTLINE_HOME`` / ``~/.thoughtline``) is unusable."""
+
+
 class ProtocolError(ThoughtlineError):
     """A provider response or stream that does not follow its API's shape."""
 

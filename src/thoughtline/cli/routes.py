@@ -40,9 +40,17 @@ def describe(route: Route) -> list[str]:
 def _learned(ctx: click.Context, route: Route, session_ref: str | None) -> list[Any]:
     """Verdicts that apply to this route: the global ledger's, plus the session's if named."""
     from thoughtline.cli.common import open_store
+    from thoughtline.errors import HomeError
     from thoughtline.replay import Verdict, applicable
 
-    store = open_store(ctx)
+    try:
+        store = open_store(ctx)
+    except HomeError as exc:
+        if session_ref:
+            raise
+        # The resolution needs no state: show it, and say why nothing learned is shown.
+        click.echo(f"note: learned verdicts are not shown: {exc}", err=True)
+        return []
     try:
         known = list(store.verdicts())
         if session_ref:
@@ -82,10 +90,10 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
     """
     if ctx.invoked_subcommand is not None:
         return
-    from thoughtline.cli.common import home_dir
+    from thoughtline.cli.common import home_path
     from thoughtline.replay import plan
 
-    cfg = config.load_config(home_dir(ctx))
+    cfg = config.load_config(home_path(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
     route = resolve(prov.route_id, prov.base_url, prov.model, echo=prov.echo)  # type: ignore[arg-type]
     learned = _learned(ctx, route, session_ref)

@@ -16,7 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from thoughtline.errors import ConfigError, UsageError
+from thoughtline.errors import ConfigError, HomeError, UsageError
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
@@ -31,8 +31,48 @@ def home(override: str | os.PathLike[str] | None = None) -> Path:
 
 
 def ensure_home(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create the home (owner-only) if needed; a clear ``HomeError`` when it cannot be used."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError as exc:
+        raise HomeError(f"the thoughtline home {path} exists but is not a directory; point "
+                        "--home or THOUGHTLINE_HOME at a directory") from exc
+    except OSError as exc:
+        raise HomeError(f"cannot create the thoughtline home {path}: "
+                        f"{exc.strerror or exc}. Use --home DIR or set THOUGHTLINE_HOME to a "
+                        "writable directory") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise HomeError(f"the thoughtline home {path} is not writable; use --home DIR or set "
+                        "THOUGHTLINE_HOME to a writable directory")
     return path
+
+
+def check_base_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host and a valid port; else a ``UsageError``.
+
+    Checked before anything is sent: a typo is a usage error (exit 2), not a retried request.
+    """
+    from urllib.parse import urlsplit
+
+    problem = ""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError when out of range or not a number
+    except ValueError as exc:
+        parts, port, problem = None, None, str(exc)
+    if parts is not None and not problem:
+        if parts.scheme not in ("http", "https"):
+            problem = "it must start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it has no host"
+        elif port == 0:
+            problem = "port 0 is not a port"
+        elif any(c.isspace() for c in url):
+            problem = "it contains whitespace"
+    if problem:
+        raise UsageError(f"invalid --base-url {url!r}: {problem} "
+                         "(for example https://api.example.com/v1)")
+    return url
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -123,6 +163,9 @@ def load_config(home_dir: Path) -> Config:
         return Config(providers={})
     try:
         raw = tomllib.loads(path.read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (undecodable byte at offset {exc.start}); "
+                          "save it as UTF-8") from exc
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     named = raw.get("providers", {})
@@ -165,12 +208,12 @@ def provider(provider_id: str, config: Config | None = None, *, base_url: str | 
         if wanted == DEMO_PROVIDER:
             found = ProviderConfig(id=DEMO_PROVIDER, model="demo-reasoner")
         else:
-            known = ", ".join(sorted({*presets(), *named}))
+            known = ", ".join(sorted({*presets(), *named, DEMO_PROVIDER}))
             raise UsageError(f"unknown provider {provider_id!r}. Known providers: {known}. "
                              "Define your own under [providers.NAME] in config.toml.")
     changes: dict[str, Any] = {}
     if base_url:
-        changes["base_url"] = base_url
+        changes["base_url"] = check_base_url(base_url)
     if model:
         changes["model"] = model
     if key_env:
