@@ -158,10 +158,16 @@ class Follower:
             self._open(seek_end=False)
             if self._handle is None:
                 return records
+        self._restart_if_truncated()
         records += self._drain()
         if self._replaced():
             records += self._drain(final=True)
+            mine = os.fstat(self._handle.fileno())
             self._handle.close()
+            # Several rotations may have happened since the last poll: read every rotated file
+            # newer than the one just finished, whole, then the current file from its start.
+            for path in self._newer_than(mine):
+                records += self._read_whole(path)
             self._open(seek_end=False)
             if self._handle is not None:
                 records += self._drain()
@@ -172,6 +178,18 @@ class Follower:
             self._handle.close()
             self._handle = None
 
+    def _restart_if_truncated(self) -> None:
+        assert self._handle is not None
+        try:
+            now = os.stat(self.log.path)
+        except FileNotFoundError:
+            return
+        mine = os.fstat(self._handle.fileno())
+        same = (now.st_ino, now.st_dev) == (mine.st_ino, mine.st_dev)
+        if same and now.st_size < self._handle.tell():  # truncated in place: start over
+            self._handle.seek(0)
+            self._pending = b""
+
     def _replaced(self) -> bool:
         assert self._handle is not None
         try:
@@ -179,16 +197,37 @@ class Follower:
         except FileNotFoundError:
             return False  # rotated, the new file not written yet: keep the old one for now
         mine = os.fstat(self._handle.fileno())
-        if (now.st_ino, now.st_dev) != (mine.st_ino, mine.st_dev):
-            return True
-        if now.st_size < self._handle.tell():  # truncated in place: start over
-            self._handle.seek(0)
-            self._pending = b""
-        return False
+        return (now.st_ino, now.st_dev) != (mine.st_ino, mine.st_dev)
+
+    def _newer_than(self, mine: os.stat_result) -> list[Path]:
+        """Rotated files written after the file ``mine`` (oldest first)."""
+        rotated = [self.log.rotated(n) for n in range(self.log.keep, 0, -1)]
+        newer: list[Path] = []
+        for path in rotated:
+            try:
+                info = os.stat(path)
+            except FileNotFoundError:
+                continue
+            if (info.st_ino, info.st_dev) == (mine.st_ino, mine.st_dev):
+                newer = []  # everything before (older than) this one was already read
+            else:
+                newer.append(path)
+        return newer
+
+    def _read_whole(self, path: Path) -> list[dict[str, Any]]:
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return []
+        self._pending = data
+        return self._parse(final=True)
 
     def _drain(self, *, final: bool = False) -> list[dict[str, Any]]:
         assert self._handle is not None
         self._pending += self._handle.read()
+        return self._parse(final=final)
+
+    def _parse(self, *, final: bool) -> list[dict[str, Any]]:
         *complete, self._pending = self._pending.split(b"\n")
         if final and self._pending:
             complete.append(self._pending)  # a torn last line of a rotated file stays torn
