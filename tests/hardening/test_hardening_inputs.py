@@ -14,7 +14,7 @@ import pytest
 from cli_support import ENTRY, Cli
 
 from thoughtline import config
-from thoughtline.errors import ConfigError, HomeError, UsageError
+from thoughtline.errors import ConfigError, UsageError
 
 
 def run_bytes(cli: Cli, args: list[bytes], stdin: bytes | None = None
@@ -80,6 +80,8 @@ def test_good_base_urls_pass() -> None:
 
 @pytest.mark.parametrize("kind", ["file", "proc"])
 def test_an_unusable_home_is_a_clear_message(tmp_path: Path, kind: str) -> None:
+    from thoughtline.errors import HomeError
+
     if kind == "file":
         home = tmp_path / "not-a-dir"
         home.write_text("x")
@@ -100,6 +102,8 @@ def test_an_unusable_home_is_a_clear_message(tmp_path: Path, kind: str) -> None:
 
 
 def test_a_read_only_home_is_reported(tmp_path: Path) -> None:
+    from thoughtline.errors import HomeError
+
     if os.geteuid() == 0:  # root writes anywhere: the check is the access() call, test it
         home = tmp_path / "ro"
         home.mkdir()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from cli_support import Cli
 
-from thoughtline.requestlog import Follower, RequestLog
+from thoughtline.requestlog import RequestLog
 
 
 def record(n: int, **extra: object) -> dict[str, object]:
@@ -31,6 +31,8 @@ def test_rotates_by_size_and_reads_oldest_first(tmp_path: Path) -> None:
 
 def test_follower_loses_nothing_across_a_rotation(tmp_path: Path) -> None:
     log = RequestLog(tmp_path, max_bytes=700, keep=3)
+    from thoughtline.requestlog import Follower
+
     log.write(record(0))
     follower = Follower(log)  # from the end: record 0 is not "new"
     seen: list[object] = []
@@ -46,6 +48,8 @@ def test_follower_loses_nothing_across_a_rotation(tmp_path: Path) -> None:
 
 def test_follower_starts_over_after_truncation(tmp_path: Path) -> None:
     log = RequestLog(tmp_path)
+    from thoughtline.requestlog import Follower
+
     log.write(record(0))
     follower = Follower(log)
     log.write(record(1))

@@ -15,7 +15,6 @@ from thoughtline import config
 from thoughtline.messages import Message, Origin, Reasoning, Text, user
 from thoughtline.requestlog import RequestLog
 from thoughtline.store import open_store
-from thoughtline.termsafe import safe, safe_line
 
 OSC_TITLE = "\x1b]0;pwned\x07"  # sets the terminal's title
 SGR_RED = "\x1b[31m"
@@ -47,6 +46,8 @@ def seed_hostile(home: Path) -> str:
 
 
 def test_safe_escapes_every_terminal_control_and_keeps_text() -> None:
+    from thoughtline.termsafe import safe, safe_line
+
     shown = safe(HOSTILE + "\nline two\ttab")
     assert_inert(shown)
     assert "\\x1b]0;pwned\\x07" in shown and "\\x9b2J" in shown and "\\u202e" in shown
