@@ -59,10 +59,10 @@ def request_body(history: Sequence[Message], case: RouteCase,
                  cache: openai_chat.WireCache | None) -> dict[str, Any]:
     """The body one request carries: route → plan → ``encode_request`` (what a session does)."""
     p = case.provider
-    route = resolve(p.id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
+    route = resolve(p.api, p.id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
     plan = replay.plan(route, ())
     return openai_chat.encode_request(history, plan, model=p.model, tools=TOOLS, stream=True,
-                                      stream_usage=route.stream_usage, cache=cache)
+                                      cache=cache)
 
 
 def request_bytes(history: Sequence[Message], case: RouteCase,

@@ -16,7 +16,8 @@ from thoughtline import replay
 from thoughtline.codecs import openai_chat
 from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes import Route, resolve
+from thoughtline.routes import Route
+from thoughtline.routes import resolve_chat as resolve
 from thoughtline.verdicts import Verdict
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
@@ -39,7 +40,7 @@ def encode_on(history: Sequence[Message], provider: str, base_url: str | None = 
     route = resolve(provider, base_url, model, echo=echo)  # type: ignore[arg-type]
     plan = replay.plan(route, verdicts)
     if not producer_rule:
-        plan = dataclasses.replace(plan, producer=("", ""))
+        plan = dataclasses.replace(plan, target=None)
     body = openai_chat.encode_request(history, plan, model=model or "m", **kwargs)
     return route, plan, orjson.loads(orjson.dumps(body))
 

@@ -31,7 +31,8 @@ from thoughtline.messages import (
     loads,
 )
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes import Route, resolve
+from thoughtline.routes import Route
+from thoughtline.routes import resolve_chat as resolve
 from thoughtline.verdicts import Verdict
 
 EXAMPLES = settings(max_examples=150, deadline=None)
@@ -167,14 +168,14 @@ def routes_and_plans(draw: st.DrawFn) -> tuple[Route, ReplayPlan]:
                                 pad=draw(st.booleans())))
     # Histories here carry arbitrary origins: (a)-(d) check what the route reads, without the
     # producer rule; test_cross_provider_property below checks the rule.
-    return route, dataclasses.replace(replay.plan(route, verdicts), producer=("", ""))
+    return route, dataclasses.replace(replay.plan(route, verdicts), target=None)
 
 
 def _native_keys(plan: ReplayPlan) -> set[str]:
     keys: set[str] = set()
-    if "google" in plan.native:
+    if "google" in plan.profile.native:
         keys.add("extra_content")
-    if "copilot" in plan.native:
+    if "copilot" in plan.profile.native:
         keys |= COPILOT_KEYS
     return keys
 
@@ -191,13 +192,13 @@ def test_assistant_messages_carry_only_what_the_plan_allows(
         history: list[Message], routed: tuple[Route, ReplayPlan]) -> None:
     _, plan = routed
     body = _round_trip(encode_request(history, plan, model="m"))
-    allowed = {"role", "content", "tool_calls"} | plan.carriers | _native_keys(plan)
+    allowed = {"role", "content", "tool_calls"} | plan.profile.carriers | _native_keys(plan)
     for wire in assistants(body):
         assert set(wire) <= allowed
         if RC in wire:
             assert isinstance(wire[RC], str) and wire[RC] != ""
-            assert wire[RC].strip() or (plan.pad and wire[RC] == " ")
-        elif plan.pad:
+            assert wire[RC].strip() or (plan.profile.pad and wire[RC] == " ")
+        elif plan.profile.pad:
             raise AssertionError("a padded route sent an assistant turn without RC")
         if R in wire:
             assert isinstance(wire[R], str) and wire[R].strip()
@@ -205,11 +206,11 @@ def test_assistant_messages_carry_only_what_the_plan_allows(
             assert wire[RD] and all(isinstance(i, dict) for i in wire[RD])
         for call in wire.get("tool_calls") or ():
             call_keys = {"id", "type", "function"}
-            if "google" in plan.native:
+            if "google" in plan.profile.native:
                 call_keys.add("extra_content")
             assert set(call) <= call_keys
             function_keys = {"name", "arguments"}
-            if "copilot" in plan.native:
+            if "copilot" in plan.profile.native:
                 function_keys.add("thought_signature")
             assert set(call["function"]) <= function_keys
     for wire in body["messages"]:
@@ -274,21 +275,21 @@ def test_opaque_values_are_byte_identical_and_only_in_their_slot(
         expected: list[str] = []
         items = [p.native["openrouter"] for p in turn.parts if isinstance(p, Reasoning)
                  and p.complete and "openrouter" in p.native]
-        if RD in plan.carriers and items:
+        if RD in plan.profile.carriers and items:
             assert wire[RD] == items  # verbatim, in order, every key (data/signature included)
             expected += [i[k] for i in items for k in ("data", "signature") if i.get(k)]
         else:
             assert RD not in wire
 
         # An interrupted turn goes back as plain text: no tool calls, no opaque native values.
-        google = "google" in plan.native and not turn.incomplete
+        google = "google" in plan.profile.native and not turn.incomplete
         if google and "google" in turn.native:
             assert wire["extra_content"] == {"google": turn.native["google"]}
             expected.append(turn.native["google"]["thought_signature"])
         else:
             assert "extra_content" not in wire
 
-        copilot = turn.native.get("copilot") if "copilot" in plan.native else None
+        copilot = turn.native.get("copilot") if "copilot" in plan.profile.native else None
         if copilot and not turn.incomplete:
             assert wire["reasoning_opaque"] == copilot["reasoning_opaque"]
             assert wire.get("reasoning_text") == (copilot.get("reasoning_text") or None)
@@ -306,7 +307,7 @@ def test_opaque_values_are_byte_identical_and_only_in_their_slot(
             elif "extra_content" in wire_call:  # a foreign call on Gemini: the documented dummy
                 assert wire_call["extra_content"] == {
                     "google": {"thought_signature": GEMINI_DUMMY_SIGNATURE}}
-            if "copilot" in plan.native and call.native.get("copilot", {}).get(
+            if "copilot" in plan.profile.native and call.native.get("copilot", {}).get(
                     "thought_signature"):
                 signature = call.native["copilot"]["thought_signature"]
                 assert wire_call["function"]["thought_signature"] == signature

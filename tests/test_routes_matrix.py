@@ -33,8 +33,8 @@ from thoughtline.routes import (
     hostname_of,
     is_local_endpoint,
     parse_table,
-    resolve,
 )
+from thoughtline.routes import resolve_chat as resolve
 from thoughtline.verdicts import Verdict
 
 NONE: frozenset[str] = frozenset()
@@ -67,33 +67,34 @@ HOST_CASES = [(h, carriers) for carriers, _, hosts in CONTRACT_ROWS for h in hos
 
 @pytest.mark.parametrize(("provider", "carriers"), PROVIDER_CASES)
 def test_row_by_provider_id(provider: str, carriers: frozenset[str]) -> None:
-    assert resolve(provider).carriers == carriers
+    assert resolve(provider).profile.carriers == carriers
     # The provider id alone decides, whatever (public, unlisted) host it is pointed at.
-    assert resolve(provider, "https://llm.example.net/v1").carriers == carriers
+    assert resolve(provider, "https://llm.example.net/v1").profile.carriers == carriers
 
 
 @pytest.mark.parametrize(("provider", "carriers"), PROVIDER_CASES)
 def test_provider_id_is_case_insensitive(provider: str, carriers: frozenset[str]) -> None:
-    assert resolve(provider.upper()).carriers == carriers
+    assert resolve(provider.upper()).profile.carriers == carriers
 
 
 @pytest.mark.parametrize(("host", "carriers"), HOST_CASES)
 def test_row_by_exact_host(host: str, carriers: frozenset[str]) -> None:
-    assert resolve("custom", f"https://{host}/v1").carriers == carriers
+    assert resolve("custom", f"https://{host}/v1").profile.carriers == carriers
 
 
 @pytest.mark.parametrize(("host", "carriers"), HOST_CASES)
 def test_row_by_subdomain(host: str, carriers: frozenset[str]) -> None:
-    assert resolve("custom", f"https://api.{host}/v1/").carriers == carriers
-    assert resolve("custom", f"https://eu.stg-1.{host}:8443/x?y=1").carriers == carriers
+    assert resolve("custom", f"https://api.{host}/v1/").profile.carriers == carriers
+    assert resolve("custom", f"https://eu.stg-1.{host}:8443/x?y=1").profile.carriers == carriers
 
 
 @pytest.mark.parametrize(("host", "carriers"), HOST_CASES)
 def test_host_spelling_variants_match(host: str, carriers: frozenset[str]) -> None:
-    assert resolve("custom", f"HTTPS://API.{host.upper()}/V1").carriers == carriers
-    assert resolve("custom", f"https://user:pw@{host}:443/v1").carriers == carriers
-    assert resolve("custom", f"{host}/v1").carriers == carriers  # no scheme
-    assert resolve("custom", f"https://{host}./v1").carriers == carriers  # FQDN trailing dot
+    assert resolve("custom", f"HTTPS://API.{host.upper()}/V1").profile.carriers == carriers
+    assert resolve("custom", f"https://user:pw@{host}:443/v1").profile.carriers == carriers
+    assert resolve("custom", f"{host}/v1").profile.carriers == carriers  # no scheme
+    # FQDN trailing dot
+    assert resolve("custom", f"https://{host}./v1").profile.carriers == carriers
 
 
 @pytest.mark.parametrize("host", [h for h, _ in HOST_CASES])
@@ -107,27 +108,27 @@ def test_host_spelling_variants_match(host: str, carriers: frozenset[str]) -> No
 ])
 def test_lookalike_hosts_never_match(host: str, shape: str) -> None:
     # Nothing matched and the host is public: the de-facto standard, RC only.
-    assert resolve("custom", shape.format(h=host)).carriers == RC_ONLY
+    assert resolve("custom", shape.format(h=host)).profile.carriers == RC_ONLY
 
 
 def test_no_row_no_local_endpoint_is_rc_only() -> None:
     for provider, url in [("custom", None), ("custom", ""), ("openai", "https://api.openai.com/v1"),
                           ("xai", "https://api.x.ai/v1"), ("zai", "https://api.z.ai/api/paas/v4"),
                           ("custom", "https://8.8.8.8/v1"), ("somebody", "https://llm.corp.example")]:
-        assert resolve(provider, url).carriers == RC_ONLY, (provider, url)
+        assert resolve(provider, url).profile.carriers == RC_ONLY, (provider, url)
 
 
 def test_rows_are_checked_in_order_first_match_wins() -> None:
     # A provider id of one row and the host of another: the earlier row wins.
-    assert resolve("openrouter", "https://api.groq.com/openai/v1").carriers == NONE
-    assert resolve("groq", "https://openrouter.ai/api/v1").carriers == NONE
-    assert resolve("fireworks", "https://openrouter.ai/api/v1").carriers == RC_ONLY
-    assert resolve("novita", "https://openrouter.ai/api/v1").carriers == RC_R_RD
-    assert resolve("ollama", "https://api.novita.ai/openai/v1").carriers == RC_RD
+    assert resolve("openrouter", "https://api.groq.com/openai/v1").profile.carriers == NONE
+    assert resolve("groq", "https://openrouter.ai/api/v1").profile.carriers == NONE
+    assert resolve("fireworks", "https://openrouter.ai/api/v1").profile.carriers == RC_ONLY
+    assert resolve("novita", "https://openrouter.ai/api/v1").profile.carriers == RC_R_RD
+    assert resolve("ollama", "https://api.novita.ai/openai/v1").profile.carriers == RC_RD
     # A listed row beats the local-endpoint rule; the local rule beats the default.
-    assert resolve("mistral", "http://127.0.0.1:8080/v1").carriers == NONE
-    assert resolve("novita", "http://localhost:9000/v1").carriers == RC_RD
-    assert resolve("acme-local", "http://localhost:9000/v1").carriers == RC_R
+    assert resolve("mistral", "http://127.0.0.1:8080/v1").profile.carriers == NONE
+    assert resolve("novita", "http://localhost:9000/v1").profile.carriers == RC_RD
+    assert resolve("acme-local", "http://localhost:9000/v1").profile.carriers == RC_R
 
 
 @pytest.mark.parametrize(("provider", "must_echo"), [
@@ -138,8 +139,8 @@ def test_a_vendor_pointed_at_loopback_keeps_its_route(provider: str, must_echo: 
     # how a real route is aimed at a loopback emulator).
     for url in (None, "http://127.0.0.1:9001/v1"):
         route = resolve(provider, url)
-        assert route.carriers == RC_ONLY
-        assert route.must_echo is must_echo
+        assert route.profile.carriers == RC_ONLY
+        assert route.profile.must_echo is must_echo
 
 
 # --- the consequences the contract pins -----------------------------------------------------------
@@ -162,15 +163,15 @@ PINNED = [
 def test_pinned_consequences(provider: str, url: str | None, model: str,
                              carriers: frozenset[str]) -> None:
     route = resolve(provider, url, model)
-    assert route.carriers == carriers
+    assert route.profile.carriers == carriers
     assert route.api == "openai-chat"
 
 
 def test_mistral_serving_deepseek_r1_gets_nothing_not_even_the_pad() -> None:
     route = resolve("mistral", None, "deepseek-r1")
-    assert route.carriers == NONE
-    assert route.must_echo is False
-    assert replay.plan(route).pad is False
+    assert route.profile.carriers == NONE
+    assert route.profile.must_echo is False
+    assert replay.plan(route).profile.pad is False
 
 
 @pytest.mark.parametrize(("url", "carriers"), [
@@ -181,8 +182,8 @@ def test_mistral_serving_deepseek_r1_gets_nothing_not_even_the_pad() -> None:
 ])
 def test_contract_lookalike_examples(url: str, carriers: frozenset[str]) -> None:
     route = resolve("custom", url)
-    assert route.carriers == carriers
-    assert route.must_echo is False  # moonshot.ai lookalikes are not the kimi family
+    assert route.profile.carriers == carriers
+    assert route.profile.must_echo is False  # moonshot.ai lookalikes are not the kimi family
 
 
 # --- host matching primitives ---------------------------------------------------------------------
@@ -236,13 +237,13 @@ NOT_LOCAL = [
 @pytest.mark.parametrize("host", LOCAL)
 def test_local_endpoints_get_rc_and_r(host: str) -> None:
     assert is_local_endpoint(hostname_of(f"http://{host}:8080/v1"))
-    assert resolve("custom", f"http://{host}:8080/v1").carriers == RC_R
+    assert resolve("custom", f"http://{host}:8080/v1").profile.carriers == RC_R
 
 
 @pytest.mark.parametrize("host", NOT_LOCAL)
 def test_public_and_boundary_addresses_are_not_local(host: str) -> None:
     assert not is_local_endpoint(hostname_of(f"http://{host}:8080/v1"))
-    assert resolve("custom", f"http://{host}:8080/v1").carriers == RC_ONLY
+    assert resolve("custom", f"http://{host}:8080/v1").profile.carriers == RC_ONLY
 
 
 def test_cgnat_boundaries() -> None:
@@ -292,25 +293,25 @@ NOT_MUST_ECHO = [
 @pytest.mark.parametrize(("provider", "url", "model"), MUST_ECHO)
 def test_must_echo_families(provider: str, url: str | None, model: str) -> None:
     route = resolve(provider, url, model)
-    assert RC in route.carriers
-    assert route.must_echo is True
-    assert replay.plan(route).pad is True
+    assert RC in route.profile.carriers
+    assert route.profile.must_echo is True
+    assert replay.plan(route).profile.pad is True
 
 
 @pytest.mark.parametrize(("provider", "url", "model"), NOT_MUST_ECHO)
 def test_not_must_echo(provider: str, url: str | None, model: str) -> None:
     route = resolve(provider, url, model)
-    assert route.must_echo is False
-    assert replay.plan(route).pad is False
+    assert route.profile.must_echo is False
+    assert replay.plan(route).profile.pad is False
 
 
 @pytest.mark.parametrize(("provider", "url", "model"), MUST_ECHO)
 def test_echo_never_switches_every_family_off(provider: str, url: str | None, model: str) -> None:
     route = resolve(provider, url, model, echo="never")
-    assert route.must_echo is False
-    assert replay.plan(route).pad is False
-    assert resolve(provider, url, model, echo="never").carriers == resolve(provider, url,
-                                                                            model).carriers
+    assert route.profile.must_echo is False
+    assert replay.plan(route).profile.pad is False
+    assert resolve(provider, url, model, echo="never").profile.carriers == resolve(provider, url,
+                                                                            model).profile.carriers
 
 
 @pytest.mark.parametrize(("provider", "url", "model", "padded"), [
@@ -321,8 +322,8 @@ def test_echo_never_switches_every_family_off(provider: str, url: str | None, mo
 ])
 def test_echo_always_opts_in(provider: str, url: str | None, model: str, padded: bool) -> None:
     route = resolve(provider, url, model, echo="always")
-    assert route.must_echo is padded
-    assert replay.plan(route).pad is padded
+    assert route.profile.must_echo is padded
+    assert replay.plan(route).profile.pad is padded
 
 
 # --- §3: keep-thinking body fields ----------------------------------------------------------------
@@ -372,7 +373,7 @@ KEEP_CASES: list[tuple[str, str | None, str, dict[str, Any]]] = [
 def test_keep_thinking_body_fields(provider: str, url: str | None, model: str,
                                    extras: dict[str, Any]) -> None:
     route = resolve(provider, url, model)
-    assert dict(route.body_extras) == extras
+    assert dict(route.profile.body_extras) == extras
     _, _, body = encode_on([user("hi")], provider, url, model)
     for key, value in extras.items():
         assert body[key] == value
@@ -386,7 +387,7 @@ def test_keep_thinking_fields_merge_with_caller_params() -> None:
     assert body["thinking"] == {"type": "enabled", "clear_thinking": False}
     assert body["temperature"] == 0.2
     # The route's own extras are not changed by a request that merged into them.
-    assert dict(resolve("zai", None, "glm-4.7").body_extras) == GLM_KEEP
+    assert dict(resolve("zai", None, "glm-4.7").profile.body_extras) == GLM_KEEP
 
 
 # --- §4: provider-native carriers -----------------------------------------------------------------
@@ -419,8 +420,8 @@ NATIVE_CASES = [
 @pytest.mark.parametrize(("provider", "url", "model", "native"), NATIVE_CASES)
 def test_native_carriers(provider: str, url: str | None, model: str, native: set[str]) -> None:
     route = resolve(provider, url, model)
-    assert set(route.native) == native
-    assert replay.plan(route).native == route.native
+    assert set(route.profile.native) == native
+    assert replay.plan(route).profile.native == route.profile.native
 
 
 # --- replay plans: learned verdicts narrow (or pad) a route ---------------------------------------
@@ -434,17 +435,18 @@ def test_verdict_drop_narrows_only_its_own_route() -> None:
     route = resolve("openrouter", None, "anthropic/claude-sonnet-4.5")
     dropped = _verdict("openrouter", None, "anthropic/claude-sonnet-4.5",
                        drop=frozenset({R, RD}))
-    assert replay.plan(route, [dropped]).carriers == RC_ONLY
+    assert replay.plan(route, [dropped]).profile.carriers == RC_ONLY
     sibling = resolve("openrouter", None, "anthropic/claude-opus-4.5")
-    assert replay.plan(sibling, [dropped]).carriers == RC_R_RD  # a sibling keeps every carrier
+    # a sibling keeps every carrier
+    assert replay.plan(sibling, [dropped]).profile.carriers == RC_R_RD
 
 
 def test_dropping_rc_drops_the_pad() -> None:
     route = resolve("deepseek", None, "deepseek-reasoner")
     verdict = _verdict("deepseek", None, "deepseek-reasoner", drop=frozenset({RC}))
     planned = replay.plan(route, [verdict])
-    assert planned.carriers == NONE
-    assert planned.pad is False
+    assert planned.profile.carriers == NONE
+    assert planned.profile.pad is False
 
 
 def test_learned_pad_only_where_rc_is_read() -> None:
@@ -452,7 +454,7 @@ def test_learned_pad_only_where_rc_is_read() -> None:
                              ("copilot", False)]:
         route = resolve(provider, None, "m")
         verdict = _verdict(provider, None, "m", pad=True)
-        assert replay.plan(route, [verdict]).pad is padded, provider
+        assert replay.plan(route, [verdict]).profile.pad is padded, provider
 
 
 def test_verdict_json_round_trip_and_merge() -> None:
@@ -467,10 +469,13 @@ def test_verdict_json_round_trip_and_merge() -> None:
 def test_plan_key_is_hashable_and_ignores_body_extras() -> None:
     one = replay.plan(resolve("zai", None, "glm-4.7"))
     two = replay.plan(resolve("zai", None, "glm-4"))
-    assert one.body_extras != two.body_extras
-    assert one.key[:3] == two.key[:3] and one.key[3] != two.key[3]  # the producer (model) differs
-    same = replay.plan(resolve("zai", "https://api.z.ai/api/paas/v4", "glm-4.7"))
+    assert one.profile.body_extras != two.profile.body_extras
+    assert one.key[0] == two.key[0] and one.key[1] != two.key[1]  # the target (model) differs
+    same = replay.plan(resolve("zai", None, "glm-4.7"))
     assert one.key == same.key and hash(one) == hash(same)
+    # The signature scope includes the host: another host is another target (issue 9.3).
+    elsewhere = replay.plan(resolve("zai", "https://api.z.ai/api/paas/v4", "glm-4.7"))
+    assert one.key[0] == elsewhere.key[0] and one.key != elsewhere.key
 
 
 # --- the wire: route × turn -----------------------------------------------------------------------
@@ -548,8 +553,8 @@ def test_route_by_turn_on_the_wire(route_id: str, turn: str) -> None:
     message, thought, items = TURNS[turn]
     history = [system("sys"), user("q"), message, user("next")]
     route, _, body = encode_on(history, provider, url, model, echo=echo)
-    assert route.carriers == carriers
-    assert route.must_echo is must_echo
+    assert route.profile.carriers == carriers
+    assert route.profile.must_echo is must_echo
 
     (wire,) = assistants(body)
     expected: dict[str, Any] = {}
@@ -600,14 +605,14 @@ def test_a_verdict_drop_removes_the_carrier_from_the_wire() -> None:
     _, plan, body = encode_on([user("q"), message], "openrouter", None,
                               "anthropic/claude-sonnet-4.5", verdicts=[verdict])
     (wire,) = assistants(body)
-    assert plan.carriers == {RC, R}
+    assert plan.profile.carriers == {RC, R}
     assert RD not in wire and wire[RC] == wire[R] == "signed thought"
 
 
 # --- routes are data: adding a vendor is one entry ------------------------------------------------
 
 def _raw_table() -> dict[str, Any]:
-    text = resources.files("thoughtline.routes").joinpath("table.toml").read_text("utf-8")
+    text = resources.files("thoughtline.routes").joinpath("openai-chat.toml").read_text("utf-8")
     return tomllib.loads(text)
 
 
@@ -622,18 +627,20 @@ def test_adding_a_vendor_is_data_only() -> None:
                                    "body": {"acme_keep": True}}]})
     table = parse_table(raw)
 
-    assert resolve("acme", table=table).carriers == RC_RD
-    assert resolve("custom", "https://eu.api.acme-llm.example/v1", table=table).carriers == RC_RD
-    assert resolve("custom", "https://acme-llm.example.evil.io/v1", table=table).carriers == RC_ONLY
+    assert resolve("acme", table=table).profile.carriers == RC_RD
+    eu = resolve("custom", "https://eu.api.acme-llm.example/v1", table=table)
+    assert eu.profile.carriers == RC_RD
+    evil = resolve("custom", "https://acme-llm.example.evil.io/v1", table=table)
+    assert evil.profile.carriers == RC_ONLY
     route = resolve("acme", None, "acme-think-3", table=table)
-    assert route.must_echo is True
-    assert dict(route.body_extras) == {"acme_keep": True}
-    assert dict(resolve("acme", None, "acme-think-1", table=table).body_extras) == {}
+    assert route.profile.must_echo is True
+    assert dict(route.profile.body_extras) == {"acme_keep": True}
+    assert dict(resolve("acme", None, "acme-think-1", table=table).profile.body_extras) == {}
     # every other row is unchanged in the new table, and the shipped table is untouched
     for provider, carriers in PROVIDER_CASES:
-        assert resolve(provider, table=table).carriers == carriers
-    assert resolve("acme").carriers == RC_ONLY
-    assert resolve("acme", table=default_table()).must_echo is False
+        assert resolve(provider, table=table).profile.carriers == carriers
+    assert resolve("acme").profile.carriers == RC_ONLY
+    assert resolve("acme", table=default_table()).profile.must_echo is False
 
 
 def test_table_must_end_with_a_catch_all() -> None:

@@ -1,51 +1,44 @@
-"""Sessions: send a turn, stream its events, store it, resume it, branch it.
+"""Sessions: a durable conversation on top of the stateless turn engine.
 
-Owns the turn lifecycle: build the request from the stored history through the replay plan and
-the route's codec, send it, fold the answer, apply the learn-once fallback (at most one retry per
-turn), and append the finished turn atomically. It never mutates stored history; it knows no wire
-field names (those are the codec's) and no SQL (the store's).
+Owns the session lifecycle: create, resume, branch, switch model; hand each turn to the
+``TurnEngine`` with the stored history and the typed model config, and be its ``TurnSink`` —
+persist what a rejection taught (merged into the stored config, never overwriting another
+writer's), append finished turns atomically, keep an interrupted answer marked incomplete, and
+never lose a finished, billed answer when the store write fails (retried, then spilled to a rescue
+file whose path the error names). It never mutates stored history; it knows no wire field names
+(the codec's), no API (the registry's) and no SQL (the store's).
 """
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from thoughtline import config as config_mod
-from thoughtline import fallback, replay
+from thoughtline import replay
 from thoughtline.codecs import registry
-from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
-from thoughtline.events import Done, Event, Notice
-from thoughtline.messages import Message, Origin, ToolResult, ToolSpec, tool_results, user
+from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.errors import StoreError, UsageError
+from thoughtline.events import Done, Event
+from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
 from thoughtline.messages import system as system_message
+from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.requestlog import RequestLog
-from thoughtline.routes import Route, is_local_endpoint, resolve
-from thoughtline.routes.resolve import ECHO_CARRIER
+from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
+from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
-    from thoughtline.transport import HttpTransport, Target
+    from thoughtline.transport import HttpTransport
 
+__all__ = ["Session", "TurnOptions"]
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class TurnOptions:
-    stream: bool = True
-    keep_partial: bool = True  # store an interrupted answer marked incomplete (else drop it)
-
-
-def _tools_to_json(tools: Iterable[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"name": t.name, "description": t.description, "parameters": t.parameters}
-            for t in tools]
-
-
-def _tools_from_json(raw: Iterable[Mapping[str, Any]]) -> tuple[ToolSpec, ...]:
-    return tuple(ToolSpec(name=t["name"], description=t.get("description", ""),
-                          parameters=t.get("parameters", {})) for t in raw)
+_WRITE_ATTEMPTS = (0.0, 0.25, 1.0)  # delays before each try of a failed turn write
 
 
 class Session:
@@ -53,19 +46,24 @@ class Session:
 
     def __init__(self, *, store: Store, record: SessionRecord, history: Sequence[Message],
                  problems: Sequence[LoadProblem] = (), transport: HttpTransport | None = None,
-                 log: RequestLog | None = None) -> None:
+                 log: RequestLog | None = None,
+                 provider: config_mod.ProviderConfig | None = None,
+                 rescue_dir: Path | None = None) -> None:
         self.store = store
         self.record = record
         self._history: list[Message] = list(history)
         self.problems = tuple(problems)
         self._transport = transport
         self.log = log
-        cfg = record.model_config
-        self.provider = config_mod.ProviderConfig.from_json(cfg["provider"])
-        self.tools = _tools_from_json(cfg.get("tools", ()))
-        self.params: dict[str, Any] = dict(cfg.get("params", {}))
-        self._verdicts = [replay.Verdict.from_json(v) for v in cfg.get("verdicts", ())]
-        self._cache = registry.codec(self.provider.api).WireCache()
+        self._config = ModelConfig.from_json(record.model_config)
+        self._loaded = self._config
+        if provider is not None and provider.headers:
+            # Headers live in memory only (they may hold secrets): take them from the caller.
+            self._config = replace(self._config, provider=replace(
+                self._config.provider, headers=provider.headers))
+        self._cache = self.codec.new_cache()
+        self._rescue_dir = rescue_dir
+        self._busy = False
 
     # --- construction -------------------------------------------------------------------------
 
@@ -73,22 +71,33 @@ class Session:
     def create(cls, store: Store, provider: config_mod.ProviderConfig, *, title: str = "",
                tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                system: str | None = None, tenant: str = "", **kwargs: Any) -> Session:
-        model_config = {"provider": provider.to_json(), "tools": _tools_to_json(tools),
-                        "params": dict(params or {}), "verdicts": [], "fingerprints": []}
+        registry.codec(provider.api)  # an unknown API is a usage error before anything is stored
+        model_config = ModelConfig(provider=provider, tools=tuple(tools),
+                                   params=dict(params or {})).to_json()
         record = store.create_session(title=title, model_config=model_config, tenant=tenant)
-        session = cls(store=store, record=record, history=(), **kwargs)
+        session = cls(store=store, record=record, history=(), provider=provider, **kwargs)
         if system:
             session._append([system_message(system)])
         return session
 
     @classmethod
-    def resume(cls, store: Store, ref: str | None = None, **kwargs: Any) -> Session:
-        """Reopen by id, unique prefix or title; ``None`` takes the latest session."""
+    def resume(cls, store: Store, ref: str | None = None, *,
+               config: config_mod.Config | None = None, **kwargs: Any) -> Session:
+        """Reopen by id, unique prefix or title; ``None`` takes the latest session.
+
+        ``config`` (the loaded ``config.toml``) supplies what is never stored, such as a named
+        provider's extra headers.
+        """
         record = store.get_session(ref) if ref else store.latest_session()
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
         loaded = store.load_history(record.id)
+        if config is not None and "provider" not in kwargs:
+            stored = ModelConfig.from_json(record.model_config).provider
+            headers = config_mod.headers_for(stored.id, config)
+            if headers:
+                kwargs["provider"] = replace(stored, headers=headers)
         return cls(store=store, record=record, history=[m.message for m in loaded.messages],
                    problems=loaded.problems, **kwargs)
 
@@ -120,30 +129,60 @@ class Session:
         return tuple(self._history)
 
     @property
+    def config(self) -> ModelConfig:
+        return self._config
+
+    @property
+    def provider(self) -> config_mod.ProviderConfig:
+        return self._config.provider
+
+    @property
+    def codec(self) -> Codec:
+        return registry.codec(self._config.provider.api)
+
+    @property
+    def tools(self) -> tuple[ToolSpec, ...]:
+        return self._config.tools
+
+    @property
+    def params(self) -> Mapping[str, Any]:
+        return self._config.params
+
+    @property
     def verdicts(self) -> tuple[replay.Verdict, ...]:
-        return tuple(self._verdicts)
+        return self._config.verdicts
+
+    @property
+    def fingerprints(self) -> frozenset[str]:
+        return self._config.fingerprints
 
     @property
     def route(self) -> Route:
         p = self.provider
-        return resolve(p.route_id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
+        return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""
-        return [*self._verdicts, *self.store.verdicts()]
+        return [*self._config.verdicts, *self.store.verdicts()]
 
     def set_model(self, model: str) -> None:
         self.set_provider(replace(self.provider, model=model))
 
     def set_provider(self, provider: config_mod.ProviderConfig) -> None:
-        self.provider = provider
-        self._save_config()
+        registry.codec(provider.api)
+        self._save(replace(self._config, provider=provider))
+        self._cache = self.codec.new_cache()
 
-    def _save_config(self) -> None:
-        cfg = {**self.record.model_config, "provider": self.provider.to_json(),
-               "verdicts": [v.to_json() for v in self._verdicts]}
-        self.store.set_model_config(self.id, cfg)
-        self.record = replace(self.record, model_config=cfg)
+    def _save(self, mine: ModelConfig) -> None:
+        """Merge ``mine`` into the stored config (another process may have written meanwhile)."""
+        base = self._loaded
+        record = self.store.update_model_config(self.id, lambda stored: merge(stored, mine,
+                                                                              base=base))
+        self.record = record
+        stored = ModelConfig.from_json(record.model_config)
+        self._loaded = stored
+        self._config = replace(stored, provider=replace(stored.provider,
+                                                        headers=mine.provider.headers))
 
     def _append(self, messages: Sequence[Message]) -> None:
         self.store.append(self.id, messages)
@@ -154,39 +193,25 @@ class Session:
         record = self.store.branch(self.id, at=at, title=title)
         kept = self._history if at is None else self._history[:at]
         return Session(store=self.store, record=record, history=kept, transport=self._transport,
-                       log=self.log)
+                       log=self.log, provider=self.provider, rescue_dir=self._rescue_dir)
 
     # --- requests -----------------------------------------------------------------------------
 
+    def _turn(self, pending: Sequence[Message], config: ModelConfig | None = None) -> TurnInput:
+        return TurnInput(codec=self.codec, provider=self.provider, config=config or self._config,
+                         history=self._history, pending=pending, ledger=self.store.verdicts(),
+                         cache=self._cache, session=self.id)
+
     def build_request(self, pending: Sequence[Message] = (), *, stream: bool = False,
                       verdicts: Iterable[replay.Verdict] | None = None,
-                      ) -> tuple[dict[str, Any], replay.ReplayPlan]:
+                      ) -> tuple[Mapping[str, Any], replay.ReplayPlan]:
         """The body the next request would carry (history + pending), and its plan."""
-        route = self.route
-        plan = replay.plan(route, self.known_verdicts() if verdicts is None else verdicts)
-        codec = registry.codec(self.provider.api)
-        body = codec.encode_request(
-            [*self._history, *pending], plan, model=self.provider.model, tools=self.tools,
-            params=self.params, stream=stream, stream_usage=route.stream_usage,
-            cache=self._cache)
-        return body, plan
-
-    def _target(self, route: Route, *, stream: bool) -> Target:
-        p = self.provider
-        if not p.base_url:
-            raise UsageError(f"provider {p.id!r} has no base URL: pass --base-url or set "
-                             f"base_url under [providers.{p.id}] in config.toml")
-        key = p.api_key()
-        if key is None and p.key_env and not is_local_endpoint(route.host):
-            raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
-                             f"(or name another variable with --api-key-env / api_key_env in "
-                             f"config.toml)")
-        from thoughtline.transport import Target
-
-        codec = registry.codec(p.api)
-        return Target(url=codec.endpoint(p.base_url, p.model, stream=stream),
-                      headers={**codec.auth_headers(key), **(p.headers or {})},
-                      route=route.row, provider=p.id)
+        config = self._config
+        turn = self._turn(pending)
+        if verdicts is not None:
+            turn = replace(turn, config=replace(config, verdicts=tuple(verdicts)), ledger=())
+        encoded, plan = TurnEngine.build(turn, stream=stream)
+        return encoded.body, plan
 
     async def send(self, turn: str | Message | Sequence[ToolResult],
                    options: TurnOptions | None = None) -> Done:
@@ -202,144 +227,79 @@ class Session:
                      options: TurnOptions | None = None) -> AsyncIterator[Event]:
         """Send one turn; yield reasoning/text deltas, notices, and finally ``Done``.
 
-        At most two requests: the second only when the first's 4xx taught a new verdict. Every
-        request sent gets one log record, also when its stream breaks or is cancelled.
+        At most two requests per turn (see ``TurnEngine.run``). One turn at a time: a second
+        turn attempted while one is in flight is refused (nothing is sent or interleaved).
         """
-        options = options or TurnOptions()
-        pending = [_as_message(turn)]
-        learned: list[_Learned] = []
-        for attempt in (1, 2):
-            route = self.route
-            body, plan = self.build_request(pending, stream=options.stream)
-            target = self._target(route, stream=options.stream)
-            record = _Request(route=route, body=body, attempt=attempt, learned=tuple(learned),
-                              started=time.monotonic(), retries_before=self.transport.retries)
-            lesson: _Learned | None = None
-            try:
-                async for event in self._exchange(route, target, body, pending, options):
-                    if isinstance(event, Done):
-                        record.finish(200, "ok")
-                    yield event
-                return
-            except ProviderError as error:
-                record.finish(error.status, "error")
-                # A lesson from the retry's own rejection is kept for later turns, not retried.
-                lesson = self._learn(error, body, plan, route, pending, stream=options.stream)
-                if lesson is None or attempt == 2:
-                    raise
-            except ProtocolError:
-                record.finish(200, "interrupted")
-                raise
-            except (asyncio.CancelledError, GeneratorExit):
-                record.finish(record.status, record.outcome or "cancelled")
-                raise
-            finally:
-                self._log(record)
-            learned.append(lesson)
-            yield Notice(fallback.describe(lesson.classification, model=route.model))
-
-    def _learn(self, error: ProviderError, body: Mapping[str, Any], plan: replay.ReplayPlan,
-               route: Route, pending: Sequence[Message], *, stream: bool) -> _Learned | None:
-        if error.status is not None and not 400 <= error.status < 500:
-            return None
-        codec = registry.codec(self.provider.api)
-        sent = set(codec.wire_summary(body, self._cache)["carriers"])
-        c = fallback.classify(error.status, error.body, sent=sent, must_echo=plan.pad)
-        if c.action == "drop" and (c.drop & plan.carriers):
-            verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
-                                     drop=frozenset(c.drop & plan.carriers), reason=c.reason)
-        elif (c.action == "pad" and not plan.pad and ECHO_CARRIER in route.carriers
-              and self.provider.echo != "never"):
-            verdict = replay.Verdict(provider=route.provider, host=route.host, model=route.model,
-                                     pad=True, reason=c.reason)
-        else:
-            return None
-        retry, _ = self.build_request(pending, stream=stream,
-                                      verdicts=[*self.known_verdicts(), verdict])
-        if retry == body:
-            # E.g. a pad demanded while every assistant turn already carries reasoning_content,
-            # or after reasoning_content was learned unknown: the retry would be the same request.
-            return None
-        self._remember(verdict)
-        return _Learned(verdict=verdict, classification=c)
-
-    def _remember(self, verdict: replay.Verdict) -> None:
-        for i, known in enumerate(self._verdicts):
-            if known.key == verdict.key:
-                self._verdicts[i] = known.merged(verdict)
-                break
-        else:
-            self._verdicts.append(verdict)
-        self._save_config()
-        self.store.record_verdict(verdict)
-
-    async def _exchange(self, route: Route, target: Target, body: Mapping[str, Any],
-                        pending: list[Message], options: TurnOptions) -> AsyncIterator[Event]:
-        codec = registry.codec(self.provider.api)
-        origin = Origin(api=self.provider.api, provider=route.provider, host=route.host,
-                        model=self.provider.model)
-        raw = orjson.dumps(body)
-        if not options.stream:
-            done = codec.decode_response(await self.transport.post_json(target, raw), origin)
-            self._append([*pending, done.message])
-            yield done
-            return
-        fold = codec.StreamFold(origin)
-        finished = False
+        if self._busy:
+            raise UsageError(f"session {self.id[:12]} is already answering a turn; wait for it "
+                             "to finish (one turn at a time per session)")
+        self._busy = True
         try:
-            async for chunk in self.transport.stream_events(target, raw):
-                for event in fold.add(chunk):
-                    yield event
-            if fold.finish_reason is None:
-                raise StreamInterrupted("the stream ended before the provider finished the "
-                                        "answer")
-            done = fold.finish(complete=True)
-            self._append([*pending, done.message])
-            finished = True
-            yield done
+            engine = TurnEngine(self.transport, self.log)
+            async for event in engine.run(self._turn([_as_message(turn)]), _Sink(self),
+                                          options):
+                yield event
         finally:
-            if not finished and options.keep_partial and fold.saw_chunk:
-                partial = fold.finish(complete=False)
-                if partial.message.parts:
-                    self._append([*pending, partial.message])
+            self._busy = False
 
-    def _log(self, request: _Request) -> None:
-        if self.log is None:
-            return
-        route, body = request.route, request.body
-        summary = registry.codec(self.provider.api).wire_summary(body, self._cache)
-        self.log.write({
-            "session": self.id, "route": route.row, "api": route.api,
-            "provider": route.provider, "host": route.host, "model": route.model,
-            "status": request.status, "outcome": request.outcome or "cancelled",
-            "attempt": request.attempt, "stream": bool(body.get("stream")),
-            "duration_ms": round((time.monotonic() - request.started) * 1000, 1),
-            "retries": self.transport.retries - request.retries_before, **summary,
-            "verdicts": [v.verdict.to_json() for v in request.learned],
-        })
+    # --- the sink side ------------------------------------------------------------------------
+
+    def _learned(self, lesson: Lesson) -> None:
+        mine = self._config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
+                                    fingerprints=lesson.fingerprints, settings=lesson.settings)
+        self._save(mine)
+        if lesson.verdict is not None:
+            self.store.record_verdict(lesson.verdict)
+
+    def _store_turn(self, messages: Sequence[Message]) -> None:
+        """Append, retrying a failed write; a turn that still cannot be stored is spilled."""
+        error: StoreError | None = None
+        for delay in _WRITE_ATTEMPTS:
+            if delay:
+                time.sleep(delay)
+            try:
+                self._append(messages)
+                return
+            except StoreError as exc:
+                error = exc
+        path = self._rescue(messages)
+        raise StoreError(f"the answer arrived but could not be stored ({error}); it was saved "
+                         f"to {path} (the session id, its model config and the turn's messages "
+                         f"as JSON) — nothing was lost.") from error
+
+    def _rescue(self, messages: Sequence[Message]) -> Path:
+        directory = self._rescue_dir or _default_rescue_dir(self.store)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = directory / f"{self.id}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns()}.json"
+        record = {"format": "thoughtline.rescue/1", "session": self.id,
+                  "title": self.record.title, "model_config": self.record.model_config,
+                  "messages": [message_to_json(m) for m in messages]}
+        path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
+        path.chmod(0o600)
+        return path
 
 
-@dataclass(frozen=True, slots=True)
-class _Learned:
-    verdict: replay.Verdict
-    classification: fallback.Classification
+class _Sink:
+    """The session as the turn engine's sink."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def learned(self, lesson: Lesson) -> None:
+        self._session._learned(lesson)
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        self._session._store_turn([*pending, done.message])
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        if partial is not None:
+            self._session._store_turn([*pending, partial])
 
 
-@dataclass(kw_only=True, slots=True)
-class _Request:
-    """One HTTP request of a turn, as the request log records it."""
-
-    route: Route
-    body: Mapping[str, Any]
-    attempt: int
-    learned: tuple[_Learned, ...]
-    started: float
-    retries_before: int
-    status: int | None = None
-    outcome: str = ""
-
-    def finish(self, status: int | None, outcome: str) -> None:
-        self.status, self.outcome = status, outcome
+def _default_rescue_dir(store: Store) -> Path:
+    location = Path(getattr(store, "location", "") or ".")
+    base = location.parent if location.suffix == ".db" else config_mod.home()
+    return base / "rescue"
 
 
 def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:

@@ -60,7 +60,7 @@ from thoughtline.messages import (
     system,
     user,
 )
-from thoughtline.routes import resolve
+from thoughtline.routes import resolve_chat as resolve
 
 ORIGIN = Origin(api="openai-chat", provider="fixture", host="recorded.example", model="m")
 RESPONSES = chat_response_fixtures()
@@ -787,20 +787,20 @@ def test_encode_invariants_on_recorded_turns(provider: str, url: str | None, mod
     assert [dumps(m) for m in history] == before
 
     native_keys = set()
-    if "google" in plan.native:
+    if "google" in plan.profile.native:
         native_keys |= {"extra_content"}
-    if "copilot" in plan.native:
+    if "copilot" in plan.profile.native:
         native_keys |= COPILOT_KEYS
     for wire in assistants(body):
-        assert set(wire) <= {"role", "content", "tool_calls"} | plan.carriers | native_keys
+        assert set(wire) <= {"role", "content", "tool_calls"} | plan.profile.carriers | native_keys
         if RC in wire:
-            assert wire[RC].strip() or (plan.pad and wire[RC] == " ")
-        elif plan.pad:
+            assert wire[RC].strip() or (plan.profile.pad and wire[RC] == " ")
+        elif plan.profile.pad:
             pytest.fail("a must-echo route left an assistant turn without reasoning_content")
         if R in wire:
             assert wire[R].strip() and wire.get(RC, wire[R]) == wire[R]
     assert not set(walk_keys(body)) & OUR_KEYS
-    for key, value in route.body_extras.items():
+    for key, value in route.profile.body_extras.items():
         assert body[key] == value
     assert body["stream"] is True and body["tools"][0]["function"]["name"] == "weather"
 

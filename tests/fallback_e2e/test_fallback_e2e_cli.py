@@ -65,7 +65,7 @@ def test_done_when_a_tool_session_takes_exactly_one_rejection_in_its_whole_life(
     # The tool loop (tools can only be offered through the library), logged into the same home.
     store = store_at(home)
     session = create(store, prov, tools=[LOOKUP], title="tool session", log=request_log(home))
-    assert session.route.row == "local-endpoint" and session.route.carriers == {RC, R}
+    assert session.route.row == "local-endpoint" and session.route.profile.carriers == {RC, R}
     outcomes = [send(session, "weather in Paris"), send(session, answer_call(session, "sunny")),
                 send(session, "and in Rome?"), send(session, answer_call(session, "rain"))]
     assert [o.error for o in outcomes] == [None] * 4

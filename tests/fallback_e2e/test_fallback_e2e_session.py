@@ -62,7 +62,7 @@ def strict_session(emulator: Start, home: Path) -> tuple[ChatEmulator, Session]:
     session = create(store_at(home), provider_at(emu), tools=[LOOKUP],
                      system="You look things up.", log=request_log(home))
     assert session.route.row == "local-endpoint"
-    assert session.route.carriers == STRICT_DROP and not session.route.must_echo
+    assert session.route.profile.carriers == STRICT_DROP and not session.route.profile.must_echo
     return emu, session
 
 
@@ -228,7 +228,7 @@ def test_naming_reasoning_or_details_drops_both_and_keeps_reasoning_content(
         emulator: Start, home: Path, body: object) -> None:
     emu = emulator("openrouter")
     session = create(store_at(home), provider_at(emu, "openrouter", "openai/gpt-5"))
-    assert session.route.carriers == {RC, R, RD}
+    assert session.route.profile.carriers == {RC, R, RD}
     assert send(session, "hello").error is None
     thought = session.history[-1].reasoning_text()
     assert thought.strip()
@@ -261,7 +261,7 @@ def test_must_echo_complaint_about_reasoning_content_records_nothing_and_surface
     emu = emulator("deepseek")
     session = create(store_at(home), provider_at(emu, "deepseek", "deepseek-reasoner"),
                      tools=[LOOKUP])
-    assert session.route.must_echo
+    assert session.route.profile.must_echo
     assert send(session, "find the answer").error is None
     assert send(session, answer_call(session)).error is None
     history = stored(session.store, session.id)
@@ -306,7 +306,7 @@ def test_reasoning_required_teaches_the_pad_for_that_model(
     store = store_at(home)
     # "custom" at a loopback URL: a local-endpoint route (RC + R) that does not pad.
     session = create(store, provider_at(emu), tools=[LOOKUP])
-    assert not session.route.must_echo and RC in session.route.carriers
+    assert not session.route.profile.must_echo and RC in session.route.profile.carriers
     assert send(session, "find a").error is None
     assert send(session, answer_call(session, "A")).error is None
     store.append(session.id, _bare_tool_turn("call_bare0001"))

@@ -107,14 +107,15 @@ def test_each_preset_routes_as_documented_and_base_url_keeps_the_route(
     assert moved.key_env == preset.key_env
     hosted = Session.create(scratch_store, preset, transport=idle_transport).route
     local = Session.create(scratch_store, moved, transport=idle_transport).route
-    assert hosted.carriers == PRESET_CARRIERS[provider_id]
+    assert hosted.profile.carriers == PRESET_CARRIERS[provider_id]
     echo_family = provider_id in MUST_ECHO_IDS or any(
         family in preset.model.lower() for family in MUST_ECHO_MODELS)
-    assert hosted.must_echo == (echo_family and RC in PRESET_CARRIERS[provider_id])
+    assert hosted.profile.must_echo == (echo_family and RC in PRESET_CARRIERS[provider_id])
     # --base-url changes where requests go, never which route rules apply.
-    assert (local.row, local.carriers, local.must_echo, local.native, dict(local.body_extras)) \
-        == (hosted.row, hosted.carriers, hosted.must_echo, hosted.native,
-            dict(hosted.body_extras))
+    lp = local.profile
+    assert (local.row, lp.carriers, lp.must_echo, lp.native, dict(lp.body_extras)) \
+        == (hosted.row, hosted.profile.carriers, hosted.profile.must_echo, hosted.profile.native,
+            dict(hosted.profile.body_extras))
     assert local.provider == provider_id and local.host == "127.0.0.1"
 
 

@@ -142,7 +142,7 @@ def _row(scenario: Scenario, emulator: Any, before: int) -> dict[str, Any]:
     last_before, first_after = received[before - 1], received[before]
     replayed = _assistant_turns(first_after)[: len(_assistant_turns(last_before))]
     identical = replayed == _assistant_turns(last_before)
-    route = resolve(scenario.provider, emulator.base_url, scenario.model)
+    route = resolve("openai-chat", scenario.provider, emulator.base_url, scenario.model)
     return {"label": scenario.label, "route": route.row, "requests": len(received),
             "accepted": accepted, "rejected": rejected,
             "fields": assistant_fields(received).label(),

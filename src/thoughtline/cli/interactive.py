@@ -84,8 +84,9 @@ def _slash(runner: ChatRunner, line: str) -> bool:
         else:
             runner.switch_model(arg)
             route = runner.session.route
+            carriers = route.to_json()["carriers"]
             out.print(f"model: {arg} (route {route.row}, carriers "
-                      f"{', '.join(sorted(route.carriers)) or 'none'})", markup=False)
+                      f"{', '.join(carriers) or 'none'})", markup=False)
     elif name == "sessions":
         for record in runner.store.list_sessions(limit=10):
             mark = "*" if record.id == runner.session.id else " "

@@ -10,7 +10,6 @@ import click
 
 from thoughtline import config
 from thoughtline.routes import Route, resolve
-from thoughtline.routes.resolve import ECHO_CARRIER, carrier_words, native_explanations
 
 
 def describe(route: Route) -> list[str]:
@@ -18,23 +17,7 @@ def describe(route: Route) -> list[str]:
     where = route.host or "(no base URL)"
     lines = [f"{route.provider} @ {where}, model {route.model or '(none)'}",
              f"route: {route.row} — {route.explain}"]
-    if route.carriers:
-        lines.append("replayed on assistant turns: "
-                     + ", ".join(carrier_words(c) for c in sorted(route.carriers)))
-    else:
-        lines.append("replayed on assistant turns: nothing — no reasoning fields are sent, "
-                     "not even the placeholder")
-    if route.must_echo:
-        lines.append(f"must-echo ({route.echo_family}): every assistant turn carries "
-                     f"{ECHO_CARRIER} — its reasoning, else a single-space placeholder \" \" — "
-                     "or the provider rejects tool-call turns")
-    lines.extend(route.notes)
-    if route.body_extras:
-        lines.append("keep-thinking body fields added to every request: "
-                     + json.dumps(route.body_extras, separators=(", ", ": ")))
-    for text in native_explanations(sorted(route.native)):
-        lines.append(f"provider-native carrier: {text}")
-    return lines
+    return [*lines, *route.profile.describe(), *route.notes]
 
 
 def _learned(ctx: click.Context, route: Route, session_ref: str | None) -> list[Any]:
@@ -95,15 +78,17 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
 
     cfg = config.load_config(home_path(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
-    route = resolve(prov.route_id, prov.base_url, prov.model, echo=prov.echo)  # type: ignore[arg-type]
+    route = resolve(prov.api, prov.route_id, prov.base_url, prov.model,
+                    echo=prov.echo)  # type: ignore[arg-type]
     learned = _learned(ctx, route, session_ref)
     effective = plan(route, learned)
+    wire = _effective(effective.profile)
     if as_json:
         data = route.to_json()
         if learned:
             data["verdicts"] = [v.to_json() for v in learned]
-            data["effective_carriers"] = sorted(effective.carriers)
-            data["effective_must_echo"] = effective.pad
+            data["effective_carriers"] = wire.get("carriers", [])
+            data["effective_must_echo"] = wire.get("must_echo", False)
         click.echo(json.dumps(data))
         return
     for line in describe(route):
@@ -114,8 +99,13 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
             what.append("send the placeholder on assistant turns without reasoning")
         click.echo(f"learned: {' and '.join(what)} ({verdict.reason or 'from a 4xx'})")
     if learned:
-        click.echo("effective on the wire: "
-                   + (", ".join(sorted(effective.carriers)) or "nothing"))
+        click.echo("effective on the wire: " + (", ".join(wire.get("carriers", [])) or "nothing"))
+
+
+def _effective(profile: Any) -> dict[str, Any]:
+    """What a narrowed profile sends (``effective_json`` where the API has one)."""
+    effective = getattr(profile, "effective_json", None)
+    return effective() if effective is not None else profile.public_json()
 
 
 @routes.command()

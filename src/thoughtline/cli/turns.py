@@ -82,8 +82,8 @@ class ChatRunner:
 
         if base_url:
             config.check_base_url(base_url)
-        session = Session.resume(self.store, ref, log=self._log())
         cfg = config.load_config(self.home)
+        session = Session.resume(self.store, ref, log=self._log(), config=cfg)
         prov = session.provider
         if provider_id and provider_id.lower() != prov.id:
             prov = config.provider(provider_id, cfg)

@@ -106,6 +106,10 @@ class Profile(Protocol):
         """The fields ``routes --json`` reports for this profile."""
         ...
 
+    def describe(self) -> list[str]:
+        """What the route receives, in lines a user understands (``thoughtline routes``)."""
+        ...
+
 
 class WireCache(Protocol):
     """A codec's per-session memo of stored turns' wire forms (turns are immutable)."""

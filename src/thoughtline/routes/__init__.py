@@ -1,6 +1,12 @@
 """Route data (one table per API, ``<api>.toml``) and its resolvers."""
 
-from thoughtline.routes.chat import ChatProfile, RouteTable, default_table, parse_table, resolve_chat
+from thoughtline.routes.chat import (
+    ChatProfile,
+    RouteTable,
+    default_table,
+    parse_table,
+    resolve_chat,
+)
 from thoughtline.routes.resolve import (
     ApiRow,
     ApiTable,

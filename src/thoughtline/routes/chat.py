@@ -8,6 +8,7 @@ native carriers, and the scope of opaque values. What a carrier means on the wir
 
 from __future__ import annotations
 
+import json
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -78,6 +79,29 @@ class ChatProfile:
     def public_json(self) -> dict[str, Any]:
         return {"carriers": sorted(self.carriers), "must_echo": self.must_echo,
                 "body_extras": dict(self.body_extras), "native": sorted(self.native)}
+
+    def effective_json(self) -> dict[str, Any]:
+        """What goes on the wire after verdicts: the carriers and whether the pad is sent."""
+        return {"carriers": sorted(self.carriers), "must_echo": self.pad}
+
+    def describe(self) -> list[str]:
+        lines = []
+        if self.carriers:
+            lines.append("replayed on assistant turns: "
+                         + ", ".join(carrier_words(c) for c in sorted(self.carriers)))
+        else:
+            lines.append("replayed on assistant turns: nothing — no reasoning fields are sent, "
+                         "not even the placeholder")
+        if self.must_echo:
+            lines.append(f"must-echo ({self.echo_family}): every assistant turn carries "
+                         f"{ECHO_CARRIER} — its reasoning, else a single-space placeholder \" \""
+                         " — or the provider rejects tool-call turns")
+        if self.body_extras:
+            lines.append("keep-thinking body fields added to every request: "
+                         + json.dumps(self.body_extras, separators=(", ", ": ")))
+        for text in native_explanations(sorted(self.native)):
+            lines.append(f"provider-native carrier: {text}")
+        return lines
 
 
 # --- the table ----------------------------------------------------------------------------------

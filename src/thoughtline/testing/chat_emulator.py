@@ -13,15 +13,12 @@ none of it.
 from __future__ import annotations
 
 import logging
-import socket
-import threading
-import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self
 
-import uvicorn
-
+from thoughtline.testing.loopback import HOST as _HOST
+from thoughtline.testing.loopback import LoopbackServer
 from thoughtline.testing.personalities import PERSONALITIES, Personality
 from thoughtline.testing.server import (
     EmulatorState,
@@ -32,9 +29,6 @@ from thoughtline.testing.server import (
     build_app,
 )
 from thoughtline.testing.signing import DEFAULT_SECRET, OpaqueKind, Signer
-
-_HOST = "127.0.0.1"
-_START_TIMEOUT = 10.0
 
 
 def _default_failure_body(status: int) -> dict[str, Any]:
@@ -77,10 +71,8 @@ class ChatEmulator:
         self._state = EmulatorState(
             personality=personality, signer=Signer(secret), require_auth=require_auth
         )
-        self._requested_port = port
+        self._loop = LoopbackServer(build_app(self._state), port=port, name="chat-emulator")
         self._port: int | None = None
-        self._server: uvicorn.Server | None = None
-        self._thread: threading.Thread | None = None
 
     def __repr__(self) -> str:
         where = self.base_url if self._port is not None else "stopped"
@@ -144,47 +136,16 @@ class ChatEmulator:
 
     def start(self) -> Self:
         """Start serving in a background thread; returns once the port accepts connections."""
-        if self._thread is not None:
+        if self._loop.running:
             return self
         _quiet_stream_cuts()
-        # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections; without
-        # it every response waits out a delayed ACK (about 40 ms per request).
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((_HOST, self._requested_port))
-        config = uvicorn.Config(
-            build_app(self._state),
-            log_config=None,
-            lifespan="off",
-            timeout_graceful_shutdown=1,
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(
-            target=server.run, kwargs={"sockets": [sock]}, name="chat-emulator", daemon=True
-        )
-        thread.start()
-        deadline = time.monotonic() + _START_TIMEOUT
-        while not server.started and thread.is_alive() and time.monotonic() < deadline:
-            time.sleep(0.005)
-        if not server.started:
-            server.should_exit = True
-            sock.close()
-            raise RuntimeError("the chat emulator did not start")
-        self._port = sock.getsockname()[1]
-        self._server, self._thread = server, thread
+        self._loop.start()
+        self._port = self._loop.port
         return self
 
     def stop(self) -> None:
         """Stop serving and wait for the server thread (in-flight streams get about a second)."""
-        server, thread = self._server, self._thread
-        if server is None or thread is None:
-            return
-        server.should_exit = True
-        thread.join(_START_TIMEOUT)
-        if thread.is_alive():
-            server.force_exit = True
-            thread.join(_START_TIMEOUT)
-        self._server = self._thread = None
+        self._loop.stop()
         self._port = None
 
     def __enter__(self) -> Self:

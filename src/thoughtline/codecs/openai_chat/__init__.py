@@ -39,8 +39,8 @@ from thoughtline.codecs.openai_chat.wire import (
 
 __all__ = [
     "API",
-    "CODEC",
     "CARRIERS",
+    "CODEC",
     "GEMINI_DUMMY_SIGNATURE",
     "NS_COPILOT",
     "NS_GOOGLE",
@@ -48,9 +48,9 @@ __all__ = [
     "NS_MISTRAL",
     "NS_OPENROUTER",
     "PAD",
-    "OpenAIChat",
     "RC",
     "RD",
+    "OpenAIChat",
     "R",
     "StreamFold",
     "WireCache",

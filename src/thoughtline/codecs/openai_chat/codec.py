@@ -17,6 +17,7 @@ from thoughtline.codecs.openai_chat.encode import WireCache, encode_request, wir
 from thoughtline.codecs.openai_chat.fold import StreamFold
 from thoughtline.codecs.openai_chat.wire import API
 from thoughtline.config import ProviderConfig
+from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
@@ -50,6 +51,9 @@ class OpenAIChat:
         return StreamFold(origin, seed=seed)
 
     def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
+        if not provider.base_url:
+            raise UsageError(f"provider {provider.id!r} has no base URL: pass --base-url or set "
+                             f"base_url under [providers.{provider.id}] in config.toml")
         return Endpoint(url=provider.base_url.rstrip("/") + "/chat/completions",
                         framing="sse" if stream else "json")
 

@@ -1,0 +1,275 @@
+"""The stateless turn engine: build → send → fold → classify → at most one retry.
+
+Given a history, the pending turn and a model config, the engine builds the request through the
+route's codec, sends it through a ``Transport``, folds the answer, and on a rejection asks the
+codec what to learn; when the lesson changes the request it retries exactly once. It owns no
+store: what it learned and what it produced go to a ``TurnSink`` (a ``Session`` stores them; the
+gateway stores and indexes them). It writes one request-log record per HTTP request sent, also when
+a stream breaks or is cancelled. It knows no wire field names and no API: the codec does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import orjson
+
+from thoughtline import replay
+from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
+from thoughtline.events import Done, Event, Notice
+from thoughtline.messages import Message, Origin
+from thoughtline.modelconfig import ModelConfig
+from thoughtline.requestlog import RequestLog
+from thoughtline.routes.resolve import Route, is_local_endpoint
+from thoughtline.verdicts import Verdict
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnOptions:
+    stream: bool = True
+    keep_partial: bool = True  # store an interrupted answer marked incomplete (else drop it)
+
+
+class TurnSink(Protocol):
+    """Where a turn's results go. Each call may raise; the engine logs the true outcome."""
+
+    def learned(self, lesson: Lesson) -> None:
+        """Persist what a rejection taught (before the one retry is sent)."""
+        ...
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        """Store the completed turn (the pending messages and the answer) atomically."""
+        ...
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        """The answer did not complete: keep what should be kept (``partial`` may be None)."""
+        ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnInput:
+    """Everything one turn needs: who to talk to, what was learned, what to send."""
+
+    codec: Codec
+    provider: ProviderConfig
+    config: ModelConfig
+    history: Sequence[Message]
+    pending: Sequence[Message]
+    #: Verdicts learned elsewhere for the same (provider, host, model): the global ledger.
+    ledger: Sequence[Verdict] = ()
+    cache: WireCache | None = None
+    session: str = ""  # for the request log
+
+    @property
+    def route(self) -> Route:
+        p = self.provider
+        return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
+
+
+@dataclass(kw_only=True, slots=True)
+class _Attempt:
+    """One HTTP request of a turn, as the request log records it."""
+
+    route: Route
+    encoded: Encoded
+    attempt: int
+    stream: bool
+    learned: tuple[Lesson, ...]
+    started: float
+    retries_before: int
+    status: int | None = None
+    outcome: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def finish(self, status: int | None, outcome: str) -> None:
+        self.status, self.outcome = status, outcome
+
+
+class TurnEngine:
+    """Runs turns over one transport; stateless between turns."""
+
+    def __init__(self, transport: Any, log: RequestLog | None = None) -> None:
+        self.transport = transport
+        self.log = log
+
+    # --- building -----------------------------------------------------------------------------
+
+    @staticmethod
+    def plan(turn: TurnInput, config: ModelConfig | None = None) -> replay.ReplayPlan:
+        config = config or turn.config
+        route = turn.route
+        return replay.plan(route, [*config.verdicts, *turn.ledger],
+                           fingerprints=config.fingerprints,
+                           settings=config.api_settings(route.api))
+
+    @classmethod
+    def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
+              ) -> tuple[Encoded, replay.ReplayPlan]:
+        """The request the turn would send now (history + pending), and its plan."""
+        config = config or turn.config
+        plan = cls.plan(turn, config)
+        spec = RequestSpec(model=turn.provider.model, tools=config.tools, params=config.params,
+                           stream=stream, settings=config.api_settings(turn.codec.api))
+        history = replay.answered([*turn.history, *turn.pending])
+        return turn.codec.encode_request(history, plan, spec, turn.cache), plan
+
+    @staticmethod
+    def target(turn: TurnInput, route: Route, *, stream: bool) -> Any:
+        from thoughtline.transport import Target
+        from thoughtline.transport.auth import auth_for, needs_key
+
+        p, codec = turn.provider, turn.codec
+        endpoint = codec.endpoint(p, p.model, stream=stream)
+        scheme = codec.auth_scheme(p)
+        key = p.api_key()
+        if key is None and p.key_env and needs_key(scheme) and not is_local_endpoint(route.host):
+            raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
+                             f"(or name another variable with --api-key-env / api_key_env in "
+                             f"config.toml)")
+        return Target(url=endpoint.url, headers={**endpoint.headers, **(p.headers or {})},
+                      route=route.row, provider=p.id, auth=auth_for(scheme, key,
+                                                                   region=_region(p)),
+                      framing=endpoint.framing)
+
+    # --- running ------------------------------------------------------------------------------
+
+    async def run(self, turn: TurnInput, sink: TurnSink,
+                  options: TurnOptions | None = None) -> AsyncIterator[Event]:
+        """Send the turn; yield reasoning/text deltas, notices, and finally ``Done``.
+
+        At most two requests: the second only when the first's 4xx taught something that
+        changes the request. A lesson from the retry's own rejection is kept, never retried.
+        """
+        options = options or TurnOptions()
+        learned: list[Lesson] = []
+        config = turn.config
+        for attempt in (1, 2):
+            route = turn.route
+            encoded, plan = self.build(turn, stream=options.stream, config=config)
+            target = self.target(turn, route, stream=options.stream)
+            record = _Attempt(route=route, encoded=encoded, attempt=attempt,
+                              stream=options.stream, learned=tuple(learned),
+                              started=time.monotonic(),
+                              retries_before=self.transport.retries)
+            try:
+                async for event in self._exchange(turn, route, target, encoded, sink, options,
+                                                  record):
+                    yield event
+                return
+            except ProviderError as error:
+                record.finish(error.status, "error")
+                lesson = self._lesson(turn, error, encoded, plan, config, options)
+                if lesson is None or attempt == 2:
+                    if lesson is not None:
+                        sink.learned(lesson)
+                    raise
+            except ProtocolError:
+                record.finish(200, "interrupted")
+                raise
+            except (asyncio.CancelledError, GeneratorExit):
+                record.finish(record.status, record.outcome or "cancelled")
+                raise
+            finally:
+                self._log(turn, record)
+            learned.append(lesson)
+            config = config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
+                                    fingerprints=lesson.fingerprints,
+                                    settings=lesson.settings)
+            sink.learned(lesson)
+            yield Notice(lesson.notice)
+
+    def _lesson(self, turn: TurnInput, error: ProviderError, encoded: Encoded,
+                plan: replay.ReplayPlan, config: ModelConfig,
+                options: TurnOptions) -> Lesson | None:
+        if error.status is not None and not 400 <= error.status < 500:
+            return None
+        lesson = turn.codec.classify(error.status, error.body, encoded, plan)
+        if lesson is None:
+            return None
+        after = config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
+                               fingerprints=lesson.fingerprints, settings=lesson.settings)
+        retry, _ = self.build(turn, stream=options.stream, config=after)
+        if orjson.dumps(retry.body) == orjson.dumps(encoded.body):
+            # E.g. a pad demanded while every assistant turn already carries it: the retry
+            # would be the same request, so the error stands.
+            return None
+        return lesson
+
+    async def _exchange(self, turn: TurnInput, route: Route, target: Any, encoded: Encoded,
+                        sink: TurnSink, options: TurnOptions,
+                        record: _Attempt) -> AsyncIterator[Event]:
+        codec = turn.codec
+        origin = Origin(api=codec.api, provider=route.provider, host=route.host,
+                        model=turn.provider.model, region=_region(turn.provider))
+        seed = uuid.uuid4().hex
+        raw = orjson.dumps(encoded.body)
+        if not options.stream:
+            done = codec.decode_response(await self.transport.post_json(target, raw), origin,
+                                         seed=seed)
+            record.finish(200, "ok")
+            self._store(sink, turn.pending, done, record)
+            yield done
+            return
+        fold = codec.new_fold(origin, seed=seed)
+        finished = False
+        try:
+            async for event_type, payload in self.transport.stream_events(target, raw):
+                for event in fold.add_event(event_type, payload):
+                    yield event
+            if not fold.finished:
+                raise StreamInterrupted("the stream ended before the provider finished the "
+                                        "answer")
+            done = fold.finish(complete=True)
+            record.finish(200, "ok")
+            finished = True  # from here on the answer is whole: never stored as partial
+            self._store(sink, turn.pending, done, record)
+            yield done
+        finally:
+            if not finished:
+                partial = None
+                if options.keep_partial and fold.saw_chunk:
+                    folded = fold.finish(complete=False).message
+                    partial = folded if folded.parts else None
+                sink.interrupted(turn.pending, partial)
+
+    @staticmethod
+    def _store(sink: TurnSink, pending: Sequence[Message], done: Done, record: _Attempt) -> None:
+        try:
+            sink.finished(pending, done)
+        except BaseException:
+            record.finish(200, "unsaved")
+            raise
+        if done.reports:
+            record.extra["reports"] = list(done.reports)
+
+    def _log(self, turn: TurnInput, record: _Attempt) -> None:
+        if self.log is None:
+            return
+        route = record.route
+        summary = turn.codec.summary(record.encoded, turn.cache)
+        self.log.write({
+            "session": turn.session, "route": route.row, "api": route.api,
+            "provider": route.provider, "host": route.host, "model": route.model,
+            "status": record.status, "outcome": record.outcome or "cancelled",
+            "attempt": record.attempt, "stream": record.stream,
+            "duration_ms": round((time.monotonic() - record.started) * 1000, 1),
+            "retries": self.transport.retries - record.retries_before, **summary,
+            "verdicts": [lesson.verdict.to_json() for lesson in record.learned
+                         if lesson.verdict is not None],
+            **({"repairs": sorted(f for lesson in record.learned for f in lesson.fingerprints)}
+               if any(lesson.fingerprints for lesson in record.learned) else {}),
+            **record.extra,
+        })
+
+
+def _region(provider: ProviderConfig) -> str:
+    return provider.region or os.environ.get("AWS_REGION") or os.environ.get(
+        "AWS_DEFAULT_REGION") or ""
