@@ -139,7 +139,11 @@ def test_provider_error_exits_1_and_keeps_the_session(cli: Cli, emu: ChatEmulato
     before = len(emu.received)
     result = cli.run("chat", "-r", session, "-p", "second", "--json")
     assert result.returncode == 1, result
-    assert result.stdout == ""
+    # --json still prints exactly one object on stdout, naming the error (issue 10)
+    [line] = result.stdout.splitlines()
+    failure = json.loads(line)
+    assert failure["session"] == session
+    assert failure["error"]["status"] == 400 and "test 7731" in failure["error"]["message"]
     assert "400" in result.stderr and "test 7731" in result.stderr
     assert "Traceback" not in result.stderr
     assert [r.status for r in emu.received[before:]] == [400]  # no blind retry

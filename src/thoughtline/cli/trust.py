@@ -35,8 +35,8 @@ def settle_provider(prov: config.ProviderConfig, model_config: Mapping[str, Any]
              f"{safe_line(prov.key_env) or '(none)'}")
     if trust:
         say(f"note: --trust-provider: using the imported file's provider {safe_line(prov.id)!r} "
-            f"({shown})")
-        return prov
+            f"({shown}); headers from config.toml are not sent to it")
+        return replace(prov, headers=None)
     try:
         local = config.provider(prov.id, cfg)
     except UsageError as exc:
