@@ -73,6 +73,9 @@ def _slash(runner: ChatRunner, line: str) -> bool:
         return False
     if name == "help":
         out.print(HELP, markup=False)
+    elif name == "branch" and not runner.session.history:
+        out.print("nothing to branch yet: this session has no turns (send a message first)",
+                  markup=False)
     elif name == "branch":
         branched = runner.branch(arg)
         out.print(f"branched: now in session {branched.id[:12]} "
