@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from dataclasses import replace
 from typing import Any
@@ -164,8 +165,9 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
     # missing provider or key fails at once.
     resuming = resume is not None or cont
     prov = None if resuming else pick_provider(ctx, provider_id, base_url, model, key_env)
-    from thoughtline.cli.turns import ChatRunner
+    from thoughtline.cli.turns import TERMINATED, ChatRunner, terminate_gracefully
 
+    terminate_gracefully()
     store = open_store(ctx)
     runner = ChatRunner(ctx=ctx, store=store, stream=not no_stream,
                         show_reasoning=show_reasoning, out=console(), err=console(stderr=True))
@@ -178,13 +180,16 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
         if text is not None:
             done = _one_shot(runner, text, as_json)
             if done is None:  # interrupted: the session is kept, but this is not a success
-                raise SystemExit(INTERRUPTED)
+                raise SystemExit(TERMINATED if runner.stopped_by == signal.SIGTERM
+                                 else INTERRUPTED)
             if as_json:
                 click.echo(json.dumps(reply_json(runner.session.id, done), ensure_ascii=False))
             return
         from thoughtline.cli.interactive import run_interactive
 
         run_interactive(runner)
+        if runner.stopped_by == signal.SIGTERM:
+            raise SystemExit(TERMINATED)
     finally:
         runner.close()
         store.close()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -134,6 +135,8 @@ def run_interactive(runner: ChatRunner) -> None:
             continue
         try:
             runner.turn(line)
+            if runner.stopped_by == signal.SIGTERM:
+                return  # asked to stop: the session is kept, the loop ends
         except (ProviderError, ProtocolError) as exc:
             runner.err.print(f"error: {safe(exc)}", style="red", markup=False)
             runner.err.print("(the session is intact; try again or /model to switch)",

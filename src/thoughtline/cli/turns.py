@@ -27,6 +27,27 @@ if TYPE_CHECKING:
     from thoughtline.store.base import Store
 
 
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TERMINATED = 128 + signal.SIGTERM  # exit status after SIGTERM
+
+
+class Terminated(SystemExit):
+    """SIGTERM outside a turn: unwind (closing the store, removing an empty new session)."""
+
+    def __init__(self) -> None:
+        super().__init__(TERMINATED)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def terminate_gracefully() -> None:
+    """SIGTERM raises ``Terminated`` (in the main thread), so ``finally`` blocks run."""
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGTERM, _raise_terminated)
+
+
 class ChatRunner:
     def __init__(self, *, ctx: click.Context, store: Store, stream: bool, show_reasoning: bool,
                  out: Console, err: Console) -> None:
@@ -43,6 +64,7 @@ class ChatRunner:
         self.emulator: Any = None
         self._session: Session | None = None
         self._created = False  # this run created the session (removed again if it stays empty)
+        self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
 
     @property
     def session(self) -> Session:
@@ -129,9 +151,19 @@ class ChatRunner:
         return self.turn(text, render=not as_json)
 
     def turn(self, text: str, *, render: bool = True) -> Done | None:
+        """One turn. Ctrl-C (SIGINT) and SIGTERM both stop the answer the same way: the prompt
+        and what arrived are kept (marked incomplete), the request is logged; ``None`` then, and
+        ``stopped_by`` says which signal it was."""
         task = self.loop.create_task(self._run(text, render))
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-main thread
-            self.loop.add_signal_handler(signal.SIGINT, task.cancel)
+        before = self.session.id
+
+        def stop(signum: int) -> None:
+            self.stopped_by = signum
+            task.cancel()
+
+        for signum in _STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self.loop.add_signal_handler(signum, stop, signum)
         try:
             done = self.loop.run_until_complete(task)
         except asyncio.CancelledError:
@@ -139,10 +171,18 @@ class ChatRunner:
                            "as incomplete]", style="yellow", markup=False)
             return None
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                self.loop.remove_signal_handler(signal.SIGINT)
+            for signum in _STOP_SIGNALS:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    self.loop.remove_signal_handler(signum)
+            terminate_gracefully()  # asyncio leaves SIGTERM at its default: take it back
         if done is not None:
             self._name_untitled(text)
+            if self.session.id != before:
+                self.err.print(f"note: another process added turns to session {before[:12]} "
+                               "while this answer was written; so that no history is one the "
+                               f"model never saw, this turn was stored as a new branch "
+                               f"{self.session.id} (continue it with chat -r "
+                               f"{self.session.id[:12]})", style="yellow", markup=False)
         return done
 
     def _name_untitled(self, text: str) -> None:

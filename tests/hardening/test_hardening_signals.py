@@ -1,0 +1,66 @@
+"""Item 11: SIGTERM mid-turn is handled like Ctrl-C — the prompt and the partial answer are kept
+(marked incomplete), the request is logged, no empty session is left — and exits 143.
+
+The signal is sent once the answer is visibly streaming (an event read from the child's stdout),
+not after a sleep.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+from cli_support import ENTRY, Cli
+
+from thoughtline.testing import ChatEmulator
+
+
+@pytest.fixture(scope="module")
+def slow_emu() -> Iterator[ChatEmulator]:
+    with ChatEmulator("deepseek", require_auth=False) as emulator:
+        emulator.chunk_delay = 0.3  # long enough that the answer is still streaming
+        yield emulator
+
+
+def wait_for_output(proc: subprocess.Popen[bytes], text: bytes, limit: float = 30) -> bytes:
+    """Read the child's stdout until ``text`` appears (the limit only stops a hung test)."""
+    assert proc.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + limit
+    while text not in seen:
+        assert time.monotonic() < deadline, seen
+        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
+        if ready:
+            chunk = os.read(proc.stdout.fileno(), 4096)
+            assert chunk, f"the child closed stdout early: {seen!r}"
+            seen += chunk
+    return seen
+
+
+def test_sigterm_mid_answer_keeps_the_session_and_logs_the_request(
+        cli: Cli, slow_emu: ChatEmulator) -> None:
+    proc = subprocess.Popen([*ENTRY, "chat", "--provider", "deepseek", "--base-url",
+                             slow_emu.base_url, "-p", "a slow question"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, env=cli.environ())
+    try:
+        wait_for_output(proc, b"Turn 1:")  # the reasoning has started to stream
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, stderr
+    assert b"interrupted" in stderr and b"Traceback" not in stderr
+    [session] = cli.sessions()
+    turns = cli.show(session["id"])["turns"]
+    assert [t["role"] for t in turns] == ["user", "assistant"]
+    assert turns[0]["preview"] == "a slow question"
+    assert turns[1]["incomplete"] is True
+    [record] = cli.log_records()
+    assert record["outcome"] == "cancelled"
