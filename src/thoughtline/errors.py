@@ -56,6 +56,18 @@ class StoreError(ThoughtlineError):
     """The store could not be read or written."""
 
 
+class HeadMoved(ThoughtlineError):
+    """An append expected the session to hold ``expected`` turns, but another writer had added
+    some meanwhile (it holds ``found``): appending would store a history no model saw."""
+
+    def __init__(self, session_id: str, *, expected: int, found: int) -> None:
+        super().__init__(f"session {session_id} has {found} turns, not the {expected} this "
+                         "answer was written against: another process added turns meanwhile")
+        self.session_id = session_id
+        self.expected = expected
+        self.found = found
+
+
 class CorruptPayload(StoreError):
     """A stored opaque payload no longer matches its digest; it is never sent."""
 

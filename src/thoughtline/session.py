@@ -23,7 +23,7 @@ from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson
-from thoughtline.errors import StoreError, UsageError
+from thoughtline.errors import HeadMoved, StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
 from thoughtline.messages import system as system_message
@@ -185,7 +185,15 @@ class Session:
                                                         headers=mine.provider.headers))
 
     def _append(self, messages: Sequence[Message]) -> None:
-        self.store.append(self.id, messages)
+        try:
+            self.store.append(self.id, messages, expect_turns=len(self._history))
+        except HeadMoved:
+            # Another writer extended this session since it was loaded: this answer belongs
+            # after the history it was written against, so it goes on a branch from there.
+            self.record = self.store.branch(self.id, at=len(self._history),
+                                            title=f"{self.record.title or 'untitled'} "
+                                                  "(concurrent)")
+            self.store.append(self.id, messages, expect_turns=len(self._history))
         self._history.extend(messages)
 
     def branch(self, at: int | None = None, title: str = "") -> Session:

@@ -89,8 +89,11 @@ class Store(Protocol):
         instead of raising ``CorruptPayload``."""
         ...
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages atomically (all or none) and bump ``updated_at``."""
+    def append(self, session_id: str, messages: Sequence[Message], *,
+               expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append messages atomically (all or none) and bump ``updated_at``; with
+        ``expect_turns``, raise ``HeadMoved`` (writing nothing) unless the session holds exactly
+        that many turns."""
         ...
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from thoughtline.errors import NotFound, UsageError
+from thoughtline.errors import HeadMoved, NotFound, UsageError
 from thoughtline.messages import Message
 from thoughtline.store import codec, history, ledger
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
@@ -169,13 +169,20 @@ class SqlStore:
             if collecting:
                 gc.enable()
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append atomically (all or none) and bump ``updated_at``."""
+    def append(self, session_id: str, messages: Sequence[Message], *,
+               expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append atomically (all or none) and bump ``updated_at``.
+
+        ``expect_turns``: the number of turns the caller's history holds (what the answer was
+        written against). If the session holds another number when the write lock is taken,
+        nothing is written and ``HeadMoved`` is raised — an optimistic check of the head.
+        """
         now = time.time()
         with self._db.transaction(write=True) as tx:
             # Updating the row first also serializes concurrent appends to one session.
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
+            _check_head(tx, session_id, expect_turns)
             return history.append(tx, session_id, messages, now)
 
     # --- verdict ledger -----------------------------------------------------------------------
@@ -208,6 +215,14 @@ class SqlStore:
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _check_head(tx: Tx, session_id: str, expected: int | None) -> None:
+    if expected is None:
+        return
+    found = history.next_seq(tx, session_id)  # = the number of visible turns
+    if found != expected:
+        raise HeadMoved(session_id, expected=expected, found=found)
 
 
 def _session(tx: Tx, session_id: str) -> SessionRecord:
