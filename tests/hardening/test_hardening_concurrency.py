@@ -17,7 +17,6 @@ import pytest
 from cli_support import Cli
 
 from thoughtline import ProviderConfig, Session, open_store
-from thoughtline.errors import HeadMoved
 from thoughtline.messages import user
 from thoughtline.testing import ChatEmulator
 
@@ -29,6 +28,8 @@ def emu() -> Iterator[ChatEmulator]:
 
 
 def test_append_checks_the_head_in_its_transaction(tmp_path: Path) -> None:
+    from thoughtline.errors import HeadMoved
+
     store = open_store(tmp_path / "state.db", tmp_path)
     try:
         sid = store.create_session(title="t").id
