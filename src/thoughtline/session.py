@@ -108,8 +108,10 @@ class Session:
         """The HTTP transport, made on first use (httpx is only imported to send)."""
         if self._transport is None:
             from thoughtline.transport import HttpTransport
+            from thoughtline.transport.http import TransportConfig
 
-            self._transport = HttpTransport()
+            # The provider's own timeouts (config.toml), the transport's defaults otherwise.
+            self._transport = HttpTransport(TransportConfig(**self.provider.timeouts()))
         return self._transport
 
     @transport.setter

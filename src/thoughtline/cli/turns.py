@@ -97,6 +97,7 @@ class ChatRunner:
         prov = self._prepare(prov)
         self._session = Session.create(self.store, prov, title=title, log=self._log())
         self._created = True
+        self._tell_waits()
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
@@ -121,9 +122,17 @@ class ChatRunner:
         if prepared != session.provider:
             session.set_provider(prepared)
         self._session = session
+        self._tell_waits()
         for problem in session.problems:
             self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part will "
                            "not be sent", style="yellow")
+
+    def _tell_waits(self) -> None:
+        """A slow provider and a Retry-After wait are said on stderr, not silence."""
+        transport = self.session.transport
+        if hasattr(transport, "on_wait"):
+            transport.on_wait = lambda text: self.err.print(safe(text), style="dim",
+                                                            markup=False)
 
     def switch_model(self, model: str) -> None:
         self.session.set_model(model)

@@ -20,6 +20,7 @@ from thoughtline.errors import ConfigError, HomeError, UsageError
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
+_TIMEOUTS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
                 "route_as", "auth", "project")
 
@@ -94,6 +95,11 @@ class ProviderConfig:
     auth: str = ""
     #: The cloud project a platform route needs in its URL (Vertex), when it has one.
     project: str = ""
+    #: Seconds; 0 means the transport's default. ``first_byte_timeout`` bounds the wait for the
+    #: response to start (a provider that accepts the connection and never answers).
+    connect_timeout: float = 0.0
+    read_timeout: float = 0.0
+    first_byte_timeout: float = 0.0
 
     @property
     def route_id(self) -> str:
@@ -106,14 +112,19 @@ class ProviderConfig:
         env = os.environ if environ is None else environ
         return env.get(self.key_env) or None
 
+    def timeouts(self) -> dict[str, float]:
+        """The timeouts this provider sets (the transport keeps its defaults for the rest)."""
+        return {name: getattr(self, name) for name in _TIMEOUTS if getattr(self, name)}
+
     def to_json(self) -> dict[str, Any]:
         """The stored form (model config): names only, never a key."""
-        out = {"id": self.id, "api": self.api, "base_url": self.base_url,
-               "key_env": self.key_env, "model": self.model, "echo": self.echo}
+        out: dict[str, Any] = {"id": self.id, "api": self.api, "base_url": self.base_url,
+                               "key_env": self.key_env, "model": self.model, "echo": self.echo}
         for name in ("region", "route_as", "auth", "project"):
             value = getattr(self, name)
             if value:
                 out[name] = value
+        out.update(self.timeouts())
         return out
 
     @classmethod
@@ -122,7 +133,9 @@ class ProviderConfig:
                    base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
                    model=raw.get("model", ""), echo=raw.get("echo", "auto"),
                    region=raw.get("region", ""), route_as=raw.get("route_as", ""),
-                   auth=raw.get("auth", ""), project=raw.get("project", ""))
+                   auth=raw.get("auth", ""), project=raw.get("project", ""),
+                   **{name: float(raw[name]) for name in _TIMEOUTS
+                      if isinstance(raw.get(name), int | float)})
 
 
 @cache
@@ -135,6 +148,13 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     for key in _TEXT_FIELDS:
         if not isinstance(raw.get(key, ""), str):
             raise ConfigError(f"provider {name!r}: {key} must be a string, not {raw[key]!r}")
+    timeouts = {}
+    for key in _TIMEOUTS:
+        value = raw.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"provider {name!r}: {key} must be a number of seconds, "
+                              f"not {value!r}")
+        timeouts[key] = float(value)
     echo = raw.get("echo", "auto")
     if echo not in _ECHO_VALUES:
         raise ConfigError(f"provider {name!r}: echo must be one of {', '.join(_ECHO_VALUES)}, "
@@ -144,7 +164,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         key_env=raw.get("api_key_env", raw.get("key_env", "")), model=raw.get("model", ""),
         echo=echo, region=raw.get("region", ""), headers=raw.get("headers"),
         route_as=raw.get("route_as", "").lower(), auth=raw.get("auth", ""),
-        project=raw.get("project", ""),
+        project=raw.get("project", ""), **timeouts,
     )
 
 
