@@ -205,16 +205,16 @@ def test_missing_key_on_loopback_is_a_provider_error(cli: Cli, auth_emu: ChatEmu
 
 
 def test_interrupted_one_shot_keeps_the_session(cli: Cli, emu: ChatEmulator) -> None:
-    before = len(emu.received)
+    chunks = emu.chunks_sent
     emu.chunk_delay = 0.2  # about 2 s for the whole answer
     try:
         proc = subprocess.Popen([*ENTRY, *deepseek(emu), "-p", "slow one", "--json"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=cli.environ())
         deadline = time.monotonic() + 30
-        while len(emu.received) == before and time.monotonic() < deadline:
+        # An event, not a sleep: a few chunks of this answer have gone out.
+        while emu.chunks_sent < chunks + 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.5)  # a few chunks in
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
     finally:
