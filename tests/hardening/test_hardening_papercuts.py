@@ -54,9 +54,10 @@ def test_human_log_lines_say_what_happened(cli: Cli) -> None:
     log.write({**base, "status": None, "outcome": "error"})
     log.write({**base, "status": 200, "outcome": "interrupted"})
     log.write({**base, "status": 200, "outcome": "ok"})
+    log.write({**base, "status": 200, "outcome": "unsaved"})
     lines = cli.invoke("logs").stdout.splitlines()
     assert [line.split()[2] for line in lines] == [
-        "cancelled", "unreachable", "200-broken-stream", "200"]
+        "cancelled", "unreachable", "200-broken-stream", "200", "200-unsaved"]
     assert not any("None" in line for line in lines)
 
 

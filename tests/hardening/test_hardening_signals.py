@@ -64,3 +64,60 @@ def test_sigterm_mid_answer_keeps_the_session_and_logs_the_request(
     assert turns[1]["incomplete"] is True
     [record] = cli.log_records()
     assert record["outcome"] == "cancelled"
+
+
+def test_an_answer_that_cannot_be_stored_is_never_stored_as_incomplete(
+        tmp_path, slow_emu: ChatEmulator, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Item 11: a write lock held past every retry made a finished answer be stored
+    "(incomplete)". A stored answer is complete, or it is not stored (it is rescued to a file)."""
+    import asyncio
+    import json as jsonlib
+
+    from thoughtline import ProviderConfig, Session, open_store
+    from thoughtline import session as session_module
+    from thoughtline.errors import StoreError
+    from thoughtline.requestlog import RequestLog
+
+    monkeypatch.setattr(session_module, "_WRITE_ATTEMPTS", (0.0, 0.0))
+    store = open_store(tmp_path / "state.db", tmp_path)
+    provider = ProviderConfig(id="deepseek", base_url=slow_emu.base_url,
+                              model="deepseek-reasoner")
+    slow_emu.chunk_delay = 0.0
+    real_append = store.append
+    locked = {"on": False}
+
+    def busy_append(*args, **kwargs):
+        if locked["on"]:
+            raise StoreError("database is locked")
+        return real_append(*args, **kwargs)
+
+    monkeypatch.setattr(store, "append", busy_append)
+
+    async def scenario() -> BaseException | None:
+        session = Session.create(store, provider, log=RequestLog(tmp_path / "logs"),
+                                 rescue_dir=tmp_path / "rescue")
+        locked["on"] = True
+        try:
+            await session.send("answer me")
+        except StoreError as exc:
+            return exc
+        finally:
+            locked["on"] = False
+            await session.aclose()
+        return None
+
+    try:
+        error = asyncio.run(scenario())
+        [record] = store.list_sessions()
+        stored = store.load_history(record.id).messages
+    finally:
+        slow_emu.chunk_delay = 0.3
+        store.close()
+    assert isinstance(error, StoreError) and "nothing was lost" in str(error)
+    assert stored == ()  # not half of it, and never an "(incomplete)" copy of a whole answer
+    [rescued] = (tmp_path / "rescue").iterdir()
+    messages = jsonlib.loads(rescued.read_text())["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    assert not messages[1].get("incomplete")
+    [log] = RequestLog(tmp_path / "logs").read()
+    assert log["outcome"] == "unsaved"

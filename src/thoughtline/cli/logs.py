@@ -21,6 +21,8 @@ def _status(record: dict[str, Any]) -> str:
         return f"{status or 200}-broken-stream"
     if outcome == "cancelled":
         return "cancelled"
+    if outcome == "unsaved":  # answered, but the answer could not be stored (see rescue/)
+        return f"{status or 200}-unsaved"
     if status is None:
         return "unreachable" if outcome == "error" else "no-answer"
     return str(status)
