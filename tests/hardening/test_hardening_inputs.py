@@ -32,11 +32,17 @@ def test_non_utf8_stdin_is_a_usage_error(cli: Cli) -> None:
     assert b"standard input is not UTF-8" in result.stderr
 
 
-def test_non_utf8_argv_is_a_usage_error(cli: Cli) -> None:
-    result = run_bytes(cli, [b"chat", b"--provider", b"demo", b"-p", b"caf\xe9"])
+@pytest.mark.parametrize("args", [
+    [b"chat", b"--provider", b"demo", b"-p", b"caf\xe9"],
+    [b"chat", b"--provider", b"demo", b"--title", b"\xff", b"-p", b"hi"],
+    [b"sessions", b"show", b"caf\xe9"],
+    [b"routes", b"--model", b"\xfe"],
+])
+def test_non_utf8_argv_is_a_usage_error(cli: Cli, args: list[bytes]) -> None:
+    result = run_bytes(cli, args)
     assert result.returncode == 2, result.stderr
     assert b"Traceback" not in result.stderr
-    assert b"the prompt is not valid UTF-8" in result.stderr
+    assert b"is not valid UTF-8" in result.stderr
 
 
 def test_non_utf8_config_toml(tmp_path: Path) -> None:
