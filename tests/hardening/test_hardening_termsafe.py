@@ -94,3 +94,21 @@ def test_human_log_lines_are_inert(cli: Cli) -> None:
     assert result.returncode == 0, result.stderr
     assert_inert(result.stdout)
     assert "\\x1b]0;pwned" in result.stdout
+
+
+def test_routes_shows_an_imported_verdict_reason_inert(cli: Cli, tmp_path: Path) -> None:
+    prov = config.presets()["deepseek"]
+    from thoughtline.routes import resolve
+
+    route = resolve(prov.api, prov.route_id, prov.base_url, prov.model)
+    data = {"format": "thoughtline.session/1", "session": {"title": "v", "model_config": {
+        "provider": prov.to_json(), "verdicts": [
+            {"provider": route.provider, "host": route.host, "model": route.model,
+             "drop": ["reasoning"], "reason": f"bad {OSC_TITLE} reason"}]}},
+        "messages": []}
+    path = tmp_path / "v.json"
+    path.write_text(json.dumps(data))
+    sid = cli.ok("sessions", "import", str(path)).stdout.strip()
+    result = cli.ok("routes", "--provider", "deepseek", "--session", sid)
+    assert "bad \\x1b]0;pwned\\x07 reason" in result.stdout
+    assert_inert(result.stdout)

@@ -29,7 +29,10 @@ def _status(record: dict[str, Any]) -> str:
 
 
 def _line(record: dict[str, Any]) -> str:
-    when = time.strftime("%H:%M:%S", time.localtime(record.get("time", 0)))
+    try:
+        when = time.strftime("%H:%M:%S", time.localtime(record.get("time", 0)))
+    except (OverflowError, OSError, ValueError):  # a time no clock shows (an edited file)
+        when = "??:??:??"
     carriers = record.get("carriers") or {}
     carried = ", ".join(f"{k}×{v}" for k, v in sorted(carriers.items())) or "no reasoning fields"
     native = record.get("native") or {}

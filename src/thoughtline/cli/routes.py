@@ -10,6 +10,7 @@ import click
 
 from thoughtline import config
 from thoughtline.routes import Route, resolve
+from thoughtline.termsafe import safe_line
 
 
 def describe(route: Route) -> list[str]:
@@ -92,12 +93,14 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
         click.echo(json.dumps(data))
         return
     for line in describe(route):
-        click.echo(line)
+        click.echo(safe_line(line))
     for verdict in learned:
         what = [f"stop sending {', '.join(sorted(verdict.drop))}"] if verdict.drop else []
         if verdict.pad:
             what.append("send the placeholder on assistant turns without reasoning")
-        click.echo(f"learned: {' and '.join(what)} ({verdict.reason or 'from a 4xx'})")
+        # Reasons are stored text (a provider's words, or an imported file's): shown inert.
+        click.echo(safe_line(f"learned: {' and '.join(what)} "
+                             f"({verdict.reason or 'from a 4xx'})"))
     if learned:
         click.echo("effective on the wire: " + (", ".join(wire.get("carriers", [])) or "nothing"))
 
