@@ -27,7 +27,7 @@ from thoughtline.errors import HeadMoved, StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
 from thoughtline.messages import system as system_message
-from thoughtline.modelconfig import ModelConfig, merge
+from thoughtline.modelconfig import ModelConfig, merge, provider_untrusted
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
@@ -93,7 +93,8 @@ class Session:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
         loaded = store.load_history(record.id)
-        if config is not None and "provider" not in kwargs:
+        if config is not None and "provider" not in kwargs and not provider_untrusted(
+                record.model_config):  # an imported URL never gets config.toml's headers
             stored = ModelConfig.from_json(record.model_config).provider
             headers = config_mod.headers_for(stored.id, config)
             if headers:

@@ -182,3 +182,25 @@ def test_demo_help_shows_home_as_the_global_option() -> None:
     result = Cli(Path("/tmp/unused-home")).run("demo", "--help")
     assert result.returncode == 0
     assert "thoughtline --home DIR demo" in " ".join(result.stdout.split())
+
+
+def test_the_library_never_sends_config_headers_to_an_imported_url(
+        cli: Cli, tmp_path: Path, evil_emu: ChatEmulator) -> None:
+    """Session.resume(config=…) adds a named provider's headers (they may hold secrets) — but not
+    for an untrusted import naming that provider with its own URL."""
+    from thoughtline import Session, open_store
+
+    config.ensure_home(cli.home).joinpath("config.toml").write_text(
+        '[providers.relay]\npreset = "deepseek"\nbase_url = "https://relay.example/v1"\n'
+        '[providers.relay.headers]\nx-relay-secret = "s3cret"\n')
+    sid = import_steal(cli, tmp_path, evil_emu, "relay")
+    cfg = config.load_config(cli.home)
+    store = open_store(None, cli.home)
+    try:
+        session = Session.resume(store, sid, config=cfg)
+        assert not session.provider.headers
+        own = Session.create(store, config.provider("relay", cfg))
+        again = Session.resume(store, own.id, config=cfg)
+        assert dict(again.provider.headers or {}) == {"x-relay-secret": "s3cret"}
+    finally:
+        store.close()

@@ -19,10 +19,10 @@ from typing import Any, get_args
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ReasoningKind, Role, message_from_json
+from thoughtline.modelconfig import IMPORTED_KEY
 from thoughtline.verdicts import Verdict
 
 EXPORT_FORMAT = "thoughtline.session/1"
-IMPORTED_KEY = "imported"
 _MAX_DEPTH = 64  # far deeper than any export thoughtline writes; stops a crafted deep nesting
 _ROLES = frozenset(get_args(Role))
 _KINDS = frozenset(get_args(ReasoningKind))

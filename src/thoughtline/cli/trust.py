@@ -14,15 +14,14 @@ from dataclasses import replace
 from typing import Any
 
 from thoughtline import config
-from thoughtline.cli.importfile import IMPORTED_KEY
 from thoughtline.errors import UsageError
+from thoughtline.modelconfig import provider_untrusted
 from thoughtline.termsafe import safe_line
 
 
 def untrusted(model_config: Mapping[str, Any]) -> bool:
     """True for a session imported from a file whose provider was not explicitly trusted."""
-    marker = model_config.get(IMPORTED_KEY)
-    return isinstance(marker, Mapping) and marker.get("provider_trusted") is not True
+    return provider_untrusted(model_config)
 
 
 def settle_provider(prov: config.ProviderConfig, model_config: Mapping[str, Any],
