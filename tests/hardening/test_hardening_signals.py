@@ -121,3 +121,17 @@ def test_an_answer_that_cannot_be_stored_is_never_stored_as_incomplete(
     assert not messages[1].get("incomplete")
     [log] = RequestLog(tmp_path / "logs").read()
     assert log["outcome"] == "unsaved"
+
+
+def test_sigterm_at_the_interactive_prompt_leaves_no_empty_session(cli: Cli) -> None:
+    from cli_support import PtyProcess
+
+    tty = PtyProcess([*ENTRY, "chat", "--provider", "demo"], cli.environ())
+    try:
+        tty.expect("(/help)")
+        tty.expect("›")
+        tty.proc.send_signal(signal.SIGTERM)
+        assert tty.wait() == 143
+    finally:
+        tty.close()
+    assert cli.sessions() == []
