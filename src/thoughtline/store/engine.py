@@ -20,7 +20,7 @@ from typing import Any
 
 from thoughtline.errors import HeadMoved, NotFound, UsageError
 from thoughtline.messages import Message
-from thoughtline.store import codec, history, ledger
+from thoughtline.store import codec, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
@@ -167,6 +167,9 @@ class SqlStore:
                 return history.load(tx, session_id, skip_damaged=skip_damaged)
         finally:
             if collecting:
+                # What was just loaded lives as long as the session: move it out of the
+                # collector's generations so later collections never rescan it.
+                gc.freeze()
                 gc.enable()
 
     def append(self, session_id: str, messages: Sequence[Message], *,
@@ -184,6 +187,19 @@ class SqlStore:
                 raise NotFound(f"no session {session_id!r}")
             _check_head(tx, session_id, expect_turns)
             return history.append(tx, session_id, messages, now)
+
+    def put_wire_forms(self, forms: Sequence[wireforms.WireForm]) -> None:
+        """Store wire forms (idempotent: a form is a pure function of its message and plan)."""
+        if not forms:
+            return
+        with self._db.transaction(write=True) as tx:
+            wireforms.put(tx, forms)
+
+    def load_wire_forms(self, session_id: str, plan: str) -> wireforms.StoredForms:
+        """The visible entries of a session and their verified stored forms for ``plan``."""
+        with self._db.transaction(write=False) as tx:
+            _session(tx, session_id)
+            return wireforms.load(tx, session_id, plan)
 
     # --- verdict ledger -----------------------------------------------------------------------
 
