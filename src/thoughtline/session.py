@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 __all__ = ["Session", "TurnOptions"]
 
 _WRITE_ATTEMPTS = (0.0, 0.25, 1.0)  # delays before each try of a failed turn write
-WIRE_FORM = -2  # LoadProblem.part for a stored wire form
+WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
 class Session:
