@@ -71,6 +71,11 @@ class Store(Protocol):
     def create_session(self, *, title: str = "", model_config: Mapping[str, Any] | None = None,
                        tenant: str = "") -> SessionRecord: ...
 
+    def import_session(self, *, title: str, model_config: Mapping[str, Any],
+                       messages: Sequence[Message], tenant: str = "") -> SessionRecord:
+        """Create a session already holding ``messages``, atomically (all or nothing)."""
+        ...
+
     def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
         """By id, unique id prefix, or exact title (newest wins). Raises NotFound."""
         ...
@@ -80,12 +85,18 @@ class Store(Protocol):
     def list_sessions(self, *, tenant: str | None = None,
                       limit: int | None = None) -> list[SessionRecord]: ...
 
-    def load_history(self, session_id: str) -> LoadedHistory:
-        """Every message of the session in order, inherited ones included, digests verified."""
+    def load_history(self, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
+        """Every message of the session in order, inherited ones included, digests verified.
+
+        ``skip_damaged`` reports a corrupt message (``LoadProblem.part == -2``) and leaves it out
+        instead of raising ``CorruptPayload``."""
         ...
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages atomically (all or none) and bump ``updated_at``."""
+    def append(self, session_id: str, messages: Sequence[Message], *,
+               expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append messages atomically (all or none) and bump ``updated_at``; with
+        ``expect_turns``, raise ``HeadMoved`` (writing nothing) unless the session holds exactly
+        that many turns."""
         ...
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
