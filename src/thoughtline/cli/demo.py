@@ -247,10 +247,11 @@ def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
     learned = _already_learned(home)
     out = console(plain_width=120)
     with demo_credentials():
-        _run(ctx, home, out, keep)
+        _run(ctx, home, out, keep, learned)
 
 
-def _run(ctx: click.Context, home: Path, out: Any, keep: bool) -> None:
+def _run(ctx: click.Context, home: Path, out: Any, keep: bool,
+         learned: set[tuple[str, str]]) -> None:
     root = ctx.find_root().obj or {}
     emulators = {s.label: _start(s) for s in SCENARIOS}
     try:
