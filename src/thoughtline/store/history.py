@@ -37,7 +37,7 @@ SELECT sm.seq, sm.message_id, sm.created_at, m.skeleton, m.skeleton_digest
 FROM session_messages sm LEFT JOIN messages m ON m.digest = sm.message_id
 WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq
 """
-_ENTRIES = """
+ENTRIES = """
 SELECT seq, message_id FROM session_messages WHERE session_id = ? AND seq < ?
 ORDER BY session_id, seq
 """
@@ -63,7 +63,7 @@ def visible_rows(tx: Tx, session_id: str) -> list[Row]:
 def visible_entries(tx: Tx, session_id: str) -> list[tuple[int, str]]:
     """``(seq, message id)`` of every visible message, in order (no skeletons read)."""
     return [(seq, mid) for sid, lim in chain(tx, session_id)
-            for seq, mid in tx.all(_ENTRIES, (sid, lim))]
+            for seq, mid in tx.all(ENTRIES, (sid, lim))]
 
 
 def load(tx: Tx, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
