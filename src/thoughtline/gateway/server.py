@@ -32,6 +32,16 @@ class _Server(uvicorn.Server):
         if self.started:
             print(self._announce, file=sys.stderr, flush=True)
 
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stderr,
+              flush=True)
+        # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown, which would make a clean
+        # stop exit as "killed by signal"; a finished shutdown is a normal exit here.
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
+
 
 def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

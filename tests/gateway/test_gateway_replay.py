@@ -1,0 +1,97 @@
+"""The gateway's promise: a client that strips reasoning still gets exact replay upstream.
+
+An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a
+DeepSeek-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-
+contracts §2) and keeps only role, content and tool calls of every answer. Every upstream request
+must be accepted and must be byte-identical to what a direct thoughtline ``Session`` (which keeps
+the whole turn) sends for the same conversation; the reasoning the client was shown comes back
+upstream byte for byte.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import orjson
+from gateway_support import (
+    UPSTREAM_KEY_ENV,
+    StrippingAgent,
+    running_gateway,
+    tool_output,
+)
+
+from thoughtline import ProviderConfig, Session, ToolResult, ToolSpec, TurnOptions, open_store
+from thoughtline.testing import ChatEmulator
+from thoughtline.transport import HttpTransport
+
+QUESTIONS = ("What's the weather in Paris?", "And in Rome?")
+#: Streamed or not, per request: both paths must rehydrate the same way.
+MODES = (False, True, True, False)
+
+
+def _gateway_run(emu: ChatEmulator, tmp: Path) -> StrippingAgent:
+    with running_gateway(emu, tmp) as gw:
+        agent = StrippingAgent(gw.client())
+        modes = iter(MODES)
+        for question in QUESTIONS:
+            agent.ask(question)
+            assert agent.step(stream=next(modes)).get("tool_calls")
+            assert not agent.step(stream=next(modes)).get("tool_calls")
+    return agent
+
+
+async def _direct_run(emu: ChatEmulator, tmp: Path) -> None:
+    store = open_store(tmp / "direct.db", tmp)
+    transport = HttpTransport()
+    provider = ProviderConfig(id="deepseek", base_url=emu.base_url, key_env=UPSTREAM_KEY_ENV,
+                              model="deepseek-v4-pro")
+    tools = [ToolSpec(name="weather", description="Current weather for a city",
+                      parameters={"type": "object", "properties": {"city": {"type": "string"}},
+                                  "required": ["city"]})]
+    try:
+        session = Session.create(store, provider, tools=tools, transport=transport)
+        modes = iter(MODES)
+        for question in QUESTIONS:
+            done = await session.send(question, TurnOptions(stream=next(modes)))
+            results = [ToolResult(call_id=c.id, content=tool_output(c.arguments))
+                       for c in done.message.tool_calls]
+            await session.send(results, TurnOptions(stream=next(modes)))
+    finally:
+        await transport.aclose()
+        store.close()
+
+
+def test_stripped_history_replays_byte_identical_to_a_direct_session(tmp_path: Path) -> None:
+    with ChatEmulator("deepseek") as via_gateway, ChatEmulator("deepseek") as direct:
+        agent = _gateway_run(via_gateway, tmp_path)
+        asyncio.run(_direct_run(direct, tmp_path))
+        sent = [r.raw for r in via_gateway.received]
+        expected = [r.raw for r in direct.received]
+        assert [r.status for r in via_gateway.received] == [200] * len(MODES)
+        assert [r.status for r in direct.received] == [200] * len(MODES)
+    assert len(sent) == len(expected) == len(MODES)
+    for index, (ours, theirs) in enumerate(zip(sent, expected, strict=True)):
+        assert ours == theirs, f"request {index + 1} differs from the direct session's"
+    # What the client was shown (and then dropped) went back upstream byte for byte.
+    for step, shown in enumerate(agent.reasoning[:-1]):
+        assert shown
+        assert all(orjson.dumps(shown) in raw for raw in sent[step + 1:])
+    # The client really did strip it: its own history holds no reasoning at all.
+    assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id"}
+               for m in agent.messages)
+
+
+def test_every_response_names_its_session_and_one_conversation_keeps_one(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    with running_gateway(deepseek, tmp_path) as gw:
+        agent = StrippingAgent(gw.client())
+        agent.ask(QUESTIONS[0])
+        agent.step(stream=False)
+        first = agent.session
+        agent.step(stream=True)
+        assert agent.session == first != ""
+        history = gw.store.load_history(first).messages
+        roles = [m.message.role for m in history]
+        assert roles == ["user", "assistant", "tool", "assistant"]
+        assert all(m.message.reasoning for m in history if m.message.role == "assistant")
