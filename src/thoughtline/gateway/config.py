@@ -70,7 +70,7 @@ class GatewayConfig:
         found = self.upstreams.get(name) if slash else None
         if found is not None:
             return found, rest
-        if len(self.upstreams) == 1:  # one upstream: a bare model id is that upstream's
+        if not slash and len(self.upstreams) == 1:  # one upstream: a bare id is its model
             only = next(iter(self.upstreams.values()))
             return only, model if model != only.name else only.provider.model
         known = ", ".join(f"{u}/<model>" for u in sorted(self.upstreams))
