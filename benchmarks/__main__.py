@@ -15,17 +15,19 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import cli_start, peer, report, request_build, resume, store_append, stream_fold
-from benchmarks.measure import FULL, QUICK, Budget, Row, not_built
+from benchmarks import (
+    cli_start,
+    gateway_rows,
+    peer,
+    report,
+    request_build,
+    resume,
+    store_append,
+    stream_fold,
+)
+from benchmarks.measure import FULL, QUICK, Budget, Row
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GATEWAY = Path(__file__).resolve().parent.parent / "src" / "thoughtline" / "gateway"
-
-
-def gateway(*, quick: bool) -> list[Row]:
-    built = any(GATEWAY.glob("*.py"))
-    note = "gateway exists; its benchmark is not wired yet" if built else "gateway not built yet"
-    return [not_built("gateway", "POST /v1/chat/completions overhead", note)]
 
 
 def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]:
@@ -35,7 +37,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "stream-fold": lambda: stream_fold.run(budget, quick=quick),
         "store": lambda: store_append.run(quick=quick),
         "cli": lambda: cli_start.run(quick=quick),
-        "gateway": lambda: gateway(quick=quick),
+        "gateway": lambda: gateway_rows.run(quick),
         "peer": lambda: peer.run(quick=quick),
     }
 

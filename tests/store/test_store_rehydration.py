@@ -68,6 +68,7 @@ def test_a_corrupt_payload_is_never_returned(backend: Backend) -> None:
     store = backend.store
     session = store.create_session(tenant="t")
     store.append_indexed(session.id, [_turn()], tenant="t", keys=_keys("c"))
+    store = backend.reopen()  # nothing verified in memory: the lookup reads the rows
     backend.sql("UPDATE payloads SET data = ? WHERE data = ?",
                 [b"tampered", "sig-\u00e9\u0000-bytes".encode()])
     assert store.rehydrate("t", [IndexKey(kind=CALL, key="call-c")]) == [None]

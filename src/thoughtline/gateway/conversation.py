@@ -85,7 +85,7 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ref: str | 
     keys = [rehydrate.lookup_key(m) for m in messages]
     hits = store.rehydrate(tenant, keys, session_id=named.id if named else None) \
         if any(keys) else [None] * len(messages)
-    matched = rehydrate.apply(messages, hits)
+    matched = rehydrate.apply(messages, keys, hits)
     session = named
     if session is None and matched.session_id:
         session = store.get_session(matched.session_id, tenant=tenant)

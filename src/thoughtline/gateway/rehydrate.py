@@ -52,10 +52,30 @@ def lookup_key(message: Message) -> IndexKey | None:
     return IndexKey(kind=CONTENT, key=visible_digest(message))
 
 
-def matches(client: Message, stored: Message) -> bool:
-    """True when ``stored`` is the turn the client is showing us (visible content and ids)."""
-    return (visible_digest(client) == visible_digest(stored)
-            and [c.id for c in client.tool_calls] == [c.id for c in stored.tool_calls])
+def matches(client: Message, stored: Rehydrated, key: IndexKey) -> bool:
+    """True when ``stored`` is the turn the client is showing us (visible content and ids).
+
+    A turn found by its content digest shows that content by construction (it was indexed under
+    its own digest); one found by a call id is compared.
+    """
+    calls = stored.message.tool_calls
+    if [c.id for c in client.tool_calls] != [c.id for c in calls]:
+        return False
+    if key.kind == CONTENT:
+        return True
+    return visible_digest(client) == _stored_digest(stored)
+
+
+_DIGESTS: dict[str, str] = {}  # message id -> visible digest (stored turns are immutable)
+
+
+def _stored_digest(stored: Rehydrated) -> str:
+    found = _DIGESTS.get(stored.message_id)
+    if found is None:
+        if len(_DIGESTS) > 16384:
+            _DIGESTS.clear()
+        found = _DIGESTS[stored.message_id] = visible_digest(stored.message)
+    return found
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -74,14 +94,19 @@ class Rehydration:
     misses: int
 
 
-def apply(messages: Sequence[Message], found: Sequence[Rehydrated | None]) -> Rehydration:
-    """Replace each client assistant message by its stored turn when that turn matches."""
+def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
+          found: Sequence[Rehydrated | None]) -> Rehydration:
+    """Replace each client assistant message by its stored turn when that turn matches.
+
+    ``keys`` are the messages' ``lookup_key`` values and ``found`` what the store returned for
+    them, position by position.
+    """
     out: list[Message] = []
     last_hit = -1
     session_id = ""
     hits = misses = 0
-    for index, (message, hit) in enumerate(zip(messages, found, strict=True)):
-        if hit is not None and matches(message, hit.message):
+    for index, (message, key, hit) in enumerate(zip(messages, keys, found, strict=True)):
+        if hit is not None and key is not None and matches(message, hit, key):
             out.append(hit.message)
             last_hit, session_id = index, hit.session_id
             hits += 1

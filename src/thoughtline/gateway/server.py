@@ -58,7 +58,8 @@ def serve(config: GatewayConfig, home: Path) -> None:
     from thoughtline.store import open_store
 
     check_exposure(config)
-    store = open_store(config.store or None, home)
+    # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
+    store = open_store(config.store or None, home, crash_durable_only=True)
     sock = bind(config.host, config.port)
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host

@@ -12,7 +12,9 @@ unusable (the caller falls back to what the client sent), never a half turn.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -28,10 +30,7 @@ if TYPE_CHECKING:
 #: Lookup-key kinds: a tool-call id of the turn, or the digest of its visible content.
 CALL, CONTENT = "call", "content"
 
-_NEWEST = (
-    "SELECT r.session_id, r.message_id, m.skeleton, m.skeleton_digest FROM rehydration r "
-    "LEFT JOIN messages m ON m.digest = r.message_id "
-    "WHERE r.tenant = ? AND r.kind = ? AND r.lookup_key = ?")
+_CHUNK = 400  # keys per IN (...) list, well under every backend's parameter limit
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,6 +52,7 @@ class RehydrationStore:
     """Store methods of the rehydration index (needs ``self._db`` from ``SqlStore``)."""
 
     _db: Database
+    _verified_turns: _Verified | None
 
     def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
                        keys: Sequence[IndexKey]) -> list[StoredMessage]:
@@ -65,14 +65,69 @@ class RehydrationStore:
             stored = history.append(tx, session_id, messages, now)
             if stored and keys:
                 _index(tx, tenant, session_id, stored[-1].id, keys, now)
-            return stored
+        if stored:
+            self._verified().put(stored[-1].id, stored[-1].message)
+        return stored
 
     def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,
                   session_id: str | None = None) -> list[Rehydrated | None]:
-        """The newest stored turn for each key (None: no match, or it failed verification)."""
+        """The newest stored turn for each key (None: no match, or it failed verification).
+
+        One indexed query finds every key's newest row (of this tenant, and this session when
+        given); the turns it names are loaded and verified once (content-addressed, so a turn
+        verified before is taken from memory).
+        """
+        wanted = {(k.kind, k.key) for k in keys if k is not None}
+        if not wanted:
+            return [None] * len(keys)
         with self._db.transaction(write=False) as tx:
-            return [None if key is None else _lookup(tx, tenant, key, session_id)
-                    for key in keys]
+            newest = _newest(tx, tenant, wanted, session_id)
+            messages = _load(tx, {message_id for _, message_id in newest.values()},
+                             self._verified())
+        out: list[Rehydrated | None] = []
+        for key in keys:
+            row = newest.get((key.kind, key.key)) if key is not None else None
+            message = messages.get(row[1]) if row is not None else None
+            out.append(None if row is None or message is None else Rehydrated(
+                session_id=row[0], message_id=row[1], message=message))
+        return out
+
+    def _verified(self) -> _Verified:
+        memo = getattr(self, "_verified_turns", None)
+        if memo is None:
+            memo = _Verified(_MEMO_SIZE)
+            self._verified_turns = memo
+        return memo
+
+
+class _Verified:
+    """Turns already loaded and verified, by message id (a digest of their content).
+
+    Not a cache of the index: every lookup still asks the index (tenancy and sessions are
+    decided there); this only spares re-reading and re-verifying immutable content.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._items: OrderedDict[str, Message] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, message_id: str) -> Message | None:
+        with self._lock:
+            found = self._items.get(message_id)
+            if found is not None:
+                self._items.move_to_end(message_id)
+            return found
+
+    def put(self, message_id: str, message: Message) -> None:
+        with self._lock:
+            self._items[message_id] = message
+            self._items.move_to_end(message_id)
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_MEMO_SIZE = 4096  # turns kept per store object
 
 
 def _index(tx: Tx, tenant: str, session_id: str, message_id: str, keys: Sequence[IndexKey],
@@ -84,22 +139,52 @@ def _index(tx: Tx, tenant: str, session_id: str, message_id: str, keys: Sequence
         [(tenant, k.kind, k.key, session_id, message_id, now) for k in keys])
 
 
-def _lookup(tx: Tx, tenant: str, key: IndexKey, session_id: str | None) -> Rehydrated | None:
-    sql, params = _NEWEST, [tenant, key.kind, key.key]
-    if session_id is not None:
-        sql += " AND r.session_id = ?"
-        params.append(session_id)
-    row = tx.one(sql + " ORDER BY r.created_at DESC LIMIT 1", params)
-    if row is None or row[2] is None:
-        return None
-    found_session, message_id, skeleton, skeleton_digest = row
-    try:
-        parsed = codec.parse_skeleton(found_session, (0, message_id, 0.0, skeleton,
-                                                      skeleton_digest))
-    except StoreError:
-        return None
-    payloads = dict(history._fetch_payloads(tx, sorted({r.digest for r in parsed.refs})))
-    message, problems = codec.assemble(found_session, parsed, payloads)
-    if problems:
-        return None
-    return Rehydrated(session_id=found_session, message_id=message_id, message=message)
+def _newest(tx: Tx, tenant: str, wanted: set[tuple[str, str]],
+            session_id: str | None) -> dict[tuple[str, str], tuple[str, str]]:
+    """(kind, key) -> (session id, message id) of the newest row for each wanted key."""
+    found: dict[tuple[str, str], tuple[float, str, str]] = {}
+    ordered = sorted({key for _, key in wanted})
+    for start in range(0, len(ordered), _CHUNK):
+        chunk = ordered[start:start + _CHUNK]
+        sql = (f"SELECT kind, lookup_key, session_id, message_id, created_at FROM rehydration "
+               f"WHERE tenant = ? AND lookup_key IN ({', '.join('?' * len(chunk))})")
+        params: list[str] = [tenant, *chunk]
+        if session_id is not None:
+            sql += " AND session_id = ?"
+            params.append(session_id)
+        for kind, key, session, message_id, created in tx.all(sql, params):
+            if (kind, key) in wanted and ((kind, key) not in found
+                                          or created > found[(kind, key)][0]):
+                found[(kind, key)] = (created, session, message_id)
+    return {k: (session, message_id) for k, (_, session, message_id) in found.items()}
+
+
+def _load(tx: Tx, message_ids: set[str], memo: _Verified) -> dict[str, Message]:
+    """The verified turns for ``message_ids``; a turn that fails verification is left out."""
+    out: dict[str, Message] = {}
+    missing = []
+    for message_id in sorted(message_ids):
+        known = memo.get(message_id)
+        if known is not None:
+            out[message_id] = known
+        else:
+            missing.append(message_id)
+    for start in range(0, len(missing), _CHUNK):
+        chunk = missing[start:start + _CHUNK]
+        rows = tx.all(f"SELECT digest, skeleton, skeleton_digest FROM messages "
+                      f"WHERE digest IN ({', '.join('?' * len(chunk))})", chunk)
+        parsed = []
+        for message_id, skeleton, skeleton_digest in rows:
+            try:
+                parsed.append(codec.parse_skeleton(
+                    "(gateway)", (0, message_id, 0.0, skeleton, skeleton_digest)))
+            except StoreError:
+                continue
+        digests = sorted({r.digest for p in parsed for r in p.refs})
+        payloads = dict(history._fetch_payloads(tx, digests))
+        for skeleton in parsed:
+            message, problems = codec.assemble("(gateway)", skeleton, payloads)
+            if not problems:
+                out[skeleton.id] = message
+                memo.put(skeleton.id, message)
+    return out
