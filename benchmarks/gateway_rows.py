@@ -12,6 +12,8 @@ emulator (the history with its reasoning put back, as the gateway sends it), int
 call on keep-alive connections; p50 and p99 of the difference of the two distributions' quantiles,
 whole and streamed (a streamed request is timed to its last byte). Requests per second: four
 clients in parallel for a fixed time, through the gateway and (floor) straight to the emulator.
+The serve process's own CPU time per request (from ``/proc``) is reported too: on a shared,
+overloaded machine wall-clock latency is mostly waiting for a CPU, CPU time is not.
 LiteLLM's proxy is measured the same way beside it only when LiteLLM is installed
 (``pip install 'thoughtline[bench]'``); the target is the issue's: at most a quarter of what
 LiteLLM adds at p50 (15 ms measured in issue 15 when it is not installed here).
@@ -88,8 +90,23 @@ def _emulator() -> Iterator[str]:
         process.wait(10)
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a running process (Linux ``/proc``; 0.0 elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Served:
+    url: str
+    pid: int
+
+
 @contextmanager
-def _gateway(upstream: str, home: Path) -> Iterator[str]:
+def _gateway(upstream: str, home: Path) -> Iterator[Served]:
     config = home / "gateway.toml"
     config.write_text(
         f'[server]\nport = 0\naccess_log = "{home / "access.jsonl"}"\n\n[[upstream]]\n'
@@ -101,7 +118,7 @@ def _gateway(upstream: str, home: Path) -> Iterator[str]:
                                text=True, env={**os.environ, KEY_ENV: "sk-bench"})
     try:
         line = _announced(process, "listening on", "thoughtline serve")
-        yield line.rsplit(" ", 1)[-1].strip() + "/v1"
+        yield Served(url=line.rsplit(" ", 1)[-1].strip() + "/v1", pid=process.pid)
     finally:
         process.terminate()
         process.wait(40)
@@ -219,6 +236,11 @@ def _rows(numbers: dict[str, Any], peer: dict[str, Any] | None) -> list[Row]:
                         ours=added99, reps=numbers["reps"],
                         note=f"direct p99 {m['direct_p99'] * 1e3:.2f} ms, via gateway "
                              f"{m['ours_p99'] * 1e3:.2f} ms"))
+    for mode in ("whole", "stream"):
+        rows.append(Row(scenario=SCENARIO, case=f"gateway process CPU per request, {mode}",
+                        size=size, ours=numbers[mode]["cpu_per_request"], reps=numbers["reps"],
+                        note="user+system CPU of the serve process (/proc), independent of how "
+                             "busy the machine is; wall-clock rows are not"))
     rows.append(Row(scenario=SCENARIO, case=f"requests per second, {numbers['clients']} clients",
                     size=size, ours=numbers["rps"], floor=numbers["direct_rps"],
                     floor_kind="emulator called directly", unit="req/s",
@@ -232,15 +254,20 @@ def _rows(numbers: dict[str, Any], peer: dict[str, Any] | None) -> list[Row]:
 def run(quick: bool) -> list[Row]:
     sizes = QUICK if quick else FULL
     with tempfile.TemporaryDirectory(prefix="tl-bench-gateway-") as tmp, _emulator() as upstream, \
-            _gateway(upstream, Path(tmp)) as gateway:
+            _gateway(upstream, Path(tmp)) as served:
+        gateway = served.url
         headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
         with httpx.Client(headers=headers, timeout=60) as client:
             stripped, full = build_history(client, gateway)
             numbers: dict[str, Any] = {"history": stripped, "reps": sizes.reps,
                                        "clients": sizes.clients}
             for mode in ("whole", "stream"):
+                before = cpu_seconds(served.pid)
                 numbers[mode] = latency(client, gateway, upstream, stripped, full,
                                         stream=mode == "stream", reps=sizes.reps)
+                # Per request (warm-up included in both counts): independent of machine load.
+                numbers[mode]["cpu_per_request"] = (cpu_seconds(served.pid) - before) / (
+                    sizes.reps + 3)
         numbers["rps"] = throughput(gateway + "/chat/completions",
                                     _body(stripped, stream=False, model="ds/deepseek-v4-pro"),
                                     seconds=sizes.rps_seconds, clients=sizes.clients,

@@ -10,9 +10,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from gateway_support import UPSTREAM_KEY, UPSTREAM_KEY_ENV  # noqa: E402
+from gateway_support import UPSTREAM_KEY, UPSTREAM_KEY_ENV
 
-from thoughtline.testing import ChatEmulator  # noqa: E402
+from thoughtline.testing import ChatEmulator
 
 
 @pytest.fixture(autouse=True)

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import orjson
 import pytest
-from helpers_fixtures import fixture, load_json, sse_payloads
 
+from helpers_fixtures import fixture, load_json, sse_payloads
 from thoughtline.codecs.openai_chat import decode_response
 from thoughtline.codecs.openai_chat.client import (
     ChunkWriter,

@@ -135,10 +135,9 @@ def test_malformed_requests_get_400_with_a_clear_message(
 
 def test_an_unknown_upstream_model_gets_404_naming_the_upstreams(
         deepseek: ChatEmulator, tmp_path: Path) -> None:
-    with running_gateway(deepseek, tmp_path) as gw:
-        with pytest.raises(openai.NotFoundError, match="ds/<model>"):
-            gw.client().chat.completions.create(model="nope/some-model",
-                                                messages=HELLO["messages"])
+    with running_gateway(deepseek, tmp_path) as gw, pytest.raises(openai.NotFoundError,
+                                                                  match="ds/<model>"):
+        gw.client().chat.completions.create(model="nope/some-model", messages=HELLO["messages"])
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -95,3 +95,22 @@ def test_every_response_names_its_session_and_one_conversation_keeps_one(
         roles = [m.message.role for m in history]
         assert roles == ["user", "assistant", "tool", "assistant"]
         assert all(m.message.reasoning for m in history if m.message.role == "assistant")
+
+
+def test_turns_with_identical_text_each_get_their_own_reasoning(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    with running_gateway(deepseek, tmp_path) as gw:
+        agent = StrippingAgent(gw.client())
+        for question in ("Weather in Paris?", "Weather in Turin?"):  # same-length arguments:
+            agent.ask(question)                                      # identical tool outputs
+            agent.step(stream=False)
+            agent.step(stream=False)
+        answers = [m["content"] for m in agent.messages if m["role"] == "assistant"
+                   and not m.get("tool_calls")]
+        assert len(answers) == 2 and answers[0] == answers[1]
+        agent.ask("Thanks!")
+        agent.step(stream=True)
+    last = deepseek.received[-1].body
+    replayed = [m["reasoning_content"] for m in last["messages"] if m["role"] == "assistant"]
+    assert replayed == agent.reasoning[:-1]
+    assert replayed[1] != replayed[3]

@@ -63,6 +63,8 @@ class Prepared:
     turn: TurnInput
     rehydration: rehydrate.Rehydration
     stored_config: ModelConfig
+    #: The messages as the client sent them (the answer's place is computed from these).
+    client_messages: Sequence[Message] = ()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,9 +84,15 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ref: str | 
         except NotFound:
             raise UnknownSession(f"X-Thoughtline-Session {ref!r} names no session of this "
                                  "tenant; omit the header to start or find one") from None
-    keys = [rehydrate.lookup_key(m) for m in messages]
-    hits = store.rehydrate(tenant, keys, session_id=named.id if named else None) \
-        if any(keys) else [None] * len(messages)
+    scope = named.id if named else None
+    keys = rehydrate.lookup_keys(messages)
+    hits = store.rehydrate(tenant, keys, session_id=scope) if any(keys) else [None] * len(keys)
+    second = [rehydrate.fallback_key(m, k) if h is None else None
+              for m, k, h in zip(messages, keys, hits, strict=True)]
+    if any(second):  # only for turns whose place was not found (e.g. the client edited history)
+        for index, hit in enumerate(store.rehydrate(tenant, second, session_id=scope)):
+            if hit is not None:
+                keys[index], hits[index] = second[index], hit
     matched = rehydrate.apply(messages, keys, hits)
     session = named
     if session is None and matched.session_id:
@@ -117,7 +125,8 @@ class Conversations:
                          history=matched.history, pending=matched.pending,
                          ledger=tuple(found.verdicts), cache=None, session=session.id)
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
-                        rehydration=matched, stored_config=stored)
+                        rehydration=matched, stored_config=stored,
+                        client_messages=request.messages)
 
     async def persist(self, prepared: Prepared, sink: GatewaySink) -> None:
         """Store what the turn learned and (when it finished) the turn itself."""
@@ -126,9 +135,10 @@ class Conversations:
                                      [x.verdict for x in sink.lessons if x.verdict is not None])
         done = sink.done
         if done is not None:
+            place = rehydrate.prefixes(prepared.client_messages)[-1]
             await self.store.append_indexed(
                 prepared.session.id, [*sink.pending, done.message], tenant=prepared.tenant,
-                keys=rehydrate.index_keys(done.message))
+                keys=rehydrate.index_keys(done.message, place))
 
 
 def _params(request: ClientRequest, codec: Codec) -> Mapping[str, Any]:

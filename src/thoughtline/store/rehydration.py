@@ -27,8 +27,9 @@ from thoughtline.store.base import StoredMessage
 if TYPE_CHECKING:
     from thoughtline.store.db import Database, Tx
 
-#: Lookup-key kinds: a tool-call id of the turn, or the digest of its visible content.
-CALL, CONTENT = "call", "content"
+#: Lookup-key kinds: a tool-call id of the turn; the digest of its visible content in its place in
+#: the conversation (everything the client saw before it); the digest of its visible content alone.
+CALL, CONTEXT, CONTENT = "call", "context", "content"
 
 _CHUNK = 400  # keys per IN (...) list, well under every backend's parameter limit
 
