@@ -182,3 +182,20 @@ def test_a_public_bind_without_tokens_is_refused() -> None:
     check_exposure(open_config, environ={open_config.tokens_env: "t1,t2"})
     check_exposure(GatewayConfig(host="127.0.0.1"), environ={})
     check_exposure(GatewayConfig(host="::1"), environ={})
+
+
+def test_usage_chunk_only_when_asked_and_reasoning_in_the_deltas(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    with running_gateway(deepseek, tmp_path) as gw:
+        client = gw.client()
+        plain = list(client.chat.completions.create(**HELLO, stream=True))
+        counted = list(client.chat.completions.create(
+            **HELLO, stream=True, stream_options={"include_usage": True}))
+        whole = client.chat.completions.create(**HELLO)
+    assert all(c.usage is None for c in plain)
+    assert counted[-1].choices == [] and counted[-1].usage.completion_tokens > 0
+    assert all(c.usage is None for c in counted[:-1])
+    thought = "".join((c.choices[0].delta.model_extra or {}).get("reasoning_content") or ""
+                      for c in plain if c.choices)
+    assert thought and thought == whole.choices[0].message.model_extra["reasoning_content"]
+    assert whole.usage.completion_tokens_details.reasoning_tokens > 0
