@@ -142,21 +142,27 @@ def _index(tx: Tx, tenant: str, session_id: str, message_id: str, keys: Sequence
 
 def _newest(tx: Tx, tenant: str, wanted: set[tuple[str, str]],
             session_id: str | None) -> dict[tuple[str, str], tuple[str, str]]:
-    """(kind, key) -> (session id, message id) of the newest row for each wanted key."""
+    """(kind, key) -> (session id, message id) of the newest row for each wanted key.
+
+    One query per kind asked (at most three), each an ``IN`` list on the
+    ``(tenant, kind, lookup_key, …)`` index.
+    """
     found: dict[tuple[str, str], tuple[float, str, str]] = {}
-    ordered = sorted({key for _, key in wanted})
-    for start in range(0, len(ordered), _CHUNK):
-        chunk = ordered[start:start + _CHUNK]
-        sql = (f"SELECT kind, lookup_key, session_id, message_id, created_at FROM rehydration "
-               f"WHERE tenant = ? AND lookup_key IN ({', '.join('?' * len(chunk))})")
-        params: list[str] = [tenant, *chunk]
-        if session_id is not None:
-            sql += " AND session_id = ?"
-            params.append(session_id)
-        for kind, key, session, message_id, created in tx.all(sql, params):
-            if (kind, key) in wanted and ((kind, key) not in found
-                                          or created > found[(kind, key)][0]):
-                found[(kind, key)] = (created, session, message_id)
+    for kind in sorted({kind for kind, _ in wanted}):
+        ordered = sorted(key for k, key in wanted if k == kind)
+        for start in range(0, len(ordered), _CHUNK):
+            chunk = ordered[start:start + _CHUNK]
+            sql = (f"SELECT lookup_key, session_id, message_id, created_at FROM rehydration "
+                   f"WHERE tenant = ? AND kind = ? "
+                   f"AND lookup_key IN ({', '.join('?' * len(chunk))})")
+            params: list[str] = [tenant, kind, *chunk]
+            if session_id is not None:
+                sql += " AND session_id = ?"
+                params.append(session_id)
+            for key, session, message_id, created in tx.all(sql, params):
+                seen = found.get((kind, key))
+                if seen is None or created > seen[0]:
+                    found[(kind, key)] = (created, session, message_id)
     return {k: (session, message_id) for k, (_, session, message_id) in found.items()}
 
 
