@@ -47,7 +47,7 @@ KEY_ENV = "TL_BENCH_UPSTREAM_KEY"
 TOOLS = [{"type": "function", "function": {
     "name": "weather", "description": "Current weather for a city",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
-RC = "reasoning_" + "content"  # the client wire's field (the gateway returns it)
+RC = "reasoning_content"  # the client wire's field (the gateway returns it)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

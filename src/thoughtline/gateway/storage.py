@@ -14,15 +14,19 @@ from typing import Any, TypeVar
 import anyio.to_thread
 
 from thoughtline.messages import Message
-from thoughtline.store.base import SessionRecord, Store, StoredMessage
-from thoughtline.store.rehydration import IndexKey, Rehydrated
+from thoughtline.store.base import Store, StoredMessage
+from thoughtline.store.rehydration import IndexKey
 from thoughtline.verdicts import Verdict
 
 T = TypeVar("T")
 
 
 class AsyncStore:
-    """Awaitable wrappers of the few store calls the gateway makes."""
+    """Awaitable wrappers of the few store calls the gateway makes.
+
+    ``call`` runs any function of the store in one worker-thread visit (the lookups before a
+    turn are several store calls made in one visit, see ``conversation``).
+    """
 
     def __init__(self, store: Store) -> None:
         self.store = store
@@ -30,21 +34,6 @@ class AsyncStore:
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in a worker thread (several store calls may share one visit)."""
         return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
-
-    async def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,
-                        session_id: str | None) -> list[Rehydrated | None]:
-        return await self.call(self.store.rehydrate, tenant, keys, session_id=session_id)
-
-    async def session(self, ref: str, *, tenant: str) -> SessionRecord:
-        return await self.call(self.store.get_session, ref, tenant=tenant)
-
-    async def create_session(self, *, tenant: str, model_config: Mapping[str, Any],
-                             title: str) -> SessionRecord:
-        return await self.call(self.store.create_session, title=title,
-                               model_config=model_config, tenant=tenant)
-
-    async def verdicts(self) -> list[Verdict]:
-        return await self.call(self.store.verdicts)
 
     async def append_indexed(self, session_id: str, messages: Sequence[Message], *,
                              tenant: str, keys: Sequence[IndexKey]) -> list[StoredMessage]:
