@@ -1,20 +1,29 @@
 """Concurrency and liveness: many conversations at once lose no turn, concurrent requests on one
 conversation never interleave, the event loop never touches the store, a client that leaves
-cancels the upstream request."""
+— mid-stream or while waiting for a whole answer — cancels the upstream request."""
 
 from __future__ import annotations
 
 import asyncio
 import threading
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 from gateway_support import MODEL, SESSION_HEADER, TOOLS, running_gateway, tool_output
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
 
+from thoughtline.gateway.app import Gateway, create_app
+from thoughtline.gateway.config import parse
 from thoughtline.requestlog import RequestLog
+from thoughtline.store import SQLiteStore
 from thoughtline.testing import ChatEmulator
+from thoughtline.testing.loopback import LoopbackServer
 
 CONVERSATIONS = 50
 
@@ -143,3 +152,47 @@ def test_a_client_that_leaves_mid_stream_cancels_the_upstream_request(
         history = gw.store.list_sessions()
     assert [r["outcome"] for r in records] == ["cancelled"]
     assert len(history) == 1 and history[0].turns == 0  # nothing half-answered was stored
+
+
+def test_a_client_that_gives_up_on_a_whole_answer_cancels_the_upstream_request(
+        tmp_path: Path) -> None:
+    arrived = threading.Event()
+
+    async def slow(request: Any) -> JSONResponse:  # an upstream that takes its time
+        arrived.set()
+        await asyncio.sleep(60)
+        return JSONResponse({})
+
+    upstream = LoopbackServer(Starlette(routes=[Route("/v1/chat/completions", slow,
+                                                      methods=["POST"])])).start()
+    config = parse(tomllib.loads(
+        f'[[upstream]]\nname = "ds"\nprovider = "custom"\n'
+        f'base_url = "{upstream.origin}/v1"\napi_key_env = "TL_GATEWAY_TEST_UPSTREAM_KEY"\n'))
+    store = SQLiteStore(tmp_path / "state.db")
+    gateway = Gateway(config, store, environ={}, request_log=RequestLog(tmp_path / "logs"))
+    server = LoopbackServer(create_app(gateway)).start()
+    try:
+        with httpx.Client(timeout=httpx.Timeout(60, read=60)) as client:
+            def give_up() -> None:
+                arrived.wait(30)
+                client.close()  # the client hangs up while the upstream is still thinking
+
+            threading.Thread(target=give_up, daemon=True).start()
+            try:
+                client.post(server.origin + "/v1/chat/completions",
+                            json={"model": "ds/m", "messages": [{"role": "user",
+                                                                 "content": "hi"}]})
+            except (httpx.HTTPError, RuntimeError):
+                pass
+        log = RequestLog(tmp_path / "logs")
+        records: list[dict[str, Any]] = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not records:
+            records = list(log.read())
+            time.sleep(0.05)
+    finally:
+        server.stop()
+        upstream.stop()
+        store.close()
+    assert arrived.is_set()
+    assert [r["outcome"] for r in records] == ["cancelled"]
