@@ -16,11 +16,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import (
+    anthropic_rows,
+    bedrock_rows,
     cli_start,
     gateway_rows,
+    gemini_rows,
     peer,
     report,
     request_build,
+    responses_rows,
     resume,
     store_append,
     stream_fold,
@@ -39,6 +43,10 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "cli": lambda: cli_start.run(quick=quick),
         "gateway": lambda: gateway_rows.run(quick),
         "peer": lambda: peer.run(quick=quick),
+        "gemini": lambda: gemini_rows.run(budget, quick),
+        "bedrock": lambda: bedrock_rows.run(budget, quick),
+        "responses": lambda: responses_rows.run(budget, quick),
+        "anthropic": lambda: anthropic_rows.run(budget, quick),
     }
 
 

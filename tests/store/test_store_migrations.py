@@ -48,7 +48,7 @@ def test_a_half_migrated_database_is_completed(tmp_path: Path) -> None:
 
     raw = sqlite3.connect(path, isolation_level=None)
     raw.execute("DROP TABLE verdicts")
-    version = [fn.__name__ for fn in MIGRATIONS].index("create_verdicts") + 1
+    version = [m.__name__ for m in MIGRATIONS].index("create_verdicts") + 1
     raw.execute("DELETE FROM schema_migrations WHERE version = ?", (version,))
     raw.close()
     with SQLiteStore(path) as store:

@@ -94,13 +94,31 @@ def create_verdicts(tx: Tx, d: Dialect) -> None:
 
 
 @migration
+def create_wire_forms(tx: Tx, d: Dialect) -> None:
+    """Each stored message's encoded wire form per replay plan, so a resume splices bytes instead of
+    re-encoding. Keyed by the message's content id (shared by branches) and the plan's digest;
+    ``meta`` is what the core reads without decoding the message (role, tool-call ids) and ``data``
+    comes last so reading ``meta`` never walks a large value."""
+    tx.execute(f"""
+        CREATE TABLE wire_forms (
+            message_id TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            data {d.blob} NOT NULL,
+            PRIMARY KEY (message_id, plan)
+        )""")
+
+
+@migration
 def create_rehydration_index(tx: Tx, d: Dialect) -> None:
     """The gateway's index of the assistant turns it returned, per tenant.
 
-    ``kind`` is ``call`` (``key`` = a tool-call id of the turn) or ``content`` (``key`` = the digest
-    of the turn's visible content); ``message_id`` names the stored canonical turn. One indexed
-    lookup per client assistant message finds it again, within the tenant (and the session when
-    the client names one); the newest wins.
+    ``kind`` is ``call`` (``lookup_key`` = a tool-call id of the turn), ``context`` (the digest of
+    its visible content in its place in the conversation) or ``content`` (of its visible content
+    alone); ``message_id`` names the stored canonical turn. An indexed lookup per client assistant
+    message finds it again, within the tenant (and the session when the client names one); the
+    newest wins.
     """
     tx.execute(f"""
         CREATE TABLE rehydration (
