@@ -24,7 +24,6 @@ from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, parse
 from thoughtline.requestlog import RequestLog
 from thoughtline.store import SQLiteStore
-from thoughtline.testing import ChatEmulator
 from thoughtline.testing.loopback import LoopbackServer
 
 UPSTREAM_KEY_ENV = "TL_GATEWAY_TEST_UPSTREAM_KEY"
@@ -38,13 +37,16 @@ SESSION_HEADER = "X-Thoughtline-Session"
 ANNOUNCE = re.compile(r"listening on (http://\S+)")
 
 
-def gateway_toml(emu: ChatEmulator, *, tokens_env: str = "TL_GATEWAY_TEST_TOKENS",
-                 max_body: int | None = None, extra_server: str = "") -> str:
+def gateway_toml(emu: Any, *, tokens_env: str = "TL_GATEWAY_TEST_TOKENS",
+                 max_body: int | None = None, extra_server: str = "", name: str = "ds",
+                 provider: str = "deepseek", model: str = "deepseek-v4-pro") -> str:
+    """A gateway.toml with one upstream (by default DeepSeek, the emulator's base URL)."""
     limit = f"max_body_bytes = {max_body}\n" if max_body else ""
     return (f'[server]\nhost = "127.0.0.1"\nport = 0\ntokens_env = "{tokens_env}"\n{limit}'
             f'{extra_server}\n'
-            f'[[upstream]]\nname = "ds"\nprovider = "deepseek"\nbase_url = "{emu.base_url}"\n'
-            f'api_key_env = "{UPSTREAM_KEY_ENV}"\nmodels = ["deepseek-v4-pro"]\n')
+            f'[[upstream]]\nname = "{name}"\nprovider = "{provider}"\n'
+            f'base_url = "{emu.base_url}"\napi_key_env = "{UPSTREAM_KEY_ENV}"\n'
+            f'models = ["{model}"]\n')
 
 
 @dataclass
@@ -67,13 +69,15 @@ class RunningGateway:
 
 
 @contextmanager
-def running_gateway(emu: ChatEmulator, tmp: Path, *, tokens: Sequence[str] = (),
-                    max_body: int | None = None, access_log: str = "") -> Iterator[RunningGateway]:
+def running_gateway(emu: Any, tmp: Path, *, tokens: Sequence[str] = (),
+                    max_body: int | None = None, access_log: str = "",
+                    **upstream: str) -> Iterator[RunningGateway]:
     import tomllib
 
     environ = {"TL_GATEWAY_TEST_TOKENS": ",".join(tokens)}
     extra = f'access_log = "{access_log}"\n' if access_log else ""
-    config = parse(tomllib.loads(gateway_toml(emu, max_body=max_body, extra_server=extra)))
+    config = parse(tomllib.loads(gateway_toml(emu, max_body=max_body, extra_server=extra,
+                                              **upstream)))
     store = SQLiteStore(tmp / "state.db")
     gateway = Gateway(config, store, environ=environ, request_log=RequestLog(tmp / "logs"))
     server = LoopbackServer(create_app(gateway), name="gateway").start()
@@ -101,6 +105,7 @@ class StrippingAgent:
     reasoning: list[str] = field(default_factory=list)  # what each answer showed, in order
     session: str = ""
     headers: dict[str, str] = field(default_factory=dict)
+    model: str = MODEL
 
     def ask(self, text: str) -> None:
         self.messages.append({"role": "user", "content": text})
@@ -116,7 +121,7 @@ class StrippingAgent:
 
     def _whole(self) -> dict[str, Any]:
         raw = self.client.chat.completions.with_raw_response.create(
-            model=MODEL, messages=self.messages, tools=TOOLS, extra_headers=self.headers)
+            model=self.model, messages=self.messages, tools=TOOLS, extra_headers=self.headers)
         self.session = raw.headers.get(SESSION_HEADER, "")
         message = raw.parse().choices[0].message
         self.reasoning.append((message.model_extra or {}).get("reasoning_content", ""))
@@ -129,7 +134,7 @@ class StrippingAgent:
 
     def _stream(self) -> dict[str, Any]:
         with self.client.chat.completions.with_streaming_response.create(
-                model=MODEL, messages=self.messages, tools=TOOLS, stream=True,
+                model=self.model, messages=self.messages, tools=TOOLS, stream=True,
                 stream_options={"include_usage": True}, extra_headers=self.headers) as raw:
             self.session = raw.headers.get(SESSION_HEADER, "")
             chunks = list(raw.parse())

@@ -2,7 +2,8 @@
 
 An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a
 DeepSeek-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-
-contracts §2) and keeps only role, content and tool calls of every answer. Every upstream request
+contracts §2) and against the Anthropic Messages emulator (signed thinking verified on the way
+back in), and keeps only role, content and tool calls of every answer. Every upstream request
 must be accepted and must be byte-identical to what a direct thoughtline ``Session`` (which keeps
 the whole turn) sends for the same conversation; the reasoning the client was shown comes back
 upstream byte for byte.
@@ -11,9 +12,13 @@ upstream byte for byte.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
+import pytest
 from gateway_support import (
     UPSTREAM_KEY_ENV,
     StrippingAgent,
@@ -21,8 +26,9 @@ from gateway_support import (
     tool_output,
 )
 
-from thoughtline import ProviderConfig, Session, ToolResult, ToolSpec, TurnOptions, open_store
+from thoughtline import Session, ToolResult, ToolSpec, TurnOptions, config, open_store
 from thoughtline.testing import ChatEmulator
+from thoughtline.testing.anthropic_emulator import AnthropicEmulator
 from thoughtline.transport import HttpTransport
 
 QUESTIONS = ("What's the weather in Paris?", "And in Rome?")
@@ -30,9 +36,25 @@ QUESTIONS = ("What's the weather in Paris?", "And in Rome?")
 MODES = (False, True, True, False)
 
 
-def _gateway_run(emu: ChatEmulator, tmp: Path) -> StrippingAgent:
-    with running_gateway(emu, tmp) as gw:
-        agent = StrippingAgent(gw.client())
+@dataclass(frozen=True)
+class Upstream:
+    """An emulated upstream of one API, played under a preset's provider id."""
+
+    provider: str
+    model: str
+    emulator: Callable[[], Any]
+
+
+UPSTREAMS = {
+    "deepseek": Upstream("deepseek", "deepseek-v4-pro", lambda: ChatEmulator("deepseek")),
+    "anthropic": Upstream("anthropic", "claude-sonnet-4-5", AnthropicEmulator),
+}
+
+
+def _gateway_run(emu: Any, tmp: Path, upstream: Upstream) -> StrippingAgent:
+    with running_gateway(emu, tmp, name="up", provider=upstream.provider,
+                         model=upstream.model) as gw:
+        agent = StrippingAgent(gw.client(), model=f"up/{upstream.model}")
         modes = iter(MODES)
         for question in QUESTIONS:
             agent.ask(question)
@@ -41,11 +63,11 @@ def _gateway_run(emu: ChatEmulator, tmp: Path) -> StrippingAgent:
     return agent
 
 
-async def _direct_run(emu: ChatEmulator, tmp: Path) -> None:
+async def _direct_run(emu: Any, tmp: Path, upstream: Upstream) -> None:
     store = open_store(tmp / "direct.db", tmp)
     transport = HttpTransport()
-    provider = ProviderConfig(id="deepseek", base_url=emu.base_url, key_env=UPSTREAM_KEY_ENV,
-                              model="deepseek-v4-pro")
+    provider = config.provider(upstream.provider, base_url=emu.base_url,
+                               key_env=UPSTREAM_KEY_ENV, model=upstream.model)
     tools = [ToolSpec(name="weather", description="Current weather for a city",
                       parameters={"type": "object", "properties": {"city": {"type": "string"}},
                                   "required": ["city"]})]
@@ -62,10 +84,13 @@ async def _direct_run(emu: ChatEmulator, tmp: Path) -> None:
         store.close()
 
 
-def test_stripped_history_replays_byte_identical_to_a_direct_session(tmp_path: Path) -> None:
-    with ChatEmulator("deepseek") as via_gateway, ChatEmulator("deepseek") as direct:
-        agent = _gateway_run(via_gateway, tmp_path)
-        asyncio.run(_direct_run(direct, tmp_path))
+@pytest.mark.parametrize("name", sorted(UPSTREAMS))
+def test_stripped_history_replays_byte_identical_to_a_direct_session(tmp_path: Path,
+                                                                     name: str) -> None:
+    upstream = UPSTREAMS[name]
+    with upstream.emulator() as via_gateway, upstream.emulator() as direct:
+        agent = _gateway_run(via_gateway, tmp_path, upstream)
+        asyncio.run(_direct_run(direct, tmp_path, upstream))
         sent = [r.raw for r in via_gateway.received]
         expected = [r.raw for r in direct.received]
         assert [r.status for r in via_gateway.received] == [200] * len(MODES)
@@ -74,9 +99,10 @@ def test_stripped_history_replays_byte_identical_to_a_direct_session(tmp_path: P
     for index, (ours, theirs) in enumerate(zip(sent, expected, strict=True)):
         assert ours == theirs, f"request {index + 1} differs from the direct session's"
     # What the client was shown (and then dropped) went back upstream byte for byte.
-    for step, shown in enumerate(agent.reasoning[:-1]):
-        assert shown
-        assert all(orjson.dumps(shown) in raw for raw in sent[step + 1:])
+    tool_steps = agent.reasoning[0::2]  # each question's tool-call step thought first
+    assert all(tool_steps)
+    for step, shown in ((0, tool_steps[0]), (2, tool_steps[1])):
+        assert orjson.dumps(shown)[1:-1] in sent[step + 1]
     # The client really did strip it: its own history holds no reasoning at all.
     assert all(set(m) <= {"role", "content", "tool_calls", "tool_call_id"}
                for m in agent.messages)

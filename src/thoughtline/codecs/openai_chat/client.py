@@ -3,8 +3,9 @@
 Owns parsing a client's ``POST /v1/chat/completions`` body into canonical Messages, tools and
 pass-through parameters, and rendering a canonical answer back as a Chat completion: one JSON
 object, or ``chat.completion.chunk`` SSE frames (``reasoning_content`` on the message and in the
-deltas, tool calls by index, the usage chunk when ``stream_options.include_usage`` asked for it,
-``data: [DONE]``), plus the OpenAI error object. Pure functions and small values; no I/O.
+deltas, tool calls by index with their final arguments, the usage chunk when
+``stream_options.include_usage`` asked for it, ``data: [DONE]``), plus the OpenAI error object.
+Pure functions and small values; no I/O.
 
 Facts: the request and chunk shapes follow the OpenAI Chat Completions reference
 (platform.openai.com/docs/api-reference/chat); ``reasoning_content`` on the message and in deltas
@@ -27,7 +28,6 @@ from thoughtline.events import (
     Event,
     ReasoningDelta,
     TextDelta,
-    ToolCallDelta,
     ToolCallStarted,
 )
 from thoughtline.messages import (
@@ -255,19 +255,22 @@ class ChunkWriter:
             return self._delta({"tool_calls": [{"index": event.index, "id": event.id,
                                                 "type": "function", "function": {
                                                     "name": event.name, "arguments": ""}}]})
-        if isinstance(event, ToolCallDelta) and event.index in self._calls:
-            return self._delta({"tool_calls": [{"index": event.index,
-                                                "function": {"arguments": event.text}}]})
+        # Argument fragments are not forwarded: some upstreams stream their arguments in another
+        # spelling than the turn's final text (Anthropic ``input_json_delta`` pieces keep spaces
+        # the decoded ``input`` does not), and the client must resend exactly what is stored.
+        # ``finish`` sends each call's final arguments in one delta.
         return None
 
     def finish(self, done: Done) -> bytes:
-        """The closing frames: unseen tool calls, the finish reason, usage, ``[DONE]``."""
+        """The closing frames: each call's arguments (the whole call when its start was not
+        streamed), the finish reason, usage, ``[DONE]``."""
         out = []
         calls = done.message.tool_calls
-        whole = [{"index": i, **call} for i, call in enumerate(_calls_json(calls))
-                 if self._calls.get(i) != calls[i].id]
-        if whole:
-            out.append(self._delta({"tool_calls": whole}))
+        rest = [{"index": i, "function": {"arguments": call["function"]["arguments"]}}
+                if self._calls.get(i) == calls[i].id else {"index": i, **call}
+                for i, call in enumerate(_calls_json(calls))]
+        if rest:
+            out.append(self._delta({"tool_calls": rest}))
         out.append(self._delta({}, finish_reason(done)))
         if self.include_usage:
             out.append(self._frame(b"[]", orjson.dumps(usage_json(done.usage))))
