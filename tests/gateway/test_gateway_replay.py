@@ -2,8 +2,9 @@
 
 An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a
 DeepSeek-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-
-contracts §2) and against the Anthropic Messages emulator (signed thinking verified on the way
-back in), and keeps only role, content and tool calls of every answer. Every upstream request
+contracts §2), the Anthropic Messages emulator (signed thinking verified on the way back in), the
+Gemini emulator (thought signatures) and the OpenAI Responses emulator (encrypted reasoning
+items), and keeps only role, content and tool calls of every answer. Every upstream request
 must be accepted and must be byte-identical to what a direct thoughtline ``Session`` (which keeps
 the whole turn) sends for the same conversation; the reasoning the client was shown comes back
 upstream byte for byte.
@@ -29,6 +30,8 @@ from gateway_support import (
 from thoughtline import Session, ToolResult, ToolSpec, TurnOptions, config, open_store
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
+from thoughtline.testing.gemini_emulator import GeminiEmulator
+from thoughtline.testing.responses_emulator import ResponsesEmulator
 from thoughtline.transport import HttpTransport
 
 QUESTIONS = ("What's the weather in Paris?", "And in Rome?")
@@ -48,6 +51,8 @@ class Upstream:
 UPSTREAMS = {
     "deepseek": Upstream("deepseek", "deepseek-v4-pro", lambda: ChatEmulator("deepseek")),
     "anthropic": Upstream("anthropic", "claude-sonnet-4-5", AnthropicEmulator),
+    "gemini": Upstream("gemini", "gemini-3-pro-preview", GeminiEmulator),
+    "openai-responses": Upstream("openai-responses", "gpt-5.5", ResponsesEmulator),
 }
 
 
