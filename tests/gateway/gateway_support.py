@@ -42,10 +42,11 @@ def gateway_toml(emu: Any, *, tokens_env: str = "TL_GATEWAY_TEST_TOKENS",
                  provider: str = "deepseek", model: str = "deepseek-v4-pro") -> str:
     """A gateway.toml with one upstream (by default DeepSeek, the emulator's base URL)."""
     limit = f"max_body_bytes = {max_body}\n" if max_body else ""
+    base_url = getattr(emu, "base_url", None) or emu.endpoint_url  # Bedrock: botocore's URL
     return (f'[server]\nhost = "127.0.0.1"\nport = 0\ntokens_env = "{tokens_env}"\n{limit}'
             f'{extra_server}\n'
             f'[[upstream]]\nname = "{name}"\nprovider = "{provider}"\n'
-            f'base_url = "{emu.base_url}"\napi_key_env = "{UPSTREAM_KEY_ENV}"\n'
+            f'base_url = "{base_url}"\napi_key_env = "{UPSTREAM_KEY_ENV}"\n'
             f'models = ["{model}"]\n')
 
 

@@ -3,8 +3,8 @@
 An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a
 DeepSeek-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-
 contracts §2), the Anthropic Messages emulator (signed thinking verified on the way back in), the
-Gemini emulator (thought signatures) and the OpenAI Responses emulator (encrypted reasoning
-items), and keeps only role, content and tool calls of every answer. Every upstream request
+Gemini emulator (thought signatures), the OpenAI Responses emulator (encrypted reasoning items)
+and the Bedrock Converse emulator (SigV4-checked, signed reasoning), and keeps only role, content and tool calls of every answer. Every upstream request
 must be accepted and must be byte-identical to what a direct thoughtline ``Session`` (which keeps
 the whole turn) sends for the same conversation; the reasoning the client was shown comes back
 upstream byte for byte.
@@ -30,6 +30,7 @@ from gateway_support import (
 from thoughtline import Session, ToolResult, ToolSpec, TurnOptions, config, open_store
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
+from thoughtline.testing.bedrock_emulator import BedrockEmulator
 from thoughtline.testing.gemini_emulator import GeminiEmulator
 from thoughtline.testing.responses_emulator import ResponsesEmulator
 from thoughtline.transport import HttpTransport
@@ -53,7 +54,10 @@ UPSTREAMS = {
     "anthropic": Upstream("anthropic", "claude-sonnet-4-5", AnthropicEmulator),
     "gemini": Upstream("gemini", "gemini-3-pro-preview", GeminiEmulator),
     "openai-responses": Upstream("openai-responses", "gpt-5.5", ResponsesEmulator),
+    "bedrock": Upstream("bedrock", "us.anthropic.claude-sonnet-4-5-20250929-v1:0",
+                        lambda: BedrockEmulator(credentials=AWS_KEYS)),
 }
+AWS_KEYS = ("AKIDGATEWAYTEST", "gateway-test-secret-key")
 
 
 def _gateway_run(emu: Any, tmp: Path, upstream: Upstream) -> StrippingAgent:
@@ -71,7 +75,8 @@ def _gateway_run(emu: Any, tmp: Path, upstream: Upstream) -> StrippingAgent:
 async def _direct_run(emu: Any, tmp: Path, upstream: Upstream) -> None:
     store = open_store(tmp / "direct.db", tmp)
     transport = HttpTransport()
-    provider = config.provider(upstream.provider, base_url=emu.base_url,
+    base_url = getattr(emu, "base_url", None) or emu.endpoint_url
+    provider = config.provider(upstream.provider, base_url=base_url,
                                key_env=UPSTREAM_KEY_ENV, model=upstream.model)
     tools = [ToolSpec(name="weather", description="Current weather for a city",
                       parameters={"type": "object", "properties": {"city": {"type": "string"}},
@@ -90,8 +95,16 @@ async def _direct_run(emu: Any, tmp: Path, upstream: Upstream) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(UPSTREAMS))
-def test_stripped_history_replays_byte_identical_to_a_direct_session(tmp_path: Path,
-                                                                     name: str) -> None:
+def test_stripped_history_replays_byte_identical_to_a_direct_session(
+        tmp_path: Path, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Bedrock signs with botocore's credential chain: these keys, nothing from the machine.
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEYS[0])
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_KEYS[1])
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    for name_ in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
+        monkeypatch.delenv(name_, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws/config")
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws/credentials")
     upstream = UPSTREAMS[name]
     with upstream.emulator() as via_gateway, upstream.emulator() as direct:
         agent = _gateway_run(via_gateway, tmp_path, upstream)
