@@ -308,12 +308,14 @@ def _measure_litellm(binary: str, upstream: str, home: Path, full: list[Any],
                       f"      model: openai/deepseek-v4-pro\n      api_base: {upstream}\n"
                       "      api_key: sk-bench\n")
     port = _free_port()
+    log = home / "litellm.log"
     process = subprocess.Popen([binary, "--config", str(config), "--port", str(port)],
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=log.open("wb"),
                                env={**os.environ, "LITELLM_LOG": "ERROR"})
     proxy = f"http://127.0.0.1:{port}/v1"
     try:
-        _wait(lambda: httpx.get(f"http://127.0.0.1:{port}/health/liveliness", timeout=2))
+        _wait(lambda: httpx.get(f"http://127.0.0.1:{port}/health/liveliness", timeout=2),
+              process)
         headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
         with httpx.Client(headers=headers, timeout=60) as client:
             out: dict[str, Any] = {}
@@ -336,9 +338,13 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait(probe: Callable[[], Any], seconds: float = 90) -> None:
+def _wait(probe: Callable[[], Any], process: subprocess.Popen[bytes],
+          seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError("LiteLLM's proxy exited at start (it needs 'litellm[proxy]', "
+                               "the bench extra)")
         try:
             if probe().status_code == 200:
                 return
