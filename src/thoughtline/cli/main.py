@@ -19,6 +19,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "routes": ("thoughtline.cli.routes", "routes",
                "Explain what a route receives (and what was learned about it)."),
     "demo": ("thoughtline.cli.demo", "demo", "Offline walkthrough on the built-in emulators."),
+    "serve": ("thoughtline.cli.serve", "serve", "Run the OpenAI-compatible reasoning gateway."),
 }
 
 

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from thoughtline.store.wireforms import StoredForms, WireForm
 from thoughtline.verdicts import Verdict
 
+if TYPE_CHECKING:
+    from thoughtline.store.rehydration import IndexKey, Rehydrated
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SessionRecord:
@@ -131,5 +134,17 @@ class Store(Protocol):
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int: ...
+
+    # --- the gateway's rehydration index (``store.rehydration``) -----------------------------
+
+    def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
+                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically."""
+        ...
+
+    def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,
+                  session_id: str | None = None) -> list[Rehydrated | None]:
+        """The newest stored turn of ``tenant`` for each key (one indexed lookup per key)."""
+        ...
 
     def close(self) -> None: ...

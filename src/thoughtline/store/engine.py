@@ -24,6 +24,7 @@ from thoughtline.store import codec, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
+from thoughtline.store.rehydration import RehydrationStore
 from thoughtline.verdicts import Verdict
 
 SESSION_SELECT = (
@@ -35,7 +36,7 @@ _NEWEST_FIRST = " ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
 _CANDIDATES = 10
 
 
-class SqlStore:
+class SqlStore(RehydrationStore):
     """Durable sessions, messages and the verdict ledger (see ``thoughtline.store.base.Store``)."""
 
     def __init__(self, db: Database) -> None:
