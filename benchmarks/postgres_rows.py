@@ -1,5 +1,5 @@
-"""Scenario — store on PostgreSQL, next to SQLite: append throughput, one and two processes, and
-resume (``load_history``) time.
+"""Scenario — store on PostgreSQL, next to SQLite: append throughput, one and two processes,
+resume (``load_history``) time, and the gateway's requests per second on each.
 
 Same turns as the ``store`` scenario (assistant + tool result + user per ``Store.append``, one
 transaction each, durable). One process: the pooled PostgreSQL store beside the floor, bare
@@ -7,10 +7,14 @@ psycopg committing each turn's canonical JSON into a one-column table (one trans
 the least a durable PostgreSQL writer does), and beside the SQLite store on the same turns. Two
 processes: two OS processes append to their own sessions in one database at once (two gateways
 on one server); the number is turns committed per second by both together, for each backend.
-Resume: loading the 1,000-turn (quick: 100) session back, verified, on each backend.
+Resume: loading the 1,000-turn (quick: 100) session back, verified, on each backend. Gateway:
+requests per second of ``thoughtline serve`` (the ``gateway`` scenario's request: a 40-message
+stripped tool-loop history, 20 turns rehydrated and one answer stored per request, four clients)
+on SQLite and on PostgreSQL, with one process and with two processes sharing the store (clients
+split between them, as behind a load balancer).
 
 The server is ``THOUGHTLINE_BENCH_DATABASE_URL``, else ``THOUGHTLINE_TEST_DATABASE_URL``, else the
-local default; the scenario works in a schema of its own and drops it. Without a server it prints
+local default; each measurement works in a fresh schema of its own, dropped at the end. Without a server it prints
 a "not measured" row naming the URL.
 """
 
@@ -19,16 +23,21 @@ from __future__ import annotations
 import multiprocessing
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psycopg
 
-from benchmarks import synth
+from benchmarks import gateway_rows, synth
 from benchmarks.measure import Row, not_built, ratio
 from thoughtline import messages as canonical
 from thoughtline.messages import Message
@@ -129,6 +138,71 @@ def resume_seconds(target: str, sid: str, reps: int) -> float:
         store.close()
 
 
+@contextmanager
+def _serve(upstream: str, home: Path, store: str) -> Iterator[str]:
+    """A ``thoughtline serve`` process on ``store``; yields its base URL."""
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "gateway.toml"
+    config.write_text(f'[server]\nport = 0\nstore = "{store}"\naccess_log = '
+                      f'"{home / "access.jsonl"}"\n\n[[upstream]]\nname = "ds"\n'
+                      f'provider = "deepseek"\nbase_url = "{upstream}"\n'
+                      f'api_key_env = "{gateway_rows.KEY_ENV}"\n')
+    argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
+            "--home", str(home), "serve", "--config", str(config)]
+    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               text=True, env={**os.environ, gateway_rows.KEY_ENV: "sk-bench"})
+    try:
+        line = gateway_rows._announced(process, "listening on", "thoughtline serve")
+        yield line.rsplit(" ", 1)[-1].strip() + "/v1"
+    finally:
+        process.terminate()
+        process.wait(40)
+
+
+def gateway_rps(upstream: str, tmp: Path, store: str, processes: int, seconds: float) -> float:
+    """Requests per second through ``processes`` gateways on one store, four clients in all."""
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    with ExitStack() as stack:
+        urls = [stack.enter_context(_serve(upstream, tmp / f"gw{n}", store))
+                for n in range(processes)]
+        with httpx.Client(headers=headers, timeout=60) as client:
+            stripped, _ = gateway_rows.build_history(client, urls[0])
+        body = gateway_rows._body(stripped, stream=False, model="ds/deepseek-v4-pro")
+        counts: list[float] = [0.0] * processes
+
+        def one(n: int) -> None:
+            counts[n] = gateway_rows.throughput(urls[n] + "/chat/completions", body,
+                                                seconds=seconds, clients=4 // processes,
+                                                headers=headers)
+
+        threads = [threading.Thread(target=one, args=(n,)) for n in range(processes)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        return sum(counts)
+
+
+def gateway_rows_for(fresh_pg: Callable[[], str], tmp: Path, *, seconds: float) -> list[Row]:
+    """The gateway's requests/s on each backend, one and two processes, each on a fresh store."""
+    rates: dict[tuple[str, int], float] = {}
+    with gateway_rows._emulator() as upstream:
+        for n in (1, 2):
+            lite = str(tmp / f"sqlite{n}" / "shared.db")
+            rates[("sqlite", n)] = gateway_rps(upstream, tmp / f"sqlite{n}", lite, n, seconds)
+            rates[("postgres", n)] = gateway_rps(upstream, tmp / f"pg{n}", fresh_pg(), n,
+                                                 seconds)
+    return [Row(scenario=SCENARIO, case=f"gateway requests/s, {n} process{'es' if n > 1 else ''}:"
+                " PostgreSQL beside SQLite", size="40-turn history, 4 clients",
+                ours=rates[("postgres", n)], floor=rates[("sqlite", n)], unit="req/s",
+                floor_kind="the same gateways on one SQLite file",
+                ratio=ratio(rates[("sqlite", n)], rates[("postgres", n)]), reps=1,
+                note="whole answers; each request rehydrates 20 turns and stores one; SQLite as "
+                     "serve opens it (no fsync per commit), PostgreSQL with the server's "
+                     "settings (here: fsync per commit); ratio = SQLite ÷ PostgreSQL")
+            for n in (1, 2)]
+
+
 def run(*, quick: bool) -> list[Row]:
     url = server_url()
     try:
@@ -136,15 +210,22 @@ def run(*, quick: bool) -> list[Row]:
     except psycopg.Error as exc:
         return [not_built(SCENARIO, "append and resume on PostgreSQL",
                           f"PostgreSQL not reachable at {url}: {str(exc).strip()[:120]}")]
-    schema = f"tl_bench_{uuid.uuid4().hex[:10]}"
-    admin.execute(f"CREATE SCHEMA {schema}")
+    schemas: list[str] = []
+
+    def fresh() -> str:
+        schemas.append(f"tl_bench_{uuid.uuid4().hex[:10]}")
+        admin.execute(f"CREATE SCHEMA {schemas[-1]}")
+        return in_schema(url, schemas[-1])
+
     try:
         with tempfile.TemporaryDirectory(prefix="tl-bench-pg-") as tmp:
             n = QUICK_TURNS if quick else TURNS
             reps = QUICK_RESUME_REPS if quick else RESUME_REPS
-            return measure(in_schema(url, schema), Path(tmp) / "state.db", n=n, reps=reps)
+            rows = measure(fresh(), Path(tmp) / "state.db", n=n, reps=reps)
+            return rows + gateway_rows_for(fresh, Path(tmp), seconds=0.5 if quick else 5.0)
     finally:
-        admin.execute(f"DROP SCHEMA {schema} CASCADE")
+        for schema in schemas:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
         admin.close()
 
 
