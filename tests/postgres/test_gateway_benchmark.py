@@ -17,7 +17,8 @@ from thoughtline.store import open_store  # noqa: E402
 def test_two_gateways_serve_the_benchmark_request_from_one_store(pg_store_url: str,
                                                                  tmp_path: Path) -> None:
     with gateway_rows._emulator() as upstream:
-        rate = postgres_rows.gateway_rps(upstream, tmp_path, pg_store_url, 2, seconds=0.2)
+        # Long enough that starting the client threads never eats the whole window.
+        rate = postgres_rows.gateway_rps(upstream, tmp_path, pg_store_url, 2, seconds=2.0)
     assert rate > 0
     with open_store(pg_store_url, tmp_path) as store:  # type: ignore[attr-defined]
         sessions = sorted(store.list_sessions(), key=lambda s: s.created_at)

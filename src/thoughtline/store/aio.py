@@ -55,7 +55,8 @@ class AsyncStore:
         self._executor = ThreadPoolExecutor(max_workers=count,
                                             thread_name_prefix="thoughtline-store")
 
-    async def _run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` on a store worker thread: several store calls in one visit."""
         loop = asyncio.get_running_loop()
         call = functools.partial(fn, *args, **kwargs)
         # A cancelled caller stops waiting: a call not yet started never runs, a started one
@@ -65,53 +66,53 @@ class AsyncStore:
     async def create_session(self, *, title: str = "",
                              model_config: Mapping[str, Any] | None = None,
                              tenant: str = "") -> SessionRecord:
-        return await self._run(self.store.create_session, title=title,
+        return await self.run(self.store.create_session, title=title,
                                model_config=model_config, tenant=tenant)
 
     async def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
-        return await self._run(self.store.get_session, ref, tenant=tenant)
+        return await self.run(self.store.get_session, ref, tenant=tenant)
 
     async def latest_session(self, *, tenant: str | None = None) -> SessionRecord | None:
-        return await self._run(self.store.latest_session, tenant=tenant)
+        return await self.run(self.store.latest_session, tenant=tenant)
 
     async def list_sessions(self, *, tenant: str | None = None,
                             limit: int | None = None) -> list[SessionRecord]:
-        return await self._run(self.store.list_sessions, tenant=tenant, limit=limit)
+        return await self.run(self.store.list_sessions, tenant=tenant, limit=limit)
 
     async def load_history(self, session_id: str, **options: Any) -> LoadedHistory:
-        return await self._run(self.store.load_history, session_id, **options)
+        return await self.run(self.store.load_history, session_id, **options)
 
     async def append(self, session_id: str, messages: Sequence[Message],
                      **options: Any) -> list[StoredMessage]:
-        return await self._run(self.store.append, session_id, tuple(messages), **options)
+        return await self.run(self.store.append, session_id, tuple(messages), **options)
 
     async def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None:
-        await self._run(self.store.set_model_config, session_id, model_config)
+        await self.run(self.store.set_model_config, session_id, model_config)
 
     async def update_model_config(self, session_id: str,
                                   update: Callable[[Mapping[str, Any]], Mapping[str, Any]],
                                   ) -> SessionRecord:
-        return await self._run(self.store.update_model_config, session_id, update)
+        return await self.run(self.store.update_model_config, session_id, update)
 
     async def set_title(self, session_id: str, title: str) -> None:
-        await self._run(self.store.set_title, session_id, title)
+        await self.run(self.store.set_title, session_id, title)
 
     async def branch(self, session_id: str, *, at: int | None = None,
                      title: str = "") -> SessionRecord:
-        return await self._run(self.store.branch, session_id, at=at, title=title)
+        return await self.run(self.store.branch, session_id, at=at, title=title)
 
     async def delete_session(self, session_id: str) -> None:
-        await self._run(self.store.delete_session, session_id)
+        await self.run(self.store.delete_session, session_id)
 
     async def record_verdict(self, verdict: Verdict) -> Verdict:
-        return await self._run(self.store.record_verdict, verdict)
+        return await self.run(self.store.record_verdict, verdict)
 
     async def verdicts(self) -> list[Verdict]:
-        return await self._run(self.store.verdicts)
+        return await self.run(self.store.verdicts)
 
     async def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                               model: str | None = None) -> int:
-        return await self._run(self.store.forget_verdicts, provider=provider, host=host,
+        return await self.run(self.store.forget_verdicts, provider=provider, host=host,
                                model=model)
 
     def __getattr__(self, name: str) -> Callable[..., Any]:
@@ -122,7 +123,7 @@ class AsyncStore:
             raise AttributeError(name)
 
         async def call(*args: Any, **kwargs: Any) -> Any:
-            return await self._run(method, *args, **kwargs)
+            return await self.run(method, *args, **kwargs)
 
         call.__name__ = name
         return call
