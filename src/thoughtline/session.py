@@ -34,6 +34,7 @@ from thoughtline.store.base import LoadProblem, SessionRecord, Store
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
+    from thoughtline.compaction import AutoCompaction
     from thoughtline.transport import HttpTransport
 
 __all__ = ["Session", "TurnOptions"]
@@ -64,6 +65,8 @@ class Session:
         self._cache = self.codec.new_cache()
         self._rescue_dir = rescue_dir
         self._busy = False
+        #: Automatic compaction before a request that would not fit (``compaction``); None: off.
+        self.compaction: AutoCompaction | None = None
 
     # --- construction -------------------------------------------------------------------------
 
@@ -184,6 +187,17 @@ class Session:
         self._config = replace(stored, provider=replace(stored.provider,
                                                         headers=mine.provider.headers))
 
+    def remember(self, settings: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge per-session settings (by namespace) into the stored config."""
+        self._save(self._config.learned(settings=settings))
+
+    def reload(self) -> None:
+        """Re-read the record and history from the store (after a compaction or a restore)."""
+        self.record = self.store.get_session(self.id)
+        loaded = self.store.load_history(self.id)
+        self._history = [m.message for m in loaded.messages]
+        self.problems = tuple(loaded.problems)
+
     def _append(self, messages: Sequence[Message]) -> None:
         self.store.append(self.id, messages)
         self._history.extend(messages)
@@ -236,8 +250,14 @@ class Session:
         self._busy = True
         try:
             engine = TurnEngine(self.transport, self.log)
-            async for event in engine.run(self._turn([_as_message(turn)]), _Sink(self),
-                                          options):
+            message = _as_message(turn)
+
+            def run() -> AsyncIterator[Event]:
+                return engine.run(self._turn([message]), _Sink(self), options)
+
+            events = run() if self.compaction is None else self.compaction.around(self, message,
+                                                                                  run)
+            async for event in events:
                 yield event
         finally:
             self._busy = False
