@@ -37,8 +37,16 @@ from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson
 from thoughtline.errors import ConfigError, ThoughtlineError
-from thoughtline.estimate import CALIBRATION, Estimator, calibration_key, context_window
-from thoughtline.estimate import model_facts, observe, text_tokens
+from thoughtline.estimate import (
+    CALIBRATION,
+    Estimator,
+    calibration_key,
+    calibration_of,
+    context_window,
+    model_facts,
+    observe,
+    text_tokens,
+)
 from thoughtline.events import Done, Event, Notice, TextDelta
 from thoughtline.messages import Message, Text, ToolResult
 from thoughtline.messages import system as system_message
@@ -569,8 +577,6 @@ class AutoCompaction:
     @staticmethod
     def _calibrate(session: Session, raw: int, reported: int) -> None:
         route = session.route
-        from thoughtline.estimate import calibration_of
-
         updated = observe(calibration_of(session.config, route), raw=raw, reported=reported)
         if updated is not None:
             session.remember({CALIBRATION: {calibration_key(route): updated.to_json()}})

@@ -44,7 +44,7 @@ async def tool_loop(session: Session, i: int, *, result_size: int = 200,
                               TurnOptions(stream=stream))
     calls = done.message.tool_calls
     assert calls, f"exchange {i}: the emulator was expected to call the tool"
-    filler = ("fact %d " % i) * (result_size // 7 + 1)
+    filler = f"fact {i} " * (result_size // 7 + 1)
     results = [ToolResult(call_id=c.id, content=filler[:result_size]) for c in calls]
     done = await session.send(results, TurnOptions(stream=stream))
     assert done.message.text and not done.message.tool_calls

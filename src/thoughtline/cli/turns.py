@@ -62,9 +62,19 @@ class ChatRunner:
     def _log(self) -> RequestLog:
         return RequestLog(self.home / "logs")
 
+    def _auto_compact(self, session: Session) -> Session:
+        """Attach automatic compaction (``[compaction]`` of config.toml) to ``session``."""
+        from thoughtline.cli.sessions import progress_line
+        from thoughtline.compaction import AutoCompaction, load_settings
+
+        session.compaction = AutoCompaction(load_settings(self.home),
+                                            on_progress=progress_line())
+        return session
+
     def create(self, prov: config.ProviderConfig, *, title: str = "") -> None:
         prov = self._prepare(prov)
-        self._session = Session.create(self.store, prov, title=title, log=self._log())
+        self._session = self._auto_compact(Session.create(self.store, prov, title=title,
+                                                          log=self._log()))
         self._created = True
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
@@ -81,7 +91,7 @@ class ChatRunner:
         prepared = self._prepare(prov)
         if prepared != session.provider:
             session.set_provider(prepared)
-        self._session = session
+        self._session = self._auto_compact(session)
         for problem in session.problems:
             self.err.print(f"warning: turn {problem.seq}: {problem.detail} — that part will "
                            "not be sent", style="yellow")
@@ -91,7 +101,7 @@ class ChatRunner:
 
     def branch(self, title: str = "") -> Session:
         branched = self.session.branch(title=title or f"{self.session.record.title} (branch)")
-        self._session, self._created = branched, False
+        self._session, self._created = self._auto_compact(branched), False
         return branched
 
     def close(self) -> None:
@@ -139,6 +149,8 @@ class ChatRunner:
         session.record = replace(session.record, title=title)
 
     async def _run(self, text: str, render: bool) -> Done | None:
+        from thoughtline.cli.sessions import end_progress
+
         done: Done | None = None
         state = _RenderState()
         try:
@@ -148,6 +160,7 @@ class ChatRunner:
                     if render and not self.stream:
                         self._render_whole(event)
                 elif isinstance(event, Notice):
+                    end_progress()
                     self.err.print(event.text, style="yellow", markup=False)
                 elif render:
                     self._render_delta(event, state)
