@@ -72,7 +72,7 @@ class ChatProfile:
         another host cannot read them."""
         if origin.model.lower() != target.model.lower():
             return False
-        if origin.host or target.host:
+        if origin.host and target.host:
             return origin.host == target.host
         return origin.provider == target.provider
 
