@@ -534,9 +534,11 @@ class AutoCompaction:
     """
 
     def __init__(self, settings: CompactionSettings,
-                 on_progress: Callable[[int], None] | None = None) -> None:
+                 on_progress: Callable[[int], None] | None = None,
+                 summarize: Summarize | None = None) -> None:
         self.settings = settings
         self.on_progress = on_progress
+        self.summarize = summarize  # None: the session's model or the configured summarizer
         self.armed = True
         self.compactions = 0
 
@@ -567,7 +569,7 @@ class AutoCompaction:
         try:
             result = await compress(session, pending=[message], settings=self.settings,
                                     budget=int(limit * self.settings.target),
-                                    on_progress=self.on_progress)
+                                    summarize=self.summarize, on_progress=self.on_progress)
         except ThoughtlineError as exc:
             return f"automatic compaction failed ({exc}); the turn is sent uncompacted"
         if result.compacted:
