@@ -541,6 +541,7 @@ class AutoCompaction:
         self.summarize = summarize  # None: the session's model or the configured summarizer
         self.armed = True
         self.compactions = 0
+        self.last: CompactionResult | None = None  # the latest attempt's result
 
     def limit(self, session: Session) -> int | None:
         window = self.settings.window(session.provider)
@@ -572,6 +573,7 @@ class AutoCompaction:
                                     summarize=self.summarize, on_progress=self.on_progress)
         except ThoughtlineError as exc:
             return f"automatic compaction failed ({exc}); the turn is sent uncompacted"
+        self.last = result
         if result.compacted:
             self.compactions += 1
         return "automatic " + result.describe()
