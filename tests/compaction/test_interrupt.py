@@ -87,7 +87,7 @@ def test_stopping_a_compaction_mid_summary_keeps_the_previous_generation(
             _wait_for(lambda: _summary_started(slow, start) or proc.poll() is not None)
             assert proc.poll() is None, proc.communicate()
             proc.send_signal(how)
-            out, err = proc.communicate(timeout=60)
+            _out, err = proc.communicate(timeout=60)
         finally:
             if proc.poll() is None:
                 proc.kill()
