@@ -32,6 +32,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+import orjson
+
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
@@ -136,10 +138,6 @@ def is_checkpoint(message: Message) -> bool:
     return message.role == "user" and isinstance(own, Mapping) and "checkpoint" in own
 
 
-def checkpoint_summary(message: Message) -> str:
-    return message.text.removeprefix(CHECKPOINT_HEADER).strip()
-
-
 @dataclass(frozen=True, kw_only=True, slots=True)
 class CompactionRules:
     """What one route's model needs from a compaction (defaults from ``config/models.toml``)."""
@@ -234,7 +232,8 @@ def summary_prompt(head: Sequence[Message], *, reasoning: bool) -> list[Message]
     lines = []
     for message in head:
         if is_checkpoint(message):
-            lines.append(f"[summary of what came before]\n{checkpoint_summary(message)}")
+            earlier = message.text.removeprefix(CHECKPOINT_HEADER).strip()
+            lines.append(f"[summary of what came before]\n{earlier}")
             continue
         if reasoning and message.role == "assistant" and message.reasoning_text():
             lines.append(f"[assistant, thinking]\n{_clip(message.reasoning_text())}")
@@ -564,6 +563,8 @@ class AutoCompaction:
         async for event in run():
             if isinstance(event, Done):
                 self._calibrate(session, raw, event.usage.input_tokens)
+                if event.reports and any(is_checkpoint(m) for m in session.history[:3]):
+                    yield Notice(_reports_notice(event.reports))
             yield event
 
     async def _compact(self, session: Session, message: Message, limit: int) -> str:
@@ -581,6 +582,20 @@ class AutoCompaction:
     @staticmethod
     def _calibrate(session: Session, raw: int, reported: int) -> None:
         route = session.route
-        updated = observe(calibration_of(session.config, route), raw=raw, reported=reported)
-        if updated is not None:
-            session.remember({CALIBRATION: {calibration_key(route): updated.to_json()}})
+        known = calibration_of(session.config, route)
+        updated = observe(known, raw=raw, reported=reported)
+        if updated is None or (known.samples >= _SETTLED
+                               and abs(updated.ratio - known.ratio) < 0.005 * known.ratio):
+            return  # a settled ratio that barely moved is not worth a store write per turn
+        session.remember({CALIBRATION: {calibration_key(route): updated.to_json()}})
+
+
+_SETTLED = 8  # calibration samples after which small changes are no longer stored
+
+
+def _reports_notice(reports: Sequence[object]) -> str:
+    """What the provider changed in a request of a compacted session (e.g. thinking blocks bound
+    to the old prefix, dropped), shown so a drop is never silent."""
+    shown = "; ".join(orjson.dumps(r, default=str).decode() for r in reports[:5])
+    more = f" (+{len(reports) - 5} more)" if len(reports) > 5 else ""
+    return f"the provider changed this request of the compacted session: {shown}{more}"
