@@ -226,9 +226,11 @@ class Outcome:
     predicted: int = 0  # what the tail walk priced the chosen tail at (placeholder summary)
 
 
-def summary_prompt(head: Sequence[Message], *, reasoning: bool) -> list[Message]:
+def summary_prompt(head: Sequence[Message], *, reasoning: bool,
+                   budget: int | None = None) -> list[Message]:
     """The summarizer's request: the head as a transcript. Thinking only when ``reasoning``
-    (a Claude summarizer refuses transcribed thinking: visible text only)."""
+    (a Claude summarizer refuses transcribed thinking: visible text only). Over ``budget``
+    tokens, the oldest items give way (an earlier summary is always kept)."""
     lines = []
     for message in head:
         if is_checkpoint(message):
@@ -243,10 +245,25 @@ def summary_prompt(head: Sequence[Message], *, reasoning: bool) -> list[Message]
                      for c in message.tool_calls)
         lines.extend(f"[tool result{' (error)' if r.is_error else ''}]\n{_clip(r.content)}"
                      for r in message.tool_results)
-    body = "\n\n".join(lines)
+    body = "\n\n".join(_fit(lines, budget) if budget else lines)
     return [system_message(SUMMARY_SYSTEM),
             user_message(f"Summarize this conversation:\n\n<conversation>\n{body}\n"
                          "</conversation>")]
+
+
+def _fit(lines: list[str], budget: int) -> list[str]:
+    first = lines[:1] if lines and lines[0].startswith("[summary of what came before]") else []
+    rest = lines[len(first):]
+    spent = sum(text_tokens(line) for line in first)
+    kept: list[str] = []
+    for line in reversed(rest):
+        spent += text_tokens(line)
+        if spent > budget and kept:
+            break
+        kept.append(line)
+    dropped = len(rest) - len(kept)
+    gap = [f"[… {dropped} earlier items left out to fit the summarizer's context]"] * bool(dropped)
+    return [*first, *gap, *reversed(kept)]
 
 
 def _clip(text: str) -> str:
@@ -308,7 +325,7 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                           summarize: Summarize, keep: int, pending: Sequence[Message] = (),
                           budget: int | None = None, rules: CompactionRules | None = None,
                           summary_rules: CompactionRules | None = None, summary_cap: int = 2000,
-                          ) -> Outcome:
+                          prompt_budget: int | None = None) -> Outcome:
     """Decide, summarize and salvage; pure apart from the ``summarize`` call."""
     rules = rules or CompactionRules()
     before = estimator.price([*history, *pending])
@@ -329,7 +346,7 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
     cut = _walk(price, cuts, budget)
     head = history[len(prefix):cut]
     reading = (summary_rules or rules).summarize_reasoning
-    text, finish = await summarize(summary_prompt(head, reasoning=reading))
+    text, finish = await summarize(summary_prompt(head, reasoning=reading, budget=prompt_budget))
     if finish == "refusal" or not text.strip():
         why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
         return replace(unchanged, reason=f"the summarizer {why}; the history is unchanged")
@@ -498,10 +515,12 @@ async def compress(session: Session, *, keep: int | None = None,
     engine_summarizer = summarizer_for(session, settings, on_progress)
     window = settings.window(session.provider)
     cap = max(256, min(4000, window // 20)) if window else 2000
+    reader = settings.window(engine_summarizer.provider)  # the summarizer's own window
     outcome = await compact_history(
         history, estimator=session_estimator(session, fresh_cache=True),
         summarize=summarize or engine_summarizer, keep=keep, pending=pending, budget=budget,
-        rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap)
+        rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
+        prompt_budget=int(reader * 0.6) if reader else None)
     result = CompactionResult(session=session.id, compacted=outcome.compacted,
                               turns_before=len(history), turns_after=len(outcome.messages),
                               tokens_before=outcome.tokens_before,

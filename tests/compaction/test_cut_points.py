@@ -118,3 +118,17 @@ def test_every_cut_point_keeps_calls_thinking_and_the_current_loop_together(
                     and not before.tool_calls)
         if whole:
             assert tail and tail[0].role == "user"
+
+
+def test_a_transcript_over_the_summarizers_budget_keeps_the_earlier_summary_and_the_newest(
+) -> None:
+    from thoughtline.compaction import summary_prompt
+
+    head = [checkpoint("EARLIER"), *[m for i in range(40) for m in (user(f"q{i} " * 50),
+                                                                   answer(f"a{i}"))]]
+    whole = summary_prompt(head, reasoning=True)[-1].text
+    fitted = summary_prompt(head, reasoning=True, budget=300)[-1].text
+    assert "left out" not in whole and "q0 " in whole
+    assert "EARLIER" in fitted and "a39" in fitted and "q0 " not in fitted
+    assert "earlier items left out to fit the summarizer's context" in fitted
+    assert len(fitted) < len(whole) / 4
