@@ -32,8 +32,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-import orjson
-
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
@@ -582,8 +580,6 @@ class AutoCompaction:
         async for event in run():
             if isinstance(event, Done):
                 self._calibrate(session, raw, event.usage.input_tokens)
-                if event.reports and any(is_checkpoint(m) for m in session.history[:3]):
-                    yield Notice(_reports_notice(event.reports))
             yield event
 
     async def _compact(self, session: Session, message: Message, limit: int) -> str:
@@ -611,10 +607,3 @@ class AutoCompaction:
 
 _SETTLED = 8  # calibration samples after which small changes are no longer stored
 
-
-def _reports_notice(reports: Sequence[object]) -> str:
-    """What the provider changed in a request of a compacted session (e.g. thinking blocks bound
-    to the old prefix, dropped), shown so a drop is never silent."""
-    shown = "; ".join(orjson.dumps(r, default=str).decode() for r in reports[:5])
-    more = f" (+{len(reports) - 5} more)" if len(reports) > 5 else ""
-    return f"the provider changed this request of the compacted session: {shown}{more}"

@@ -191,38 +191,3 @@ async def _consume(events: AsyncIterator[Event]) -> None:
     async for _ in events:
         pass
 
-
-def test_what_the_provider_dropped_after_a_compaction_is_shown(tmp_path: Path) -> None:
-    # Anthropic reports dropped blocks in the response's input_transformations (provider-updates
-    # §1a, the pydantic-ai cassette); the codec hands them over as Done.reports.
-    from thoughtline.compaction import checkpoint
-    from thoughtline.events import Notice
-
-    report = {"type": "thinking_dropped", "path": "messages.1.content.0",
-              "reason": "prefix_binding_mismatch"}
-    store = open_store(None, tmp_path)
-    try:
-        session = Session.create(store, config.provider("openrouter", model="openai/gpt-5"))
-        auto = AutoCompaction(CompactionSettings())
-        pending = user("next")
-
-        def answered(reports: tuple[object, ...]) -> Callable[[], AsyncIterator[Event]]:
-            async def events() -> AsyncIterator[Event]:
-                yield Done(message=Message(role="assistant", parts=(Text(text="ok"),)),
-                           usage=Usage(), finish_reason="stop", reports=reports)
-            return events
-
-        async def notices() -> list[str]:
-            out = []
-            async for event in auto.around(session, pending, answered((report,))):
-                if isinstance(event, Notice):
-                    out.append(event.text)
-            return out
-
-        assert run(notices()) == []  # not a compacted session: nothing to explain
-        store.append(session.id, [checkpoint("earlier"), user("q")])
-        session.reload()
-        shown = run(notices())
-        assert len(shown) == 1 and "prefix_binding_mismatch" in shown[0]
-    finally:
-        store.close()
