@@ -66,3 +66,18 @@ def test_compact_show_generations_and_restore(emu: ChatEmulator, store: Store, h
     assert [(g["generation"], g["turns"], g["current"]) for g in shown["generations"]] == [
         (0, 16, False), (1, 5, False), (2, 16, True)]
     assert shown["generations"][1]["note"] == {"ended_by": "restore", "restored": 0}
+
+
+def test_a_demo_session_compacts_offline(home: Path, deepseek_key: str) -> None:
+    for text in ("first question", "second question", "third question"):
+        args = ("chat", "--provider", "demo", "-p", text, "--json")
+        if text != "first question":
+            args = ("chat", "-c", "-p", text, "--json")
+        made = _cli(home, deepseek_key, *args)
+        assert made.returncode == 0, made.stderr
+    session = json.loads(made.stdout)["session"]
+    compacted = _cli(home, deepseek_key, "sessions", "compact", session, "--keep", "2", "--json")
+    assert compacted.returncode == 0, compacted.stderr
+    reported = json.loads(compacted.stdout)
+    assert reported["compacted"] is True
+    assert (reported["turns_before"], reported["turns_after"]) == (6, 3)

@@ -337,7 +337,7 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
 
     from thoughtline import compaction
     from thoughtline.cli.common import home_dir
-    from thoughtline.config import load_config
+    from thoughtline.config import DEMO_PROVIDER, load_config
     from thoughtline.requestlog import RequestLog
     from thoughtline.session import Session
 
@@ -349,11 +349,19 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
 
     async def run() -> compaction.CompactionResult:
         opened = Session.resume(store, session, config=cfg, log=RequestLog(home / "logs"))
+        emulator = None
+        if opened.provider.id == DEMO_PROVIDER:  # a demo session summarizes on the emulator
+            from thoughtline.cli.chat import start_demo_backend
+
+            provider, emulator = start_demo_backend(opened.provider)
+            opened.set_provider(provider)
         try:
             return await compaction.compress(opened, keep=keep, settings=settings,
                                              on_progress=progress)
         finally:
             await opened.aclose()
+            if emulator is not None:
+                emulator.stop()
 
     try:
         result = asyncio.run(run())
