@@ -3,6 +3,7 @@ entry point (a subprocess with its own state home)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -81,3 +82,21 @@ def test_a_demo_session_compacts_offline(home: Path, deepseek_key: str) -> None:
     reported = json.loads(compacted.stdout)
     assert reported["compacted"] is True
     assert (reported["turns_before"], reported["turns_after"]) == (6, 3)
+
+
+def test_chat_compacts_automatically_from_config_toml(emu: ChatEmulator, home: Path,
+                                                      deepseek_key: str) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.toml").write_text(
+        f'[providers.ds]\npreset = "deepseek"\nbase_url = "{emu.base_url}"\n'
+        'context_window = 1200\n\n[compaction]\nthreshold = 0.8\nkeep = 2\n')
+    said: list[str] = []
+    for i in range(12):
+        args = ["chat", "-p", f"question {i}: " + "tell me more " * 8]
+        args[1:1] = ["--provider", "ds"] if i == 0 else ["-c"]
+        turn = _cli(home, deepseek_key, *args)
+        assert turn.returncode == 0, turn.stderr
+        said.append(turn.stderr)
+    compacted = [i for i, err in enumerate(said) if "automatic compacted:" in err]
+    assert compacted and all(b - a > 1 for a, b in itertools.pairwise(compacted))
+    assert "Traceback" not in "".join(said)
