@@ -221,7 +221,6 @@ class Outcome:
     cut: int = 0
     salvaged: tuple[str, ...] = ()
     dropped_checkpoints: int = 0
-    predicted: int = 0  # what the tail walk priced the chosen tail at (placeholder summary)
 
 
 def summary_prompt(head: Sequence[Message], *, reasoning: bool,
@@ -369,7 +368,7 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                               f"tokens, not less than the {before} it costs now")
     return Outcome(compacted=True, messages=(*prefix, summary, *tail), tokens_before=before,
                    tokens_after=tokens, cut=cut, salvaged=tuple(salvaged),
-                   dropped_checkpoints=dropped, predicted=price(cut))
+                   dropped_checkpoints=dropped)
 
 
 # --- sessions -----------------------------------------------------------------------------------
@@ -419,11 +418,11 @@ class CompactionResult:
 class _NoSink:
     """The summary request stores nothing: it is not a turn of the session."""
 
-    def __init__(self, session: Session | None) -> None:
+    def __init__(self, session: Session) -> None:
         self._session = session
 
     def learned(self, lesson: Lesson) -> None:
-        if self._session is not None and lesson.verdict is not None:
+        if lesson.verdict is not None:  # what the route taught still goes to the ledger
             self._session.store.record_verdict(lesson.verdict)
 
     def finished(self, pending: Sequence[Message], done: Done) -> None:
@@ -441,7 +440,6 @@ class EngineSummarizer:
     provider: config_mod.ProviderConfig
     config: ModelConfig
     on_progress: Callable[[int], None] | None = None
-    own: bool = True
 
     @property
     def label(self) -> str:
@@ -482,8 +480,7 @@ def summarizer_for(session: Session, settings: CompactionSettings,
     provider_id, _, model = settings.summarizer.partition("/")
     provider = config_mod.provider(provider_id, settings.config, model=model)
     return EngineSummarizer(session=session, provider=provider,
-                            config=ModelConfig(provider=provider), on_progress=on_progress,
-                            own=False)
+                            config=ModelConfig(provider=provider), on_progress=on_progress)
 
 
 def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimator:
