@@ -488,7 +488,7 @@ def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimat
     codec = session.codec
     return Estimator.for_config(codec, session.route, session.config,
                                 ledger=session.store.verdicts(),
-                                cache=codec.new_cache() if fresh_cache else None)
+                                cache=codec.new_cache() if fresh_cache else session.wire_cache)
 
 
 async def compress(session: Session, *, keep: int | None = None,

@@ -22,7 +22,7 @@ import orjson
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
@@ -138,6 +138,11 @@ class Session:
     @property
     def provider(self) -> config_mod.ProviderConfig:
         return self._config.provider
+
+    @property
+    def wire_cache(self) -> WireCache:
+        """The codec's memo of this session's turns' wire forms (the estimator shares it)."""
+        return self._cache
 
     @property
     def codec(self) -> Codec:
