@@ -500,10 +500,11 @@ async def compress(session: Session, *, keep: int | None = None,
     verbatim, write a new generation and continue from it. ``budget`` (tokens) makes the tail
     walk keep as much tail as fits; without one everything before the kept tail is summarized.
     Ctrl-C or a crash before the store write leaves the session as it was."""
-    from thoughtline.store import encode_message
-
     settings = settings or CompactionSettings()
     keep = settings.keep if keep is None else max(0, keep)
+    stored = [m.id for m in session.store.load_history(session.id).messages]
+    if len(stored) != len(session.history):
+        session.reload()  # another process added turns: compact what is stored
     history = session.history
     route = session.route
     rules = rules_for(session.codec, route)
@@ -524,7 +525,7 @@ async def compress(session: Session, *, keep: int | None = None,
                               dropped_checkpoints=outcome.dropped_checkpoints)
     if not outcome.compacted:
         return result
-    expect = (len(history), encode_message(history[-1]).id if history else None)
+    expect = (len(stored), stored[-1] if stored else None)  # refused if it changed meanwhile
     note = {"ended_by": "compaction", "turns_after": result.turns_after,
             "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
             "summarizer": engine_summarizer.label, "salvaged": list(outcome.salvaged)}

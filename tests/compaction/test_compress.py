@@ -280,3 +280,35 @@ def test_a_codec_hook_stores_its_api_settings_after_compaction(emu: ChatEmulator
     assert "prefix_mismatch_behavior=drop_block" in result.describe()
     stored = ModelConfig.from_json(store.get_session(session.id).model_config)
     assert stored.api_settings("bound-chat") == {"prefix_mismatch_behavior": "drop_block"}
+
+
+def test_a_session_with_a_damaged_payload_still_compacts(emu: ChatEmulator, store: Store,
+                                                         home: Any) -> None:
+    import sqlite3
+
+    from thoughtline.store import encode_message
+
+    async def first() -> Session:
+        session = Session.create(store, deepseek(emu), tools=TOOLS)
+        await _loops(session, 0, 4)
+        assert (await compress(session, keep=4)).compacted
+        await _loops(session, 4, 4)
+        await session.aclose()
+        return session
+
+    session = run(first())
+    marker = session.history[0]
+    [payload] = encode_message(marker).payloads  # the checkpoint's native record
+    conn = sqlite3.connect(home / "state.db", isolation_level=None)
+    conn.execute("UPDATE payloads SET data = ? WHERE digest = ?", (b"{}", payload))
+    conn.close()
+
+    async def again() -> Any:
+        resumed = Session.resume(store, session.id)
+        assert resumed.problems and not is_checkpoint(resumed.history[0])  # its record is lost
+        result = await compress(resumed, keep=4)
+        await resumed.aclose()
+        return result
+
+    result = run(again())
+    assert result.compacted and result.turns_before == 21
