@@ -23,7 +23,7 @@ from thoughtline.compaction import (
     rules_for,
 )
 from thoughtline.estimate import Estimator
-from thoughtline.messages import Message, dumps
+from thoughtline.messages import Message, Text, dumps
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.store.base import Store
 from thoughtline.testing import ChatEmulator
@@ -297,18 +297,20 @@ def test_a_session_with_a_damaged_payload_still_compacts(emu: ChatEmulator, stor
         return session
 
     session = run(first())
-    marker = session.history[0]
-    [payload] = encode_message(marker).payloads  # the checkpoint's native record
+    # the last stored message carries a native record (an opaque payload), then goes bad
+    noted = Message(role="user", parts=(Text(text="a note"),), native={"thoughtline": {"n": 1}})
+    store.append(session.id, [noted])
+    [payload] = encode_message(noted).payloads
     conn = sqlite3.connect(home / "state.db", isolation_level=None)
     conn.execute("UPDATE payloads SET data = ? WHERE digest = ?", (b"{}", payload))
     conn.close()
 
     async def again() -> Any:
         resumed = Session.resume(store, session.id)
-        assert resumed.problems and not is_checkpoint(resumed.history[0])  # its record is lost
+        assert resumed.problems and not resumed.history[-1].native  # reported, never sent
         result = await compress(resumed, keep=4)
         await resumed.aclose()
         return result
 
     result = run(again())
-    assert result.compacted and result.turns_before == 21
+    assert result.compacted and result.turns_before == 22
