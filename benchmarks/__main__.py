@@ -15,7 +15,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from benchmarks import cli_start, peer, report, request_build, resume, store_append, stream_fold
+from benchmarks import (
+    bedrock_rows,
+    cli_start,
+    gemini_rows,
+    peer,
+    report,
+    request_build,
+    responses_rows,
+    resume,
+    store_append,
+    stream_fold,
+)
 from benchmarks.measure import FULL, QUICK, Budget, Row, not_built
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -37,6 +48,9 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "cli": lambda: cli_start.run(quick=quick),
         "gateway": lambda: gateway(quick=quick),
         "peer": lambda: peer.run(quick=quick),
+        "gemini": lambda: gemini_rows.run(budget, quick),
+        "bedrock": lambda: bedrock_rows.run(budget, quick),
+        "responses": lambda: responses_rows.run(budget, quick),
     }
 
 

@@ -6,6 +6,8 @@ The parent writes one session of N synthetic turns through the store API, then r
 before ``open_store`` to the request bytes (what the target is about; the floor beside it is bare
 ``sqlite3`` reading the same stored rows plus ``orjson.dumps`` of the same body), and the child's
 whole-process wall time (the floor beside it: ``python -c pass``, the interpreter start alone).
+Sessions are written as a session writes the turns it answers, so each turn also has its stored
+wire form (issue 17); the read floor reads those rows as well — every row the resume reads.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 from benchmarks import synth
 from benchmarks.measure import Row, at_most, process, processes, ratio
 from benchmarks.request_build import ROUTES
+from thoughtline.session import Session
 from thoughtline.store import open_store
 
 SCENARIO = "resume"
@@ -33,13 +36,14 @@ QUICK_RUNS = 3
 
 
 def write_session(home: Path, n: int) -> str:
-    """A ``state.db`` under ``home`` holding one deepseek session of ``n`` synthetic turns."""
+    """A ``state.db`` under ``home`` holding one deepseek session of ``n`` synthetic turns, stored
+    the way a session stores the turns it answers (with their wire forms)."""
     store = open_store(None, home)
     try:
-        record = store.create_session(
-            title=f"bench {n}", model_config=synth.model_config(ROUTES[0].provider.to_json()))
-        store.append(record.id, synth.history(n))
-        return record.id
+        session = Session.create(store, ROUTES[0].provider, title=f"bench {n}",
+                                 tools=(synth.TOOL,))
+        session.append(synth.history(n))
+        return session.id
     finally:
         store.close()
 

@@ -11,15 +11,20 @@ shape; nothing here mutates a history.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from thoughtline.messages import Message, Origin, ToolResult, tool_results
+import orjson
+
+from thoughtline.messages import Message, Origin, ToolCall, ToolResult, tool_results
 from thoughtline.routes.resolve import Route
+from thoughtline.stored import Joined
 from thoughtline.verdicts import Verdict
 
-__all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan"]
+__all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan", "plan_digest"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,24 +107,81 @@ UNANSWERED = ("(no result: the request that carried this tool's result failed or
               "before the model saw it)")
 
 
-def answered(history: Sequence[Message]) -> list[Message]:
-    """``history`` with an error result for every tool call nobody answered.
+def answered(history: Sequence[Message], pending: Sequence[Message] = ()) -> Sequence[Message]:
+    """``history`` + ``pending`` with an error result for every tool call nobody answered.
 
     A tool loop whose results never reached the provider (their request failed) would leave an
     assistant turn with unanswered calls that every later request is rejected for. The view adds
-    one error result per missing call right after that turn; stored history is untouched.
+    one error result per missing call right after that turn; stored history is untouched. When
+    nothing is missing the view is ``Joined`` (no copy, nothing decoded: a resumed history is
+    checked through its stored ``meta``).
     """
+    joined = Joined(history, pending)
+    repairs = _unanswered(joined)
+    if not repairs:
+        return joined
     out: list[Message] = []
-    pending: list[str] = []
-    for message in history:
-        if pending:
-            given = {p.call_id for p in message.parts if isinstance(p, ToolResult)}
-            missing = [c for c in pending if c not in given]
-            if missing and message.role != "tool":
-                out.append(tool_results(ToolResult(call_id=c, content=UNANSWERED, is_error=True)
-                                        for c in missing))
-            pending = [] if message.role != "tool" else missing
+    for index, message in enumerate(joined):
+        missing = repairs.get(index)
+        if missing:
+            out.append(tool_results(ToolResult(call_id=c, content=UNANSWERED, is_error=True)
+                                    for c in missing))
         out.append(message)
-        if message.role == "assistant" and not message.incomplete:
-            pending = [c.id for c in message.tool_calls]
     return out
+
+
+def _unanswered(joined: Joined) -> dict[int, list[str]]:
+    """Index of the message before which error results go -> the call ids they answer."""
+    repairs: dict[int, list[str]] = {}
+    pending: list[str] = []
+    for index, (role, calls, results, incomplete) in enumerate(_shapes(joined)):
+        if pending:
+            missing = [c for c in pending if c not in results]
+            if missing and role != "tool":
+                repairs[index] = missing
+            pending = [] if role != "tool" else missing
+        if role == "assistant" and not incomplete:
+            pending = list(calls)
+    return repairs
+
+
+def _shapes(joined: Joined) -> Iterable[tuple[str, Sequence[str], Sequence[str], bool]]:
+    """(role, tool-call ids, tool-result ids, incomplete) of every message, decoding nothing that
+    a stored history can answer from its ``meta``."""
+    base = joined.base
+    if getattr(base, "decoded", True):
+        messages: Iterable[Message] = joined
+    else:
+        yield from base.shapes()  # type: ignore[attr-defined]
+        messages = joined.extra
+    for m in messages:
+        calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
+        results = [p.call_id for p in m.parts if type(p) is ToolResult] if m.role == "tool" \
+            else ()
+        yield m.role, calls, results, m.incomplete
+
+
+def plan_digest(plan: ReplayPlan, *, api: str, version: str) -> str:
+    """A digest of what a stored turn's wire form depends on, stable across processes.
+
+    ``version`` is the codec's wire-form version: changing how a codec encodes a turn changes the
+    digest, so stale stored forms are simply not found.
+    """
+    key = orjson.dumps({"api": api, "v": version, "key": _stable(plan.key)},
+                       option=orjson.OPT_SORT_KEYS)
+    return "plan:" + hashlib.sha256(key).hexdigest()[:32]
+
+
+def _stable(value: Any) -> Any:
+    """``value`` as plain JSON with a fixed order (sets sorted, dataclasses by compared fields)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _stable(getattr(value, f.name)) for f in dataclasses.fields(value)
+                if f.compare}
+    if isinstance(value, frozenset | set):
+        return sorted((_stable(v) for v in value), key=lambda v: orjson.dumps(
+            v, option=orjson.OPT_SORT_KEYS))
+    if isinstance(value, list | tuple):
+        return [_stable(v) for v in value]
+    if isinstance(value, Mapping):
+        return {str(k): _stable(v) for k, v in value.items()}
+    return value

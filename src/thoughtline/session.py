@@ -31,6 +31,7 @@ from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
+from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["Session", "TurnOptions"]
 
 _WRITE_ATTEMPTS = (0.0, 0.25, 1.0)  # delays before each try of a failed turn write
+WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
 class Session:
@@ -49,7 +51,7 @@ class Session:
                  problems: Sequence[LoadProblem] = (), transport: HttpTransport | None = None,
                  log: RequestLog | None = None,
                  provider: config_mod.ProviderConfig | None = None,
-                 rescue_dir: Path | None = None) -> None:
+                 rescue_dir: Path | None = None, ids: Sequence[str] | None = None) -> None:
         self.store = store
         self.record = record
         self._history: list[Message] = list(history)
@@ -65,6 +67,10 @@ class Session:
         self._cache = self.codec.new_cache()
         self._rescue_dir = rescue_dir
         self._busy = False
+        # Content ids of ``_history``, for stored wire forms (None: unknown, no forms stored).
+        self._ids: list[str] | None = list(ids) if ids is not None else (
+            [] if not history else None)
+        self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
         #: Automatic compaction before a request that would not fit (``compaction``); None: off.
         self.compaction: AutoCompaction | None = None
 
@@ -95,14 +101,43 @@ class Session:
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
-        loaded = store.load_history(record.id)
         if config is not None and "provider" not in kwargs:
             stored = ModelConfig.from_json(record.model_config).provider
             headers = config_mod.headers_for(stored.id, config)
             if headers:
                 kwargs["provider"] = replace(stored, headers=headers)
-        return cls(store=store, record=record, history=[m.message for m in loaded.messages],
-                   problems=loaded.problems, **kwargs)
+        session = cls(store=store, record=record, history=(), **kwargs)
+        if not session._resume_spliced():
+            loaded = store.load_history(record.id)
+            session._history = [m.message for m in loaded.messages]
+            session._ids = [m.id for m in loaded.messages]
+            session.problems = tuple(loaded.problems)
+        return session
+
+    def _resume_spliced(self) -> bool:
+        """Resume from stored wire forms (read, not rebuilt) when the codec stores them and every
+        stored row is intact; the canonical history is then decoded only when needed."""
+        digest_of = getattr(self.codec, "plan_digest", None)
+        load_forms = getattr(self.store, "load_wire_forms", None)
+        if digest_of is None or load_forms is None:
+            return False
+        digest = digest_of(TurnEngine.plan(self._turn([])))
+        found = load_forms(self.id, digest)
+        if not found.intact:
+            return False  # the ordinary load reports exactly what is damaged
+        session_id, store = self.id, self.store
+        ids = [mid for _, mid in found.entries]
+        self._history = StoredHistory(
+            ids=ids, forms={mid: (f.data, f.meta) for mid, f in found.forms.items()},
+            plan=digest, load=lambda: [m.message for m in store.load_history(session_id).messages])
+        self._ids = list(ids)
+        self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
+        self.problems = tuple(
+            LoadProblem(seq=seq, part=WIRE_FORM, digest=mid,
+                        detail="its stored wire form failed its digest: it was left out and is "
+                               "rebuilt from the canonical history")
+            for seq, mid in found.entries if mid in found.problems)
+        return True
 
     # --- state --------------------------------------------------------------------------------
 
@@ -130,6 +165,11 @@ class Session:
     @property
     def history(self) -> tuple[Message, ...]:
         return tuple(self._history)
+
+    @property
+    def turns(self) -> int:
+        """How many turns the history holds (without decoding a resumed one)."""
+        return len(self._history)
 
     @property
     def config(self) -> ModelConfig:
@@ -201,18 +241,51 @@ class Session:
         self.record = self.store.get_session(self.id)
         loaded = self.store.load_history(self.id)
         self._history = [m.message for m in loaded.messages]
+        self._ids = [m.id for m in loaded.messages]
         self.problems = tuple(loaded.problems)
+        self._forms_plan = None
+        self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
     def _append(self, messages: Sequence[Message]) -> None:
-        self.store.append(self.id, messages)
+        stored = self.store.append(self.id, messages)
         self._history.extend(messages)
+        if self._ids is not None:
+            self._ids.extend(m.id for m in stored)
+            self._store_wire_forms(len(self._history) - len(messages))
+
+    def _store_wire_forms(self, start: int) -> None:
+        """Store the wire forms of the turns from ``start`` on, for the plan the next request
+        uses — or of every turn, once, when that plan changed (a verdict, a new model)."""
+        form_of = getattr(self.codec, "wire_form", None)
+        put = getattr(self.store, "put_wire_forms", None)
+        ids = self._ids
+        if form_of is None or put is None or ids is None:
+            return
+        from thoughtline.store.wireforms import WireForm
+
+        plan = TurnEngine.plan(self._turn([]))
+        digest = self.codec.plan_digest(plan)  # type: ignore[attr-defined]
+        if digest != self._forms_plan:
+            start = 0
+        forms = []
+        for index in range(start, len(self._history)):
+            data, meta = form_of(self._history[index], plan)
+            forms.append(WireForm(message_id=ids[index], plan=digest,
+                                  meta=meta.decode(), data=data))
+        try:
+            put(forms)
+        except StoreError:
+            return  # a cache: the next resume re-encodes what is missing
+        self._forms_plan = digest
 
     def branch(self, at: int | None = None, title: str = "") -> Session:
         """A new session sharing the first ``at`` turns (default all), reasoning untouched."""
         record = self.store.branch(self.id, at=at, title=title)
-        kept = self._history if at is None else self._history[:at]
+        kept = list(self._history) if at is None else self._history[:at]
+        ids = None if self._ids is None else self._ids[:len(kept)]
         return Session(store=self.store, record=record, history=kept, transport=self._transport,
-                       log=self.log, provider=self.provider, rescue_dir=self._rescue_dir)
+                       log=self.log, provider=self.provider, rescue_dir=self._rescue_dir,
+                       ids=ids)
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -220,6 +293,16 @@ class Session:
         return TurnInput(codec=self.codec, provider=self.provider, config=config or self._config,
                          history=self._history, pending=pending, ledger=self.store.verdicts(),
                          cache=self._cache, session=self.id)
+
+    def append(self, messages: Sequence[Message]) -> None:
+        """Store turns that were answered elsewhere (an import, a test, a benchmark) as if they had
+        been answered here: atomically, with their wire forms. Nothing is sent."""
+        self._append(messages)
+
+    def request_bytes(self, pending: Sequence[Message] = (), *, stream: bool = False) -> bytes:
+        """The exact bytes the next request would carry (history + pending)."""
+        encoded, _ = TurnEngine.build(self._turn(pending), stream=stream)
+        return encoded.raw
 
     def build_request(self, pending: Sequence[Message] = (), *, stream: bool = False,
                       verdicts: Iterable[replay.Verdict] | None = None,

@@ -18,8 +18,6 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-import orjson
-
 from thoughtline import replay
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
 from thoughtline.config import ProviderConfig
@@ -108,7 +106,8 @@ class TurnEngine:
         route = turn.route
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
-                           settings=config.api_settings(route.api))
+                           settings=config.api_settings(route.api),
+                           account=turn.provider.project, region=_region(turn.provider))
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
@@ -118,7 +117,7 @@ class TurnEngine:
         plan = cls.plan(turn, config)
         spec = RequestSpec(model=turn.provider.model, tools=config.tools, params=config.params,
                            stream=stream, settings=config.api_settings(turn.codec.api))
-        history = replay.answered([*turn.history, *turn.pending])
+        history = replay.answered(turn.history, turn.pending)
         return turn.codec.encode_request(history, plan, spec, turn.cache), plan
 
     @staticmethod
@@ -197,7 +196,7 @@ class TurnEngine:
         after = config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
                                fingerprints=lesson.fingerprints, settings=lesson.settings)
         retry, _ = self.build(turn, stream=options.stream, config=after)
-        if orjson.dumps(retry.body) == orjson.dumps(encoded.body):
+        if retry.raw == encoded.raw:
             # E.g. a pad demanded while every assistant turn already carries it: the retry
             # would be the same request, so the error stands.
             return None
@@ -208,9 +207,10 @@ class TurnEngine:
                         record: _Attempt) -> AsyncIterator[Event]:
         codec = turn.codec
         origin = Origin(api=codec.api, provider=route.provider, host=route.host,
-                        model=turn.provider.model, region=_region(turn.provider))
+                        model=turn.provider.model, region=_region(turn.provider),
+                        account=turn.provider.project)  # where signatures are bound (Vertex)
         seed = uuid.uuid4().hex
-        raw = orjson.dumps(encoded.body)
+        raw = encoded.raw
         if not options.stream:
             done = codec.decode_response(await self.transport.post_json(target, raw), origin,
                                          seed=seed)

@@ -268,3 +268,23 @@ def test_tool_call_arguments_stream_as_deltas() -> None:
             {"index": 0, "id": "c1", "function": {"name": "weather", "arguments": piece}}]}}]})
     assert "".join(e.text for e in events if isinstance(e, ToolCallDelta)) == '{"city": "Paris"}'
     assert ToolCall  # the canonical part the deltas add up to
+
+
+def test_a_turn_that_lost_a_payload_on_load_is_marked_damaged(tmp_path: Path) -> None:
+    import sqlite3
+
+    turn = _turn_made_at("openrouter.ai", "openai/gpt-5")
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        record = store.create_session(title="t")
+        store.append(record.id, [user("q"), turn])
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    for (blob,) in raw.execute("SELECT data FROM payloads").fetchall():
+        if ITEM["data"].encode() in bytes(blob):
+            raw.execute("UPDATE payloads SET data = ? WHERE data = ?",
+                        (bytes(blob).replace(b"encrypted", b"ENCRYPTED"), blob))
+    raw.close()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        loaded = store.load_history(record.id)
+    first, second = (m.message for m in loaded.messages)
+    assert loaded.problems and not first.damaged
+    assert second.damaged and not second.reasoning and second.text == "done"

@@ -17,6 +17,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
 
+import orjson
+
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, Origin, ToolSpec
 from thoughtline.verdicts import Verdict
@@ -64,16 +66,36 @@ class RequestSpec:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
 class Encoded:
     """A request body and what the codec needs to read a rejection of it later.
 
-    ``body`` shares read-only values with the history and the wire cache: serialize it, never edit
-    it. ``index`` maps wire locations back to canonical parts; its shape is the codec's own.
+    Give ``body`` (a JSON object) or ``raw`` (its serialized bytes, e.g. spliced from stored wire
+    forms); the other is derived on first use. ``body`` shares read-only values with the history
+    and the wire cache: serialize it, never edit it. ``index`` maps wire locations back to
+    canonical parts (or holds counts for the log); its shape is the codec's own.
     """
 
-    body: Mapping[str, Any]
-    index: Any = None
+    __slots__ = ("_body", "_raw", "index")
+
+    def __init__(self, *, body: Mapping[str, Any] | None = None, raw: bytes | None = None,
+                 index: Any = None) -> None:
+        if body is None and raw is None:
+            raise ValueError("Encoded needs a body or its raw bytes")
+        self._body, self._raw, self.index = body, raw, index
+
+    @property
+    def body(self) -> Mapping[str, Any]:
+        if self._body is None:
+            assert self._raw is not None
+            self._body = orjson.loads(self._raw)
+        return self._body
+
+    @property
+    def raw(self) -> bytes:
+        """The exact bytes sent."""
+        if self._raw is None:
+            self._raw = orjson.dumps(self._body)
+        return self._raw
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -14,6 +14,9 @@ from thoughtline.errors import UsageError
 #: API id -> "module:attribute" of its codec object.
 _CODECS: dict[str, str] = {
     "openai-chat": "thoughtline.codecs.openai_chat.codec:CODEC",
+    "gemini": "thoughtline.codecs.gemini.codec:CODEC",
+    "bedrock": "thoughtline.codecs.bedrock.codec:CODEC",
+    "openai-responses": "thoughtline.codecs.openai_responses.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 

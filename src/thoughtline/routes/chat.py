@@ -17,6 +17,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
+from thoughtline.codecs.gemini import scope
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.routes.resolve import (
@@ -68,9 +69,16 @@ class ChatProfile:
     def accepts(self, origin: Origin, target: Origin) -> bool:
         """Opaque Chat values (``reasoning_details`` items, Gemini and Copilot signatures) are bound
         to the service that issued them and the model that made them: the same host (or, with no
-        host, the same provider id) and the same model. A relay with the same provider id at
-        another host cannot read them."""
-        if origin.model.lower() != target.model.lower():
+        host, the same provider id) and the same model — for Gemini models on a route that lifts
+        Google signatures, a model of the same family and tier and project instead
+        (``codecs/gemini/scope.py``, shared with the native Gemini route). A relay with the same
+        provider id at another host cannot read them."""
+        if "google" in self.native and scope.is_gemini(target.model):
+            # Gemini signatures: the family-and-tier rule shared with the native Gemini route.
+            if not (scope.can_read(origin.model, target.model)
+                    and scope.same_project(origin, target)):
+                return False
+        elif origin.model.lower() != target.model.lower():
             return False
         if origin.host and target.host:
             return origin.host == target.host

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline.messages import Message
+
+if TYPE_CHECKING:
+    from thoughtline.store.wireforms import StoredForms, WireForm
 from thoughtline.verdicts import Verdict
 
 
@@ -86,6 +89,14 @@ class Store(Protocol):
         ...
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
+
+    def put_wire_forms(self, forms: Sequence[WireForm]) -> None:
+        """Store messages' wire forms per plan (see ``store.wireforms``)."""
+        ...
+
+    def load_wire_forms(self, session_id: str, plan: str) -> StoredForms:
+        """A session's visible entries and its verified stored wire forms for ``plan``."""
+        ...
 
     def update_model_config(self, session_id: str,
                             update: Callable[[Mapping[str, Any]], Mapping[str, Any]],

@@ -144,6 +144,8 @@ def assemble(session_id: str, skeleton: Skeleton,
         if ref.part != MESSAGE_LEVEL and parts[ref.part].get("t") == "reasoning":
             dropped.add(ref.part)
     body["parts"] = [p for i, p in enumerate(parts) if i not in dropped]
+    if problems:
+        body["damaged"] = True  # not what the model saw: replay policies may treat it as such
     try:
         return message_from_json(body), problems
     except (KeyError, TypeError, ValueError) as exc:

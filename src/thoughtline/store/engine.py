@@ -20,7 +20,7 @@ from typing import Any
 
 from thoughtline.errors import NotFound, UsageError
 from thoughtline.messages import Message
-from thoughtline.store import codec, generations, history, ledger
+from thoughtline.store import codec, generations, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
@@ -152,6 +152,9 @@ class SqlStore:
                 return history.load(tx, session_id)
         finally:
             if collecting:
+                # What was just loaded lives as long as the session: move it out of the
+                # collector's generations so later collections never rescan it.
+                gc.freeze()
                 gc.enable()
 
     def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
@@ -162,6 +165,19 @@ class SqlStore:
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
             return history.append(tx, session_id, messages, now)
+
+    def put_wire_forms(self, forms: Sequence[wireforms.WireForm]) -> None:
+        """Store wire forms (idempotent: a form is a pure function of its message and plan)."""
+        if not forms:
+            return
+        with self._db.transaction(write=True) as tx:
+            wireforms.put(tx, forms)
+
+    def load_wire_forms(self, session_id: str, plan: str) -> wireforms.StoredForms:
+        """The visible entries of a session and their verified stored forms for ``plan``."""
+        with self._db.transaction(write=False) as tx:
+            _session(tx, session_id)
+            return wireforms.load(tx, session_id, plan)
 
     # --- generations (compaction; see ``generations``) ---------------------------------------
 

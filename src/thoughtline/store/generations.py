@@ -48,7 +48,7 @@ class Generation:
 
 def _visible(tx: Tx, session_id: str) -> list[tuple[int, str]]:
     """(seq, message id) of every visible message, in order."""
-    return [(row[0], row[1]) for row in tx.all(history._VISIBLE, (session_id,))]
+    return history.visible_entries(tx, session_id)
 
 
 def _current_number(tx: Tx, session_id: str) -> int:

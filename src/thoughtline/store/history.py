@@ -15,31 +15,59 @@ from collections.abc import Iterable, Sequence
 from thoughtline.messages import Message
 from thoughtline.store import codec
 from thoughtline.store.base import LoadedHistory, LoadProblem, StoredMessage
-from thoughtline.store.db import Tx
+from thoughtline.store.db import Row, Tx
 
 #: The session's ancestor chain, each with the exclusive ``seq`` bound of what is inherited from it.
-_VISIBLE = """
-WITH RECURSIVE chain(id, parent_id, fork_point, lim) AS (
-    SELECT id, parent_id, fork_point, CAST(NULL AS BIGINT) FROM sessions WHERE id = ?
+_CHAIN = """
+WITH RECURSIVE chain(id, parent_id, fork_point, lim, depth) AS (
+    SELECT id, parent_id, fork_point, CAST(NULL AS BIGINT), 0 FROM sessions WHERE id = ?
     UNION ALL
     SELECT s.id, s.parent_id, s.fork_point,
            CAST(CASE WHEN c.lim IS NULL OR c.fork_point < c.lim THEN c.fork_point
-                     ELSE c.lim END AS BIGINT)
+                     ELSE c.lim END AS BIGINT), c.depth + 1
     FROM sessions s JOIN chain c ON s.id = c.parent_id
 )
-SELECT sm.seq, sm.message_id, sm.created_at, m.skeleton, m.skeleton_digest
-FROM chain c
-JOIN session_messages sm ON sm.session_id = c.id AND (c.lim IS NULL OR sm.seq < c.lim)
-LEFT JOIN messages m ON m.digest = sm.message_id
-ORDER BY sm.seq
+SELECT id, lim FROM chain ORDER BY depth DESC
 """
+
+# One member's rows in primary-key order: read straight off the (session_id, seq) index, no sort.
+_ROWS = """
+SELECT sm.seq, sm.message_id, sm.created_at, m.skeleton, m.skeleton_digest
+FROM session_messages sm LEFT JOIN messages m ON m.digest = sm.message_id
+WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq
+"""
+_ENTRIES = """
+SELECT seq, message_id FROM session_messages WHERE session_id = ? AND seq < ?
+ORDER BY session_id, seq
+"""
+_NO_LIMIT = 2 ** 62
 
 _CHUNK = 500
 
 
+def chain(tx: Tx, session_id: str) -> list[tuple[str, int]]:
+    """The ancestors (root first) and the session, each with the bound of what is visible from it.
+
+    Ancestors' visible ranges are disjoint and increasing in ``seq``, so reading each member in
+    primary-key order and concatenating gives the visible history in order.
+    """
+    return [(sid, _NO_LIMIT if lim is None else int(lim))
+            for sid, lim in tx.all(_CHAIN, (session_id,))]
+
+
+def visible_rows(tx: Tx, session_id: str) -> list[Row]:
+    return [row for sid, lim in chain(tx, session_id) for row in tx.all(_ROWS, (sid, lim))]
+
+
+def visible_entries(tx: Tx, session_id: str) -> list[tuple[int, str]]:
+    """``(seq, message id)`` of every visible message, in order (no skeletons read)."""
+    return [(seq, mid) for sid, lim in chain(tx, session_id)
+            for seq, mid in tx.all(_ENTRIES, (sid, lim))]
+
+
 def load(tx: Tx, session_id: str) -> LoadedHistory:
     """Every visible message, verified; see ``codec`` for what corruption does."""
-    skeletons = [codec.parse_skeleton(session_id, row) for row in tx.all(_VISIBLE, (session_id,))]
+    skeletons = [codec.parse_skeleton(session_id, row) for row in visible_rows(tx, session_id)]
     wanted = {ref.digest for s in skeletons for ref in s.refs}
     payloads = dict(_fetch_payloads(tx, sorted(wanted)))
     messages: list[StoredMessage] = []
@@ -144,6 +172,7 @@ def _collect(tx: Tx, message_ids: Sequence[str]) -> None:
         payload_ids = [p for (p,) in tx.all(
             f"SELECT DISTINCT payload_digest FROM message_payloads WHERE message_id IN ({marks})",
             orphans)]
+        tx.execute(f"DELETE FROM wire_forms WHERE message_id IN ({marks})", orphans)
         tx.execute(f"DELETE FROM messages WHERE digest IN ({marks})", orphans)
         if payload_ids:
             marks = ", ".join("?" * len(payload_ids))

@@ -93,6 +93,22 @@ def create_verdicts(tx: Tx, d: Dialect) -> None:
         )""")
 
 
+@migration
+def create_wire_forms(tx: Tx, d: Dialect) -> None:
+    """Each stored message's encoded wire form per replay plan, so a resume splices bytes instead of
+    re-encoding. Keyed by the message's content id (shared by branches) and the plan's digest;
+    ``meta`` is what the core reads without decoding the message (role, tool-call ids) and ``data``
+    comes last so reading ``meta`` never walks a large value."""
+    tx.execute(f"""
+        CREATE TABLE wire_forms (
+            message_id TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            data {d.blob} NOT NULL,
+            PRIMARY KEY (message_id, plan)
+        )""")
+
 
 @migration
 def create_generations(tx: Tx, d: Dialect) -> None:
@@ -125,6 +141,7 @@ def create_generations(tx: Tx, d: Dialect) -> None:
                 REFERENCES session_generations (session_id, generation) ON DELETE CASCADE
         )""")
     tx.execute("CREATE INDEX generation_messages_by_message ON generation_messages (message_id)")
+
 
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (

@@ -8,22 +8,42 @@ replayed carrier teaches a drop, a "reasoning required" wording teaches the must
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from thoughtline import fallback
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
-from thoughtline.codecs.openai_chat.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.openai_chat.encode import (
+    WIRE_VERSION,
+    Tally,
+    WireCache,
+    body_extras,
+    encode_request,
+    tally_summary,
+    wire_form,
+    wire_summary,
+)
 from thoughtline.codecs.openai_chat.fold import StreamFold
 from thoughtline.codecs.openai_chat.wire import API
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
-from thoughtline.replay import ReplayPlan
+from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatIndex:
+    """What the log needs about a body, kept while encoding it (no second walk, no parse)."""
+
+    tally: Tally
+    body_extras: list[str]
 
 
 class OpenAIChat:
@@ -42,7 +62,20 @@ class OpenAIChat:
                        cache: WireCache | None = None) -> Encoded:
         body = encode_request(history, plan, model=spec.model, tools=spec.tools,
                               params=spec.params, stream=spec.stream, cache=cache)
-        return Encoded(body=body)
+        tally = cache.tally_of(body["messages"]) if cache is not None else None
+        index = ChatIndex(tally=tally, body_extras=body_extras(body)) if tally else None
+        if any(type(m) is orjson.Fragment for m in body["messages"]):
+            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
+            # parsed only if something asks for it (a rejection, a test).
+            return Encoded(raw=orjson.dumps(body), index=index)
+        return Encoded(body=body, index=index)
+
+    def wire_form(self, message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
+        """A stored turn's wire bytes for ``plan`` (``thoughtline.stored``)."""
+        return wire_form(message, plan)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return plan_digest(plan, api=API, version=WIRE_VERSION)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -61,6 +94,8 @@ class OpenAIChat:
         return provider.auth or "bearer"
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        if isinstance(encoded.index, ChatIndex):
+            return tally_summary(encoded.index.tally, encoded.index.body_extras)
         return wire_summary(encoded.body, cache)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

@@ -10,7 +10,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import orjson
+
 from thoughtline.codecs.openai_chat.wire import (
+    API,
     GEMINI_DUMMY_SIGNATURE,
     NS_COPILOT,
     NS_GOOGLE,
@@ -21,7 +24,8 @@ from thoughtline.codecs.openai_chat.wire import (
     R,
 )
 from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolSpec
-from thoughtline.replay import ReplayPlan
+from thoughtline.replay import ReplayPlan, plan_digest
+from thoughtline.stored import meta_of
 
 
 def _encode_call(call: ToolCall, plan: ReplayPlan, *, own: bool,
@@ -104,8 +108,10 @@ class WireCache:
 
     def __init__(self) -> None:
         self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
-        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]], _Tally]] = {}
-        self._returned: tuple[list[dict[str, Any]], _Tally] | None = None
+        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]], Tally]] = {}
+        self._returned: tuple[list[Any], Tally] | None = None
+        self._stored: dict[Any, tuple[Any, int, list[Any], Tally]] = {}
+        self._digests: dict[Any, str] = {}
 
     def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
         key = (id(message), plan.key)
@@ -116,13 +122,20 @@ class WireCache:
         self._entries[key] = (message, wire)
         return wire
 
-    def messages(self, history: Sequence[Message], plan: ReplayPlan) -> list[dict[str, Any]]:
-        """The wire messages of ``history`` (a new list; its items are shared, read-only)."""
+    def messages(self, history: Sequence[Message], plan: ReplayPlan) -> list[Any]:
+        """The wire messages of ``history`` (a new list; its items are shared, read-only).
+
+        A resumed history that holds stored wire forms (``thoughtline.stored``) is spliced: each
+        stored turn goes in as its verified bytes (an ``orjson.Fragment``), nothing is decoded.
+        """
+        base = getattr(history, "base", history)
+        if not getattr(base, "decoded", True):
+            return self._spliced(history, base, plan)
         turns = list(history)
         last = self._last.get(plan.key)
         start = 0
         wire: list[dict[str, Any]] = []
-        tally = _Tally()
+        tally = Tally()
         if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
             start, wire, tally = len(last[0]), last[1].copy(), last[2].copy()
         for message in turns[start:]:
@@ -133,7 +146,40 @@ class WireCache:
         self._returned = (wire, tally)
         return wire
 
-    def tally_of(self, messages: Any) -> _Tally | None:
+    def _spliced(self, history: Any, base: Any, plan: ReplayPlan) -> list[Any]:
+        digest = self.plan_digest(plan)
+        last = self._stored.get(plan.key)
+        if last is not None and last[0] is base and last[1] <= len(base):
+            start, wire, tally = last[1], list(last[2]), last[3].copy()
+        else:
+            start, wire, tally = 0, [], Tally()
+        split = len(base)
+        stored = history.stored_wire(digest) if start < split else []
+        fragment = orjson.Fragment
+        for index in range(start, len(history)):
+            if index == split:
+                self._stored[plan.key] = (base, split, list(wire), tally.copy())
+            data = stored[index] if index < len(stored) else None
+            if data is not None:
+                wire.append(fragment(data))
+                tally.stored.append(index)
+                continue
+            for item in self.get(history[index], plan):
+                wire.append(item)
+                tally.add(item)
+        if len(history) == split:
+            self._stored[plan.key] = (base, split, list(wire), tally.copy())
+        tally.source = (history, digest)
+        self._returned = (wire, tally)
+        return wire
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        found = self._digests.get(plan.key)
+        if found is None:
+            found = self._digests[plan.key] = plan_digest(plan, api=API, version=WIRE_VERSION)
+        return found
+
+    def tally_of(self, messages: Any) -> Tally | None:
         """The counts kept while building ``messages``, if it is the list last returned."""
         returned = self._returned
         return returned[1] if returned is not None and returned[0] is messages else None
@@ -188,20 +234,47 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     return body
 
 
-class _Tally:
+class Tally:
     """Running counts of reasoning fields on assistant wire messages (the request log's view)."""
 
-    __slots__ = ("assistant", "carriers", "native", "pads")
+    __slots__ = ("assistant", "carriers", "native", "pads", "source", "stored")
 
     def __init__(self) -> None:
         self.assistant = self.pads = 0
         self.carriers: dict[str, int] = {}
         self.native: dict[str, int] = {}
+        # Turns spliced from stored forms whose counts are still to be added (from their meta),
+        # on first need: the log wants them after the request is sent, not before.
+        self.stored: list[int] = []
+        self.source: Any = None
 
-    def copy(self) -> _Tally:
-        other = _Tally()
+    def settle(self) -> Tally:
+        """Add the counts of the stored turns (read from their meta) and return self."""
+        if self.stored and self.source is not None:
+            history, digest = self.source
+            for index in self.stored:
+                self.merge(history.tally(index, digest))
+            self.stored = []
+        return self
+
+    def to_json(self) -> dict[str, Any]:
+        return {"a": self.assistant, "p": self.pads, "c": self.carriers, "n": self.native}
+
+    def merge(self, raw: Any) -> None:
+        """Add counts stored with a wire form (``to_json``'s shape)."""
+        if not raw:
+            return
+        self.assistant += raw.get("a", 0)
+        self.pads += raw.get("p", 0)
+        for mine, theirs in ((self.carriers, raw.get("c", {})), (self.native, raw.get("n", {}))):
+            for key, count in theirs.items():
+                mine[key] = mine.get(key, 0) + count
+
+    def copy(self) -> Tally:
+        other = Tally()
         other.assistant, other.pads = self.assistant, self.pads
         other.carriers, other.native = dict(self.carriers), dict(self.native)
+        other.stored, other.source = list(self.stored), self.source
         return other
 
     def add(self, message: Mapping[str, Any]) -> None:
@@ -225,6 +298,31 @@ class _Tally:
                     native.get("function.thought_signature", 0) + 1)
 
 
+WIRE_VERSION = "chat-1"  # bump when encode_message's output for a stored turn changes
+
+
+def wire_form(message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
+    """One turn's stored wire form for ``plan``: its wire items as comma-joined JSON (spliced
+    into the ``messages`` array as they are), and its ``meta`` with the log's counts."""
+    items = encode_message(message, plan)
+    tally = Tally()
+    for item in items:
+        tally.add(item)
+    meta = {**meta_of(message), "k": tally.to_json()}
+    return b",".join(orjson.dumps(item) for item in items), orjson.dumps(meta)
+
+
+def tally_summary(tally: Tally, body_extras: Sequence[str]) -> dict[str, Any]:
+    tally.settle()
+    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers),
+            "pads": tally.pads, "native": dict(tally.native), "body_extras": list(body_extras)}
+
+
+def body_extras(body: Mapping[str, Any]) -> list[str]:
+    """The non-standard top-level fields of a body (keep-thinking flags and the like)."""
+    return sorted(k for k in body if k not in _STANDARD_BODY_KEYS)
+
+
 def wire_summary(body: Mapping[str, Any], cache: WireCache | None = None) -> dict[str, Any]:
     """Which reasoning fields went on the wire, on how many assistant turns (for the log).
 
@@ -234,12 +332,10 @@ def wire_summary(body: Mapping[str, Any], cache: WireCache | None = None) -> dic
     messages = body.get("messages", ())
     tally = cache.tally_of(messages) if cache is not None else None
     if tally is None:
-        tally = _Tally()
+        tally = Tally()
         for message in messages:
             tally.add(message)
-    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers),
-            "pads": tally.pads, "native": dict(tally.native),
-            "body_extras": sorted(k for k in body if k not in _STANDARD_BODY_KEYS)}
+    return tally_summary(tally, body_extras(body))
 
 
 _STANDARD_BODY_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options",

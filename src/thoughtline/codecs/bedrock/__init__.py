@@ -1,0 +1,50 @@
+"""AWS Bedrock Converse: encode a request per model policy, decode and fold responses.
+
+Owns every Converse wire name (``reasoningContent``, ``reasoningText``, ``redactedContent``,
+``toolUse``, ``toolResult``, ``additionalModelRequestFields`` …). Pure: no I/O, no clock, no
+globals (the AWS region is read from the provider config or the AWS environment, once, in
+``codec.region_of``).
+
+- ``wire``: names and constants; ``profile``: model ids → families → typed route profiles;
+- ``policy``: which reasoning of a stored turn each model receives (as neutral decisions);
+- ``decode``: a whole response → canonical Message (Claude thinking in the shared shape);
+- ``fold``: ConverseStream events → the whole content → ``decode``, so stream and whole agree;
+- ``encode``: history + replay plan → Converse body, with the per-turn wire cache;
+- ``rejections``: the documented ValidationException wordings → what to learn;
+- ``codec``: the ``Codec`` object (``CODEC``).
+"""
+
+from thoughtline.codecs.bedrock.codec import CODEC, Bedrock, endpoint_url, region_of
+from thoughtline.codecs.bedrock.decode import decode_response, parts_from_content
+from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.bedrock.fold import StreamFold
+from thoughtline.codecs.bedrock.profile import (
+    BedrockProfile,
+    claude_key,
+    claude_version,
+    model_id,
+    profile_for,
+    resolve,
+)
+from thoughtline.codecs.bedrock.wire import API, NS
+
+__all__ = [
+    "API",
+    "CODEC",
+    "NS",
+    "Bedrock",
+    "BedrockProfile",
+    "StreamFold",
+    "WireCache",
+    "claude_key",
+    "claude_version",
+    "decode_response",
+    "encode_request",
+    "endpoint_url",
+    "model_id",
+    "parts_from_content",
+    "profile_for",
+    "region_of",
+    "resolve",
+    "wire_summary",
+]

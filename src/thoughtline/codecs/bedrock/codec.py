@@ -1,0 +1,114 @@
+"""The Bedrock Converse codec object the core talks to (``thoughtline.codecs.base.Codec``).
+
+Binds the pure modules to the protocol: routes from ``routes/bedrock.toml`` (``profile``), the
+Converse body (``encode``), whole responses (``decode``), ConverseStream events (``fold``), the
+endpoint ``POST {endpoint_url}/model/{modelId}/converse`` (``/converse-stream``, AWS event-stream
+framing decoded by botocore in the transport), SigV4 authentication and the reading of
+ValidationExceptions (``rejections``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import quote
+
+from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.bedrock import rejections
+from thoughtline.codecs.bedrock.decode import decode_response
+from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.bedrock.fold import StreamFold
+from thoughtline.codecs.bedrock.profile import resolve
+from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import UsageError
+from thoughtline.events import Done
+from thoughtline.messages import Message, Origin
+from thoughtline.replay import ReplayPlan
+from thoughtline.routes.resolve import Route
+from thoughtline.verdicts import Verdict
+
+AUTH_SCHEME = "sigv4:bedrock"
+
+
+def region_of(provider: ProviderConfig, environ: Mapping[str, str] | None = None) -> str:
+    """The AWS region: the provider's ``region``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``
+    (the variables botocore reads; the one place this codec looks at the environment)."""
+    env = os.environ if environ is None else environ
+    return provider.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
+
+
+def endpoint_url(provider: ProviderConfig, environ: Mapping[str, str] | None = None) -> str:
+    """``--base-url`` (botocore's ``endpoint_url``), else the regional runtime endpoint."""
+    if provider.base_url:
+        return provider.base_url.rstrip("/")
+    region = region_of(provider, environ)
+    if not region:
+        raise UsageError("no AWS region for Bedrock: set region under [providers.NAME] in "
+                         "config.toml, or AWS_REGION / AWS_DEFAULT_REGION")
+    return f"https://bedrock-runtime.{region}.amazonaws.com"
+
+
+class Bedrock:
+    """AWS Bedrock Converse and ConverseStream."""
+
+    api = API
+
+    def resolve(self, provider: str, base_url: str | None, model: str, *,
+                echo: str = "auto") -> Route:
+        return resolve(provider, base_url, model)
+
+    def new_cache(self) -> WireCache:
+        return WireCache()
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: WireCache | None = None) -> Encoded:
+        body, sent = encode_request(history, plan, tools=spec.tools, params=spec.params,
+                                    cache=cache)
+        return Encoded(body=body, index=tuple(sent))
+
+    def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
+        return decode_response(body, origin, seed=seed)
+
+    def new_fold(self, origin: Origin, *, seed: str = "") -> StreamFold:
+        return StreamFold(origin, seed=seed)
+
+    def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
+        # The model id goes into the path URL-quoted whole: ARNs hold ':' and '/'
+        # (API_runtime_Converse.html, "modelId" URI parameter).
+        url = f"{endpoint_url(provider)}/model/{quote(model, safe='')}/" + (
+            "converse-stream" if stream else "converse")
+        return Endpoint(url=url, framing="aws-eventstream" if stream else "json")
+
+    def auth_scheme(self, provider: ProviderConfig) -> str:
+        return provider.auth or AUTH_SCHEME
+
+    def region(self, provider: ProviderConfig) -> str:
+        """The region SigV4 signs for (a hook the core passes to ``auth_for``)."""
+        return region_of(provider)
+
+    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        return wire_summary(encoded.body)
+
+    def classify(self, status: int | None, body: str, encoded: Encoded,
+                 plan: ReplayPlan) -> Lesson | None:
+        target = plan.target
+        sent = encoded.index or ()
+        reading = rejections.read(status, body, sent)
+        if reading is None or target is None:
+            return None
+        notice = rejections.describe(reading, target.model)
+        if reading.fingerprints:
+            fresh = reading.fingerprints - plan.fingerprints
+            return Lesson(notice=notice, fingerprints=fresh, wording=reading.wording) \
+                if fresh else None
+        named = CARRIERS if REASONING in reading.drop else reading.drop
+        if not set(wire_summary(encoded.body)["carriers"]) & named:
+            return None  # nothing it names was sent: a second request would fail the same way
+        verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                          drop=reading.drop, reason=body[:300])
+        return Lesson(notice=notice, verdict=verdict, wording=reading.wording)
+
+
+CODEC = Bedrock()

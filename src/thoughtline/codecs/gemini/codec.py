@@ -1,0 +1,125 @@
+"""The Gemini codec object the core talks to (``thoughtline.codecs.base.Codec``).
+
+Binds the pure modules to the protocol: routes from ``routes/gemini.toml``, the AI Studio and
+Vertex endpoint shapes, the authentication each expects, and the reading of a rejection.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.gemini import rejections
+from thoughtline.codecs.gemini.decode import decode_response
+from thoughtline.codecs.gemini.encode import Sent, WireCache, encode_request, summary
+from thoughtline.codecs.gemini.fold import StreamFold
+from thoughtline.codecs.gemini.profile import GeminiProfile
+from thoughtline.codecs.gemini.wire import API
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import UsageError
+from thoughtline.events import Done
+from thoughtline.messages import Message, Origin
+from thoughtline.replay import ReplayPlan
+from thoughtline.routes.resolve import (
+    Route,
+    api_table,
+    host_matches,
+    hostname_of,
+    path_of,
+)
+
+_VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+_GLOBAL_VERTEX = "aiplatform.googleapis.com"
+_MODELS_PATH = "/publishers/google/models"
+
+
+@cache
+def _profile(row_id: str) -> GeminiProfile:
+    table = api_table(API)
+    row = next(r for r in table.rows if r.id == row_id)
+    return GeminiProfile.from_row(row.profile, table.sections.get("services", {}))
+
+
+def is_vertex(base_url: str) -> bool:
+    host = hostname_of(base_url)
+    return any(host_matches(host, h) for h in _VERTEX_HOSTS)
+
+
+def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
+    """``…/models/{model}:generateContent`` (AI Studio), or the Vertex publisher-model path.
+
+    A Vertex base without ``/projects/`` gets ``projects/{project}/locations/{region}`` from the
+    provider config; a region other than ``global`` on the global host moves to the regional host
+    ``{region}-aiplatform.googleapis.com``.
+    """
+    method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    base = provider.base_url.rstrip("/")
+    path = urlsplit(base).path.rstrip("/")
+    if path.lower().endswith(_MODELS_PATH):
+        return f"{base}/{model}:{method}"
+    if is_vertex(base) and "/projects/" not in path:
+        if not provider.project:
+            raise UsageError(f"provider {provider.id!r}: Vertex needs a project: set project = "
+                             f"\"…\" under [providers.NAME] (preset = \"{provider.route_id}\") "
+                             "in config.toml")
+        region = provider.region or "global"
+        parts = urlsplit(base)
+        host = parts.netloc
+        if region != "global" and hostname_of(base) == _GLOBAL_VERTEX:
+            host = f"{region}-{_GLOBAL_VERTEX}"
+        return (f"{parts.scheme}://{host}{path}/projects/{provider.project}/locations/{region}"
+                f"{_MODELS_PATH}/{model}:{method}")
+    return f"{base}/models/{model}:{method}"
+
+
+class Gemini:
+    """Gemini ``generateContent`` / ``streamGenerateContent?alt=sse`` (AI Studio and Vertex)."""
+
+    api = API
+
+    def resolve(self, provider: str, base_url: str | None, model: str, *,
+                echo: str = "auto") -> Route:
+        row = api_table(API).match(provider, base_url)
+        return Route(row=row.id, api=API, provider=provider.strip().lower(),
+                     host=hostname_of(base_url), model=model, profile=_profile(row.id),
+                     path=path_of(base_url), explain=row.explain)
+
+    def new_cache(self) -> WireCache:
+        return WireCache()
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: WireCache | None = None) -> Encoded:
+        settings = {**plan.settings, **spec.settings}
+        body, sent = encode_request(history, plan, model=spec.model, tools=spec.tools,
+                                    params=spec.params, settings=settings, cache=cache)
+        return Encoded(body=body, index=sent)
+
+    def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
+        return decode_response(body, origin, seed=seed)
+
+    def new_fold(self, origin: Origin, *, seed: str = "") -> StreamFold:
+        return StreamFold(origin, seed=seed)
+
+    def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
+        return Endpoint(url=request_url(provider, model, stream=stream),
+                        framing="sse" if stream else "json")
+
+    def auth_scheme(self, provider: ProviderConfig) -> str:
+        if provider.auth:
+            return provider.auth
+        return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
+
+    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        sent = encoded.index if isinstance(encoded.index, Sent) else Sent()
+        return summary(sent, encoded.body)
+
+    def classify(self, status: int | None, body: str, encoded: Encoded,
+                 plan: ReplayPlan) -> Lesson | None:
+        sent = encoded.index if isinstance(encoded.index, Sent) else Sent()
+        return rejections.lesson(status, body, sent, plan)
+
+
+CODEC = Gemini()

@@ -1,0 +1,306 @@
+"""Encode a stateless Responses request: the history as input items, reasoning items verbatim.
+
+Every stored output item goes back where it was, so each reasoning item stays right before the
+call or message it led to: the reasoning item exactly as received (``id`` and
+``encrypted_content`` byte-identical), the message with its ``id``, ``status`` and ``phase``,
+the function call with its ``id``. A reasoning item is left out when the plan forbids it: a turn
+that was cut short, an item from outside the route's scope, a fingerprint the provider rejected,
+or a readable-only item on a route that does not take those. Nothing of ours reaches the wire.
+
+Each stored turn's input items are derived once per plan (``WireCache``); a growing history
+reuses the list it built for its prefix.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
+from thoughtline.codecs.openai_responses.wire import (
+    ENCRYPTED,
+    FUNCTION_CALL,
+    FUNCTION_CALL_OUTPUT,
+    INCLUDE_ENCRYPTED,
+    MESSAGE,
+    NS,
+    OUTPUT_ONLY_PART_KEYS,
+    OUTPUT_TEXT,
+    PHASE,
+    REASONING,
+    is_map,
+    text_of,
+)
+from thoughtline.messages import (
+    Message,
+    Opaque,
+    Origin,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+    fingerprint,
+)
+from thoughtline.replay import ReplayPlan
+
+#: Neutral parameter names → the ``reasoning`` field they set (and the profile switch they need).
+_REASONING_PARAMS = {"reasoning_effort": "effort", "effort": "effort",
+                     "reasoning_summary": "summary", "reasoning_context": "context",
+                     "reasoning_mode": "mode"}
+_RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+
+
+def origins_of(history: Sequence[Message]) -> dict[int, Origin]:
+    """``id()`` of each stored replayable item object → where it was made. Replayed items are
+    the stored objects themselves (sent verbatim), so a rejected body maps back exactly."""
+    out: dict[int, Origin] = {}
+    for message in history:
+        for part in message.parts:
+            if isinstance(part, Reasoning | Opaque):
+                item = part.native.get(NS)
+                origin = part.origin or message.origin
+                if item is not None and origin is not None:
+                    out[id(item)] = origin
+    return out
+
+
+def item_fingerprint(item: Mapping[str, Any]) -> str:
+    """The identity of one replayed item, as ``classify`` records it when it is rejected:
+    ``fingerprint(<item type>, <encrypted_content, else id>)`` — the opaque value itself where
+    there is one (ids are not stable on every relay), the id for items that are only a reference.
+    """
+    value = item.get(ENCRYPTED)
+    if not (isinstance(value, str) and value):
+        value = text_of(item.get("id"))
+    return fingerprint(text_of(item.get("type")) or REASONING, value)
+
+
+def id_fingerprint(item_id: str) -> str:
+    """The identity of an item id the provider could not find (sent without the item's id)."""
+    return fingerprint("id", item_id)
+
+
+def _sendable(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) -> bool:
+    if not plan.may_replay(origin):
+        return False
+    if item.get("type") == REASONING:
+        has_data = isinstance(item.get(ENCRYPTED), str) and bool(item.get(ENCRYPTED))
+        if not (has_data or plan.profile.plain_reasoning):
+            # With store=false an item without its encrypted content is only a reference to
+            # something the server never kept: "Item with id 'rs_…' not found" (§1d).
+            return False
+    return not (plan.fingerprints and plan.rejected(item_fingerprint(item)))
+
+
+def _with_id(item: dict[str, Any], own: bool, plan: ReplayPlan) -> dict[str, Any]:
+    item_id = item.get("id")
+    if isinstance(item_id, str) and (not own or (plan.fingerprints
+                                                 and plan.rejected(id_fingerprint(item_id)))):
+        item = {k: v for k, v in item.items() if k != "id"}
+    return item
+
+
+def _message_item(shell: Mapping[str, Any], texts: list[str], own: bool,
+                  plan: ReplayPlan) -> dict[str, Any]:
+    pending = iter(texts)
+    content = []
+    for part in shell.get("content") or ():
+        key = TEXT_KEYS.get(part.get("type")) if is_map(part) else None
+        if key is not None and part.get(key, "") is None:
+            part = {k: (next(pending, "") if k == key else v) for k, v in part.items()
+                    if k not in OUTPUT_ONLY_PART_KEYS}
+        content.append(part)
+    item = {k: (content if k == "content" else v) for k, v in shell.items()
+            if plan.profile.phase or k != PHASE}
+    return _with_id(item, own, plan)
+
+
+def _plain_message(text: str) -> dict[str, Any]:
+    return {"type": MESSAGE, "role": "assistant",
+            "content": [{"type": OUTPUT_TEXT, "text": text, "annotations": []}]}
+
+
+def _call_item(call: ToolCall, own: bool, plan: ReplayPlan) -> dict[str, Any]:
+    item: dict[str, Any] = {"type": FUNCTION_CALL}
+    for key, value in call.native.get(NS, {}).items():
+        if key not in ("type", "status"):
+            item[key] = value
+    item.update(call_id=call.id, name=call.name, arguments=call.arguments)
+    return _with_id(item, own, plan)
+
+
+def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    own = plan.may_replay(message.origin)
+    cut = message.incomplete
+    shell: Mapping[str, Any] | None = None
+    texts: list[str] = []
+
+    def flush() -> None:
+        nonlocal shell
+        if shell is not None:
+            out.append(_message_item(shell, texts, own, plan))
+        elif any(texts):
+            out.append(_plain_message("".join(texts)))
+        shell = None
+        texts.clear()
+
+    for part in message.parts:
+        if isinstance(part, Text):
+            native = part.native.get(NS)
+            if native is not None and "item" in native:
+                flush()
+                shell = native["item"]
+            elif native is None and shell is not None:
+                flush()
+            texts.append(part.text)
+            continue
+        flush()
+        if isinstance(part, Reasoning):
+            item = part.native.get(NS)
+            if (item is not None and part.complete and not cut
+                    and _sendable(item, part.origin or message.origin, plan)):
+                out.append(item)
+        elif isinstance(part, ToolCall):
+            if not cut:
+                out.append(_call_item(part, own, plan))
+        elif isinstance(part, Opaque):
+            item = part.native.get(NS)
+            if item is not None and not cut and _sendable(item, part.origin or message.origin,
+                                                          plan):
+                out.append(item)
+    flush()
+    # A reasoning item must be followed by the item it led to: a turn that stopped right after
+    # its reasoning (max_output_tokens) would only earn "Item 'rs_…' of type 'reasoning' was
+    # provided without its required following item" (errors/openai-responses-400-…).
+    while out and out[-1].get("type") == REASONING:
+        out.pop()
+    return out
+
+
+def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    """The input items for one canonical turn."""
+    if message.role == "assistant":
+        return _assistant_items(message, plan)
+    if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):
+        items: list[dict[str, Any]] = [
+            {"type": FUNCTION_CALL_OUTPUT, "call_id": r.call_id, "output": r.content}
+            for r in message.parts if isinstance(r, ToolResult)]
+        if message.text:
+            items.append({"role": "user", "content": message.text})
+        return items
+    return [{"role": message.role, "content": message.text}]
+
+
+class WireCache:
+    """Each stored turn's input items per plan, derived once (turns are immutable).
+
+    Keyed by message identity (the cache holds the message so the identity stays valid). Per plan
+    it remembers the last history and its input list: a history that only grew reuses the list.
+    """
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
+        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]]]] = {}
+
+    def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+        key = (id(message), plan.key)
+        hit = self._entries.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        wire = encode_message(message, plan)
+        self._entries[key] = (message, wire)
+        return wire
+
+    def items(self, history: Sequence[Message], plan: ReplayPlan) -> list[dict[str, Any]]:
+        turns = list(history)
+        last = self._last.get(plan.key)
+        start, wire = 0, []
+        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
+            start, wire = len(last[0]), last[1].copy()
+        for message in turns[start:]:
+            wire.extend(self.get(message, plan))
+        self._last[plan.key] = (turns, wire.copy())
+        return wire
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
+    return [{"type": "function", "name": t.name, "description": t.description,
+             "parameters": dict(t.parameters)} for t in tools]
+
+
+def _reasoning_fields(plan: ReplayPlan, params: Mapping[str, Any],
+                      settings: Mapping[str, Any]) -> dict[str, Any]:
+    profile = plan.profile
+    fields: dict[str, Any] = {}
+    if profile.context and "context" in profile.params:
+        fields["context"] = profile.context
+    for source in (settings, params):
+        for name, value in source.items():
+            field = _REASONING_PARAMS.get(name)
+            if field is not None and field in profile.params and value is not None:
+                fields[field] = value
+    explicit = params.get("reasoning")
+    if is_map(explicit):
+        fields.update(explicit)
+    return fields
+
+
+def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
+                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
+                   settings: Mapping[str, Any] | None = None, stream: bool = False,
+                   cache: WireCache | None = None) -> dict[str, Any]:
+    """The request body for ``history`` under ``plan``. Never mutates history; the body shares
+    read-only stored items: serialize it, do not edit it."""
+    params = params or {}
+    if cache is not None:
+        items = cache.items(history, plan)
+    else:
+        items = [item for message in history for item in encode_message(message, plan)]
+    body: dict[str, Any] = {"model": model, "input": items}
+    if tools:
+        body["tools"] = encode_tools(tools)
+    if stream:
+        body["stream"] = True
+    profile = plan.profile
+    if profile.stateless:
+        body["store"] = False
+    if profile.include:
+        body["include"] = [INCLUDE_ENCRYPTED]
+    reasoning = _reasoning_fields(plan, params, settings or {})
+    if reasoning:
+        body["reasoning"] = reasoning
+    for name, value in params.items():
+        if name in _REASONING_PARAMS or name == "reasoning":
+            continue
+        body[_RENAMED.get(name, name)] = value
+    return body
+
+
+def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
+    """What the request log records: how many assistant items went back, the reasoning carriers
+    on them (encrypted items, phases) and the other replayed items, and the stateless switches."""
+    carriers: dict[str, int] = {}
+    native: dict[str, int] = {}
+    assistant = 0
+
+    def count(into: dict[str, int], name: str) -> None:
+        into[name] = into.get(name, 0) + 1
+
+    for item in body.get("input", ()):
+        kind = item.get("type")
+        if kind == REASONING:
+            count(carriers if item.get(ENCRYPTED) else native,
+                  ENCRYPTED if item.get(ENCRYPTED) else "readable reasoning items")
+        elif kind == MESSAGE or item.get("role") == "assistant":
+            assistant += 1
+            if PHASE in item:
+                count(carriers, PHASE)
+        elif kind not in (None, FUNCTION_CALL, FUNCTION_CALL_OUTPUT):
+            count(native, "other items")
+    return {"assistant_turns": assistant, "carriers": carriers, "pads": 0, "native": native,
+            "body_extras": sorted(k for k in ("store", "include", "reasoning") if k in body)}

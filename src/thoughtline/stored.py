@@ -1,0 +1,201 @@
+"""A resumed session's history that is read, not rebuilt: stored wire bytes first, messages later.
+
+``StoredHistory`` is the ``Sequence[Message]`` a resumed session holds when its codec stores wire
+forms: it knows each visible message's content id and, for the plan the session was last sent
+with, the verified wire bytes and a small ``meta`` record (role, tool-call ids) of each message.
+A codec's wire cache splices those bytes into the next request without decoding anything; the
+canonical messages are decoded (and verified) only when something needs them — a plan change,
+``sessions show``, export, compaction — all at once, through the store's ordinary load.
+
+``Joined`` is the history plus the pending turn, without copying either. Neither knows a wire
+format: the bytes are the codec's, ``meta`` is neutral.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import Any, overload
+
+import orjson
+
+from thoughtline.messages import Message, ToolResult
+
+
+def meta_of(message: Message) -> dict[str, Any]:
+    """The neutral facts the core reads without decoding a message."""
+    out: dict[str, Any] = {"r": message.role}
+    calls = [c.id for c in message.tool_calls]
+    if calls:
+        out["c"] = calls
+    results = [p.call_id for p in message.parts if isinstance(p, ToolResult)]
+    if results:
+        out["t"] = results
+    if message.incomplete:
+        out["i"] = 1
+    if message.role == "user" and any(not isinstance(p, ToolResult) for p in message.parts):
+        out["u"] = 1
+    return out
+
+
+class StoredHistory(Sequence[Message]):
+    """Stored messages (decoded on first need) followed by the ones added since loading."""
+
+    def __init__(self, *, ids: Sequence[str], forms: Mapping[str, tuple[bytes, str]], plan: str,
+                 load: Callable[[], Sequence[Message]]) -> None:
+        self._ids = tuple(ids)
+        self._forms = forms
+        self._plan = plan
+        self._load = load
+        self._messages: list[Message] | None = None
+        self._metas: dict[int, dict[str, Any]] = {}
+        self._shapes: list[tuple[str, Sequence[str], Sequence[str], bool]] | None = None
+        self._tail: list[Message] = []
+
+    # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
+
+    def _decoded(self) -> list[Message]:
+        if self._messages is None:
+            loaded = list(self._load())
+            if len(loaded) < len(self._ids):
+                raise RuntimeError("the stored history shrank while the session was open")
+            self._messages = loaded[:len(self._ids)]
+        return self._messages
+
+    def __len__(self) -> int:
+        return len(self._ids) + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        stored = len(self._ids)
+        return self._decoded()[index] if index < stored else self._tail[index - stored]
+
+    def __iter__(self) -> Iterator[Message]:
+        if self._ids:
+            yield from self._decoded()
+        yield from self._tail
+
+    def extend(self, messages: Sequence[Message]) -> None:
+        self._tail.extend(messages)
+
+    @property
+    def decoded(self) -> bool:
+        return self._messages is not None or not self._ids
+
+    # --- the read-only fast path --------------------------------------------------------------
+
+    def wire(self, index: int, plan: str) -> bytes | None:
+        """The stored wire bytes of message ``index`` for ``plan`` (None: encode it instead)."""
+        if plan != self._plan or index >= len(self._ids):
+            return None
+        form = self._forms.get(self._ids[index])
+        return form[0] if form is not None else None
+
+    def stored_wire(self, plan: str) -> list[bytes | None]:
+        """The stored wire bytes of every stored message for ``plan`` (None where missing)."""
+        if plan != self._plan:
+            return [None] * len(self._ids)
+        forms = self._forms
+        return [form[0] if (form := forms.get(mid)) is not None else None for mid in self._ids]
+
+    def meta(self, index: int) -> Mapping[str, Any]:
+        stored = len(self._ids)
+        if index >= stored:
+            return meta_of(self._tail[index - stored])
+        known = self._metas.get(index)
+        if known is None:
+            form = self._forms.get(self._ids[index])
+            known = orjson.loads(form[1]) if form is not None else meta_of(self[index])
+            self._metas[index] = known
+        return known
+
+    def shapes(self) -> list[tuple[str, Sequence[str], Sequence[str], bool]]:
+        """(role, tool-call ids, tool-result ids, incomplete) of every stored message, from the
+        stored ``meta`` where there is one (nothing decoded)."""
+        if self._shapes is None:
+            seen: dict[str, tuple[str, Sequence[str], Sequence[str], bool]] = {}
+            out = []
+            forms, loads = self._forms, orjson.loads
+            for index, mid in enumerate(self._ids):
+                form = forms.get(mid)
+                if form is None:
+                    meta = self.meta(index)
+                    out.append((meta["r"], meta.get("c", ()), meta.get("t", ()),
+                                bool(meta.get("i"))))
+                    continue
+                shape = seen.get(form[1])  # most user turns share one meta
+                if shape is None:
+                    meta = loads(form[1])
+                    shape = seen[form[1]] = (meta["r"], meta.get("c", ()), meta.get("t", ()),
+                                             bool(meta.get("i")))
+                out.append(shape)
+            self._shapes = out
+        return self._shapes
+
+    def all_meta_known(self) -> bool:
+        return all(mid in self._forms for mid in self._ids)
+
+    def tally(self, index: int, plan: str) -> Mapping[str, Any]:
+        """The codec's counts stored with the form of message ``index`` (``{}`` when none)."""
+        form = self._forms.get(self._ids[index]) if index < len(self._ids) else None
+        if form is None or plan != self._plan:
+            return {}
+        return self.meta(index).get("k", {})
+
+
+class Joined(Sequence[Message]):
+    """``base`` followed by ``extra``, without copying ``base`` (which may be a StoredHistory)."""
+
+    def __init__(self, base: Sequence[Message], extra: Sequence[Message]) -> None:
+        self.base = base
+        self.extra = list(extra)
+
+    def __len__(self) -> int:
+        return len(self.base) + len(self.extra)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        size = len(self.base)
+        return self.base[index] if index < size else self.extra[index - size]
+
+    def __iter__(self) -> Iterator[Message]:
+        yield from self.base
+        yield from self.extra
+
+    def wire(self, index: int, plan: str) -> bytes | None:
+        wire = getattr(self.base, "wire", None)
+        return wire(index, plan) if wire is not None and index < len(self.base) else None
+
+    def stored_wire(self, plan: str) -> list[bytes | None]:
+        stored = getattr(self.base, "stored_wire", None)
+        return stored(plan) if stored is not None else [None] * len(self.base)
+
+    def tally(self, index: int, plan: str) -> Mapping[str, Any]:
+        tally = getattr(self.base, "tally", None)
+        return tally(index, plan) if tally is not None and index < len(self.base) else {}
+
+    def meta(self, index: int) -> Mapping[str, Any]:
+        size = len(self.base)
+        meta = getattr(self.base, "meta", None)
+        if index < size:
+            return meta(index) if meta is not None else meta_of(self.base[index])
+        return meta_of(self.extra[index - size])

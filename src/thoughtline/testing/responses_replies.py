@@ -1,0 +1,151 @@
+"""What the Responses emulator answers: output items, the whole response, and its event stream.
+
+Owns the reply shape, modelled on the recordings in tests/fixtures/openai-responses
+(pydantic-ai-openai-responses-gpt55-phase*, vercel openai-reasoning-encrypted-content): a
+reasoning item with a summary and sealed ``encrypted_content``, then (for a tool call) a
+``commentary`` message and the ``function_call``, or a ``final_answer`` message. Streams send
+``event:`` lines with ``sequence_number``s; ``output_item.added`` carries a *partial*
+encrypted_content ("may be incomplete", provider-updates.md §1d) and ``response.completed``
+carries a freshly re-sealed one, as OpenAI's recordings do: only the ``output_item.done`` value
+is the item to keep (both verify). What to say comes from ``script.plan_turn``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from thoughtline.testing.responses_sealing import Sealer
+from thoughtline.testing.script import TurnPlan, plan_turn
+
+
+def _chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
+    """The request seen as the chat script reads one (messages, tools) — the script is shared."""
+    messages: list[dict[str, Any]] = []
+    for item in body.get("input") or ():
+        if not isinstance(item, Mapping):
+            continue
+        kind, role = item.get("type"), item.get("role")
+        if kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"),
+                             "content": str(item.get("output", ""))})
+        elif kind == "function_call":
+            messages.append({"role": "assistant", "tool_calls": [{
+                "id": item.get("call_id"), "function": {"name": item.get("name")}}]})
+        elif role in ("user", "system", "developer", "assistant"):
+            content = item.get("content")
+            if isinstance(content, list):
+                content = "".join(str(p.get("text", "")) for p in content
+                                  if isinstance(p, Mapping))
+            messages.append({"role": role, "content": content or ""})
+    tools = [{"type": "function", "function": {"name": t.get("name"),
+                                               "parameters": t.get("parameters")}}
+             for t in body.get("tools") or () if isinstance(t, Mapping)]
+    return {"messages": messages, "tools": tools}
+
+
+def _ids(digest: str) -> dict[str, str]:
+    return {name: f"{name}_{hashlib.sha256((name + digest).encode()).hexdigest()[:24]}"
+            for name in ("resp", "rs", "msg", "fc")}
+
+
+def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
+                 ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
+    """The planned turn, its output items (with sealed reasoning) and their ids."""
+    plan = plan_turn(_chat_view(body))
+    ids = _ids(plan.request_digest)
+    call = plan.tool_call
+    text = f"I'll call the {call.name} tool." if call is not None else plan.content
+    message: dict[str, Any] = {"id": ids["msg"], "type": "message", "status": "completed",
+                               "content": [{"type": "output_text", "annotations": [],
+                                            "logprobs": [], "text": text}]}
+    if phase:
+        message["phase"] = "commentary" if call is not None else "final_answer"
+    message["role"] = "assistant"
+    sealed = sealer.seal({"reasoning": plan.reasoning, "next": ids["msg"]})
+    reasoning = {"id": ids["rs"], "type": "reasoning", "content": [],
+                 "encrypted_content": sealed,
+                 "summary": [{"type": "summary_text", "text": plan.reasoning}]}
+    output: list[dict[str, Any]] = [reasoning, message]
+    if call is not None:
+        output.append({"id": ids["fc"], "type": "function_call", "status": "completed",
+                       "arguments": call.arguments, "call_id": call.id, "name": call.name})
+    return plan, output, ids
+
+
+def response_body(body: Mapping[str, Any], model: str, output: Sequence[Mapping[str, Any]],
+                  ids: Mapping[str, str], plan: TurnPlan, prompt_bytes: int) -> dict[str, Any]:
+    reasoning_tokens = max(1, len(plan.reasoning) // 4)
+    output_tokens = reasoning_tokens + sum(len(orjson.dumps(i)) for i in output[1:]) // 4
+    return {"id": ids["resp"], "object": "response", "created_at": 1785273853,
+            "status": "completed", "error": None, "incomplete_details": None, "model": model,
+            "output": list(output), "store": body.get("store", True) is not False,
+            "reasoning": dict(body.get("reasoning") or {}),
+            "usage": {"input_tokens": prompt_bytes // 4,
+                      "input_tokens_details": {"cached_tokens": 0},
+                      "output_tokens": output_tokens,
+                      "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
+                      "total_tokens": prompt_bytes // 4 + output_tokens}}
+
+
+def _pieces(text: str, size: int = 12) -> list[str]:
+    return [text[i:i + size] for i in range(0, len(text), size)] or [""]
+
+
+def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
+    kind = item["type"]
+    added = dict(item)
+    events: list[dict[str, Any]] = []
+    if kind == "reasoning":
+        value = item["encrypted_content"]
+        added.update(summary=[], encrypted_content=value[: len(value) // 2])
+    elif kind == "message":
+        added.update(content=[], status="in_progress")
+    else:
+        added.update(arguments="", status="in_progress")
+    events.append({"type": "response.output_item.added", "output_index": index, "item": added})
+    base = {"item_id": item["id"], "output_index": index}
+    if kind == "reasoning":
+        text = item["summary"][0]["text"]
+        events.append({"type": "response.reasoning_summary_part.added", **base,
+                       "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
+        events.extend({"type": "response.reasoning_summary_text.delta", **base,
+                       "summary_index": 0, "delta": piece} for piece in _pieces(text))
+        events.append({"type": "response.reasoning_summary_text.done", **base,
+                       "summary_index": 0, "text": text})
+    elif kind == "message":
+        part = item["content"][0]
+        events.append({"type": "response.content_part.added", **base, "content_index": 0,
+                       "part": {**part, "text": ""}})
+        events.extend({"type": "response.output_text.delta", **base, "content_index": 0,
+                       "delta": piece, "logprobs": []} for piece in _pieces(part["text"]))
+        events.append({"type": "response.output_text.done", **base, "content_index": 0,
+                       "text": part["text"], "logprobs": []})
+    else:
+        events.extend({"type": "response.function_call_arguments.delta", **base,
+                       "delta": piece} for piece in _pieces(item["arguments"]))
+        events.append({"type": "response.function_call_arguments.done", **base,
+                       "arguments": item["arguments"]})
+    events.append({"type": "response.output_item.done", "output_index": index, "item": item})
+    return events
+
+
+def stream_events(response: Mapping[str, Any], sealer: Sealer) -> list[dict[str, Any]]:
+    """The event sequence for ``response``, numbered."""
+    start = {**response, "status": "in_progress", "output": [], "usage": None}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": start},
+                                    {"type": "response.in_progress", "response": start}]
+    for index, item in enumerate(response["output"]):
+        events.extend(_item_events(index, item))
+    final_output = []
+    for item in response["output"]:
+        if item["type"] == "reasoning":  # re-sealed: a different, equally valid value
+            plaintext = sealer.open(item["encrypted_content"]).plaintext or {}
+            item = {**item, "encrypted_content": sealer.seal(plaintext)}
+        final_output.append(item)
+    events.append({"type": "response.completed", "response": {**response,
+                                                              "output": final_output}})
+    return [{**event, "sequence_number": n} for n, event in enumerate(events)]

@@ -1,0 +1,121 @@
+"""Issue 17: resume splices each turn's stored wire form instead of re-encoding.
+
+- a property: for random histories and plan changes, the spliced body of a resumed session is
+  byte-identical to a fresh encode of the same history (and the resume decoded nothing);
+- a stored wire form whose digest fails is discarded, reported and rebuilt — never sent;
+- a plan change (a learned verdict, ``/model``) re-encodes once and stores the new forms, so the
+  next resume splices again;
+- a damaged canonical row still takes the ordinary load, which reports exactly what is damaged.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import orjson
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from test_properties_openai_chat import HISTORIES
+from thoughtline import ProviderConfig, Session, open_store
+from thoughtline.codecs.openai_chat import encode_request
+from thoughtline.messages import Message, user
+from thoughtline.replay import answered
+from thoughtline.replay import plan as make_plan
+from thoughtline.routes import resolve_chat
+from thoughtline.stored import Joined
+
+PROVIDERS = st.sampled_from([
+    ProviderConfig(id="deepseek", base_url="https://api.deepseek.com", model="deepseek-reasoner"),
+    ProviderConfig(id="openrouter", base_url="https://openrouter.ai/api/v1", model="m"),
+    ProviderConfig(id="mistral", base_url="https://api.mistral.ai/v1", model="magistral"),
+    ProviderConfig(id="gemini-openai", base_url="https://generativelanguage.googleapis.com/"
+                   "v1beta/openai", model="gemini-3-pro"),
+])
+PENDING = user("and the next step?")
+
+
+def _fresh_bytes(history: list[Message], provider: ProviderConfig) -> bytes:
+    """What a fresh session builds: the same view (unanswered calls answered), encoded anew."""
+    route = resolve_chat(provider.id, provider.base_url, provider.model)
+    view = list(answered(history, [PENDING]))
+    return orjson.dumps(encode_request(view, make_plan(route), model=provider.model,
+                                       stream=True))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(history=HISTORIES, first=PROVIDERS, second=PROVIDERS)
+def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
+        tmp_path_factory, history: list[Message], first: ProviderConfig,  # type: ignore[no-untyped-def]
+        second: ProviderConfig) -> None:
+    home = tmp_path_factory.mktemp("forms")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, first)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, first)
+        # Nothing was decoded to build it (a history with an unanswered tool call is the one
+        # exception: answering it builds a new view from the decoded turns).
+        settled = isinstance(answered(history, [PENDING]), Joined)
+        assert resumed._history.decoded is not settled
+        # A plan change re-encodes (correctly), stores the new forms, and splices next time.
+        resumed.set_provider(second)
+        assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, second)
+        resumed.append([user("more")])
+        again = Session.resume(store, session.id)
+        expected = _fresh_bytes([*history, user("more")], second)
+        assert again.request_bytes([PENDING], stream=True) == expected
+        assert again._history.decoded is not settled
+
+
+def test_a_corrupt_wire_form_is_reported_rebuilt_and_never_sent(tmp_path: Path) -> None:
+    provider = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",
+                              model="deepseek-reasoner")
+    history = [user("q"), Message(role="assistant", parts=())]
+    from thoughtline.messages import Reasoning, Text
+
+    history[1] = Message(role="assistant", parts=(Reasoning(kind="text", text="thinking"),
+                                                  Text(text="answer")))
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, provider)
+        session.append(history)
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms") if b"answer" in d]
+    forged = bytes(data).replace(b"answer", b"FORGED")
+    raw.execute("UPDATE wire_forms SET data = ? WHERE data = ?", (forged, data))
+    raw.close()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        assert [p.detail for p in resumed.problems] == [
+            "its stored wire form failed its digest: it was left out and is rebuilt from the "
+            "canonical history"]
+        body = resumed.request_bytes([PENDING], stream=True)
+    assert b"FORGED" not in body and b'"content":"answer"' in body
+    assert body == _fresh_bytes(history, provider)
+
+
+def test_a_damaged_canonical_row_takes_the_ordinary_load(tmp_path: Path) -> None:
+    provider = ProviderConfig(id="openrouter", base_url="https://openrouter.ai/api/v1", model="m")
+    from thoughtline.messages import Origin, Reasoning, Text
+
+    origin = Origin(api="openai-chat", provider="openrouter", host="openrouter.ai", model="m")
+    item = {"type": "reasoning.encrypted", "data": "gAAAA-blob", "format": "unknown", "index": 0}
+    turn = Message(role="assistant", origin=origin, parts=(
+        Reasoning(kind="encrypted", data="gAAAA-blob", origin=origin,
+                  native={"openrouter": item}), Text(text="done")))
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, provider)
+        session.append([user("q"), turn])
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    for (blob,) in raw.execute("SELECT data FROM payloads").fetchall():
+        if b"gAAAA-blob" in bytes(blob):
+            raw.execute("UPDATE payloads SET data = ? WHERE data = ?",
+                        (bytes(blob).replace(b"gAAAA-blob", b"tampered"), blob))
+    raw.close()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        assert resumed.problems and all("corrupt" in p.detail for p in resumed.problems)
+        body = resumed.request_bytes([PENDING], stream=True)
+    assert b"gAAAA-blob" not in body and b"tampered" not in body
