@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from benchmarks import (
+    anthropic_rows,
     bedrock_rows,
     cli_start,
     gemini_rows,
@@ -51,6 +52,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "gemini": lambda: gemini_rows.run(budget, quick),
         "bedrock": lambda: bedrock_rows.run(budget, quick),
         "responses": lambda: responses_rows.run(budget, quick),
+        "anthropic": lambda: anthropic_rows.run(budget, quick),
     }
 
 

@@ -3,8 +3,8 @@
 Runs in its own process so LiteLLM's heavy import (and its globals) never touch the other
 scenarios. Times, in this one process and interleaved, LiteLLM's Anthropic request transformation
 of an N-turn history (``AnthropicConfig.transform_request`` + the ``json.dumps`` LiteLLM sends)
-beside our request build of the same history. Prints one JSON object; ``{"missing": ...}`` when
-LiteLLM is not installed.
+beside our Anthropic Messages request build of the same conversation (``anthropic_rows``).
+Prints one JSON object; ``{"missing": ...}`` when LiteLLM is not installed.
 """
 
 from __future__ import annotations
@@ -16,14 +16,11 @@ import sys
 import time
 from typing import Any
 
-from benchmarks import synth
+from benchmarks import anthropic_rows, synth
 from benchmarks.measure import FULL, QUICK, paired
-from benchmarks.request_build import ROUTES, request_body, request_bytes
-from thoughtline.codecs import openai_chat
+from thoughtline.codecs import anthropic
 
 ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
-#: The OpenAI-format history (with thinking blocks) is closest to our OpenRouter route's replay.
-OURS = ROUTES[2]
 
 
 def _litellm() -> tuple[Any, str] | None:
@@ -64,27 +61,30 @@ def main(n: int, quick: bool) -> dict[str, Any]:
                                         litellm_params={}, headers={})
         return json.dumps(body)
 
-    head, tail = tuple(history[:-3]), tuple(history[-3:])
-    cache = openai_chat.WireCache()
-    request_bytes(head, OURS, cache)
+    # Ours: the same conversation as canonical Claude turns, built by our Anthropic codec.
+    claude = anthropic_rows.history(n, pool=n)
+    request_bytes = anthropic_rows.request_bytes
+    head, tail = tuple(claude[:-3]), tuple(claude[-3:])
+    cache = anthropic.WireCache()
+    request_bytes(head, cache)
 
     def fresh() -> list[Any]:
         from dataclasses import replace
 
         return [replace(m) for m in tail]
 
-    steady, peer_s, reps = paired(lambda f: request_bytes([*head, *f], OURS, cache), peer,
+    steady, peer_s, reps = paired(lambda f: request_bytes([*head, *f], cache), peer,
                                   budget, prepare=fresh, floor_prepare=litellm_args)
-    cold, peer_cold_s, cold_reps = paired(lambda c: request_bytes(history, OURS, c), peer,
-                                          budget, prepare=openai_chat.WireCache,
+    cold, peer_cold_s, cold_reps = paired(lambda c: request_bytes(claude, c), peer,
+                                          budget, prepare=anthropic.WireCache,
                                           floor_prepare=litellm_args)
     return {
         "litellm_version": litellm_version, "litellm_import_s": import_s, "turns": n,
         "ours_steady_s": steady, "peer_s": peer_s, "reps": reps,
         "ours_cold_s": cold, "peer_cold_s": peer_cold_s, "cold_reps": cold_reps,
-        "ours_bytes": len(request_bytes(history, OURS, None)),
+        "ours_bytes": len(request_bytes(claude, None)),
         "peer_bytes": len(peer(litellm_args())),
-        "ours_messages": len(request_body(history, OURS, None)["messages"]),
+        "ours_messages": len(json.loads(request_bytes(claude, None))["messages"]),
     }
 
 

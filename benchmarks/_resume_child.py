@@ -20,9 +20,29 @@ from thoughtline.session import Session  # noqa: E402
 from thoughtline.store import open_store  # noqa: E402
 
 
+def memory(path: Path, session_id: str) -> None:
+    """Bytes a resumed session keeps alive (tracemalloc), after its first request is built."""
+    import gc
+    import tracemalloc
+
+    tracemalloc.start()
+    before = tracemalloc.get_traced_memory()[0]
+    store = open_store(path, path.parent)
+    session = Session.resume(store, session_id)
+    session.request_bytes([user("And the next step?")], stream=True)
+    gc.collect()
+    kept, peak = tracemalloc.get_traced_memory()
+    print(orjson.dumps({"kept_bytes": kept - before, "peak_bytes": peak - before,
+                        "turns": session.turns}).decode())
+    store.close()
+
+
 def main() -> None:
     imported = time.perf_counter()
     path, session_id = Path(sys.argv[1]), sys.argv[2]
+    if sys.argv[3:] == ["memory"]:
+        memory(path, session_id)
+        return
     c0 = time.process_time()
     t0 = time.perf_counter()
     store = open_store(path, path.parent)
@@ -45,10 +65,13 @@ def main() -> None:
     conn.close()
     floor_data = orjson.dumps(body)
     f1 = time.perf_counter()
+    s0 = time.perf_counter()
+    orjson.dumps(body)
+    s1 = time.perf_counter()
     print(orjson.dumps({
         "import_s": imported - started, "open_s": t1 - t0, "load_s": t2 - t1,
         "build_s": t3 - t2, "dumps_s": t4 - t3, "inproc_s": t4 - t0, "cpu_s": c4 - c0,
-        "floor_s": f1 - f0,
+        "floor_s": f1 - f0, "serialize_s": s1 - s0,
         "bytes": len(data), "same_bytes": data == floor_data, "rows": len(rows),
         "turns": turns,
     }).decode())

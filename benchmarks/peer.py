@@ -2,9 +2,9 @@
 
 Both run on the same 1,000-turn history in one child process (``_peer_child``), interleaved call
 by call. LiteLLM's side is ``AnthropicConfig.transform_request`` of the history as OpenAI-format
-messages with ``thinking_blocks`` plus the ``json.dumps`` LiteLLM sends. Our Anthropic codec does
-not exist yet, so our side is the Chat Completions build on the OpenRouter route (which replays the
-same signed/encrypted items), labelled as such. The ratio here is peer ÷ ours: how many times
+messages with ``thinking_blocks`` plus the ``json.dumps`` LiteLLM sends; ours is our Anthropic
+Messages build of the same conversation as canonical Claude turns (signed and redacted thinking,
+tool calls), Anthropic against Anthropic. The ratio here is peer ÷ ours: how many times
 faster we are. LiteLLM is optional (``pip install 'thoughtline[bench]'``).
 """
 
@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks.measure import Row, at_least, process, ratio
-from thoughtline.codecs import registry
 
 SCENARIO = "peer (LiteLLM)"
 TURNS = 1_000
@@ -25,9 +24,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def _ours_label() -> str:
-    if "anthropic" in registry.apis():
-        return "ours: chat-completions build (Anthropic codec exists; switch the peer to it)"
-    return "ours: chat-completions build (Anthropic codec not built yet)"
+    return "ours: Anthropic Messages build"
 
 
 def run(*, quick: bool) -> list[Row]:

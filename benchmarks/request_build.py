@@ -50,8 +50,8 @@ ROUTES = (
     RouteCase(label="chat openrouter (RC+R+RD)", preset="openrouter"),
 )
 #: APIs the issue lists whose codecs may not exist yet: printed as such, never dropped silently.
-#: (Gemini, Bedrock and Responses have their own rows modules: benchmarks/<api>_rows.py.)
-OTHER_APIS: tuple[tuple[str, str], ...] = (("anthropic", "Anthropic Messages"),)
+#: (The Anthropic, Gemini, Bedrock and Responses rows live in benchmarks/<api>_rows.py.)
+OTHER_APIS: tuple[tuple[str, str], ...] = ()
 TOOLS = (synth.TOOL,)
 
 

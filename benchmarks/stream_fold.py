@@ -22,8 +22,8 @@ SCENARIO = "stream fold"
 CHUNKS = 10_000
 QUICK_CHUNKS = 1_000
 TARGET_RATIO = 3.0
-#: (Gemini, Bedrock and Responses have their own rows modules: benchmarks/<api>_rows.py.)
-OTHER_APIS: tuple[tuple[str, str], ...] = (("anthropic", "Anthropic Messages"),)
+#: (The Anthropic, Gemini, Bedrock and Responses rows live in benchmarks/<api>_rows.py.)
+OTHER_APIS: tuple[tuple[str, str], ...] = ()
 
 
 def fold(chunks: Sequence[bytes]) -> Done:

@@ -133,7 +133,9 @@ class TurnEngine:
             raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
                              f"(or name another variable with --api-key-env / api_key_env in "
                              f"config.toml)")
-        return Target(url=endpoint.url, headers={**endpoint.headers, **(p.headers or {})},
+        # The codec's API headers win: it already merged the configured ones it owns (e.g. a
+        # client's anthropic-beta list plus the betas the model needs).
+        return Target(url=endpoint.url, headers={**(p.headers or {}), **endpoint.headers},
                       route=route.row, provider=p.id, auth=auth_for(scheme, key,
                                                                    region=_region(p)),
                       framing=endpoint.framing)
@@ -160,7 +162,7 @@ class TurnEngine:
                               retries_before=self.transport.retries)
             try:
                 async for event in self._exchange(turn, route, target, encoded, sink, options,
-                                                  record):
+                                                  record, plan):
                     yield event
                 return
             except ProviderError as error:
@@ -203,8 +205,8 @@ class TurnEngine:
         return lesson
 
     async def _exchange(self, turn: TurnInput, route: Route, target: Any, encoded: Encoded,
-                        sink: TurnSink, options: TurnOptions,
-                        record: _Attempt) -> AsyncIterator[Event]:
+                        sink: TurnSink, options: TurnOptions, record: _Attempt,
+                        plan: replay.ReplayPlan) -> AsyncIterator[Event]:
         codec = turn.codec
         origin = Origin(api=codec.api, provider=route.provider, host=route.host,
                         model=turn.provider.model, region=_region(turn.provider),
@@ -215,7 +217,10 @@ class TurnEngine:
             done = codec.decode_response(await self.transport.post_json(target, raw), origin,
                                          seed=seed)
             record.finish(200, "ok")
+            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
+            for notice in _reported(codec, done, encoded, plan, sink):
+                yield notice
             yield done
             return
         fold = codec.new_fold(origin, seed=seed)
@@ -230,7 +235,10 @@ class TurnEngine:
             done = fold.finish(complete=True)
             record.finish(200, "ok")
             finished = True  # from here on the answer is whole: never stored as partial
+            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
+            for notice in _reported(codec, done, encoded, plan, sink):
+                yield notice
             yield done
         finally:
             if not finished:
@@ -268,6 +276,26 @@ class TurnEngine:
                if any(lesson.fingerprints for lesson in record.learned) else {}),
             **record.extra,
         })
+
+
+def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
+    """The optional codec hook ``stamp(done, encoded) -> Done``: the answer with what the codec
+    must know later about the request that produced it (e.g. a prefix digest), before storing."""
+    hook = getattr(codec, "stamp", None)
+    return hook(done, encoded) if hook is not None else done
+
+
+def _reported(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPlan,
+              sink: TurnSink) -> list[Notice]:
+    """The optional codec hook ``reported(done, encoded, plan) -> Lesson | None``: what an
+    accepted request's provider reports teach (e.g. stored blocks the provider dropped, never to
+    be sent again). Learned without a retry: the answer already arrived."""
+    hook = getattr(codec, "reported", None)
+    lesson = hook(done, encoded, plan) if hook is not None and done.reports else None
+    if lesson is None:
+        return []
+    sink.learned(lesson)
+    return [Notice(lesson.notice)]
 
 
 def _region(provider: ProviderConfig) -> str:

@@ -30,6 +30,7 @@ class Scenario:
     provider: str
     model: str
     rejections: int = 0  # requests the route is expected to reject (the fallback learns once)
+    api: str = "openai-chat"  # a native API's scenarios run on its own emulator (testing.native)
 
 
 SCENARIOS = (
@@ -51,6 +52,14 @@ SCENARIOS = (
              model="claude-sonnet-4.5"),
     Scenario(label="unlisted strict relay", personality="strict-custom",
              provider="custom", model="relay-reasoner", rejections=1),
+    Scenario(label="anthropic (signed thinking)", personality="", api="anthropic",
+             provider="anthropic", model="claude-opus-4-5"),
+    Scenario(label="gemini (thought signatures)", personality="", api="gemini",
+             provider="gemini", model="gemini-3-pro-preview"),
+    Scenario(label="bedrock claude (SigV4)", personality="", api="bedrock",
+             provider="bedrock", model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    Scenario(label="openai responses (encrypted)", personality="", api="openai-responses",
+             provider="openai-responses", model="gpt-5.5"),
 )
 
 QUESTIONS = ("What's the weather in Florence?", "And in Rome?")
@@ -79,7 +88,6 @@ async def _conversation(session: Any, questions: tuple[str, ...]) -> None:
 
 
 async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
-    from thoughtline.config import ProviderConfig
     from thoughtline.requestlog import RequestLog
     from thoughtline.session import Session
     from thoughtline.store import open_store
@@ -90,8 +98,7 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
     try:
         for scenario in SCENARIOS:
             emulator = emulators[scenario.label]
-            provider = ProviderConfig(id=scenario.provider, base_url=emulator.base_url,
-                                      model=scenario.model, key_env="")
+            provider = _provider(scenario, emulator)
             session = Session.create(store, provider, title=f"demo: {scenario.label}",
                                      tools=[_tool()], log=RequestLog(home / "logs"))
             try:
@@ -104,6 +111,33 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
     finally:
         store.close()
     return ids
+
+
+def _provider(scenario: Scenario, emulator: Any) -> Any:
+    """The scenario's preset aimed at its emulator (``--base-url``), with no key variable."""
+    from dataclasses import replace
+
+    from thoughtline import config
+    from thoughtline.config import ProviderConfig
+
+    if scenario.api == "openai-chat":
+        return ProviderConfig(id=scenario.provider, base_url=emulator.base_url,
+                              model=scenario.model, key_env="")
+    from thoughtline.testing.native import BACKENDS
+
+    preset = config.provider(scenario.provider, model=scenario.model,
+                             base_url=BACKENDS[scenario.api].base_url(emulator))
+    return replace(preset, key_env="")
+
+
+def _start(scenario: Scenario) -> Any:
+    if scenario.api == "openai-chat":
+        from thoughtline.testing import ChatEmulator
+
+        return ChatEmulator(scenario.personality, require_auth=False).start()
+    from thoughtline.testing.native import BACKENDS
+
+    return BACKENDS[scenario.api].start()
 
 
 async def _resume_phase(home: Path, ids: list[str]) -> None:
@@ -140,12 +174,22 @@ def _row(scenario: Scenario, emulator: Any, before: int) -> dict[str, Any]:
     accepted = sum(1 for r in received if r.status == 200)
     rejected = [r.status for r in received if r.status != 200]
     last_before, first_after = received[before - 1], received[before]
-    replayed = _assistant_turns(first_after)[: len(_assistant_turns(last_before))]
-    identical = replayed == _assistant_turns(last_before)
-    route = resolve("openai-chat", scenario.provider, emulator.base_url, scenario.model)
+    if scenario.api == "openai-chat":
+        turns: Any = _assistant_turns
+        fields = assistant_fields(received).label()
+    else:
+        from thoughtline.testing import native
+
+        def turns(r: Any) -> list[bytes]:
+            return native.replayed(scenario.api, r.body)
+
+        fields = native.describe(scenario.api, last_before.body)
+    replayed = turns(first_after)[: len(turns(last_before))]
+    identical = replayed == turns(last_before)
+    provider = _provider(scenario, emulator)
+    route = resolve(scenario.api, provider.route_id, provider.base_url, scenario.model)
     return {"label": scenario.label, "route": route.row, "requests": len(received),
-            "accepted": accepted, "rejected": rejected,
-            "fields": assistant_fields(received).label(),
+            "accepted": accepted, "rejected": rejected, "fields": fields,
             "restart_identical": identical,
             "as_expected": identical and len(rejected) == scenario.rejections}
 
@@ -170,8 +214,9 @@ def _table(rows: list[dict[str, Any]]) -> Any:
 @click.option("--resume-sessions", hidden=True, help="(internal) second-process phase.")
 @click.pass_context
 def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
-    """Offline walkthrough: a tool-calling conversation on nine emulated routes, resumed in a
-    fresh process, with a table of what each route received.
+    """Offline walkthrough: a tool-calling conversation on thirteen emulated routes (Chat
+    Completions, Anthropic, Gemini, Bedrock, Responses), resumed in a fresh process, with a table
+    of what each route received.
 
     Nothing touches the network or your sessions: state goes to a temporary directory unless
     --home is given.
@@ -180,12 +225,17 @@ def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
     if resume_sessions is not None:
         asyncio.run(_resume_phase(Path(root["home"]), resume_sessions.split(",")))
         return
-    from thoughtline.testing import ChatEmulator
+    from thoughtline.testing.native import demo_credentials
 
     home = Path(root.get("home") or tempfile.mkdtemp(prefix="thoughtline-demo-"))
     out = console(plain_width=120)
-    emulators = {s.label: ChatEmulator(s.personality, require_auth=False).start()
-                 for s in SCENARIOS}
+    with demo_credentials():
+        _run(ctx, home, out, keep)
+
+
+def _run(ctx: click.Context, home: Path, out: Any, keep: bool) -> None:
+    root = ctx.find_root().obj or {}
+    emulators = {s.label: _start(s) for s in SCENARIOS}
     try:
         out.print("thoughtline demo — a tool-calling conversation on each route "
                   "(2 questions, each with a tool call)", style="bold", markup=False)

@@ -17,6 +17,7 @@ _CODECS: dict[str, str] = {
     "gemini": "thoughtline.codecs.gemini.codec:CODEC",
     "bedrock": "thoughtline.codecs.bedrock.codec:CODEC",
     "openai-responses": "thoughtline.codecs.openai_responses.codec:CODEC",
+    "anthropic": "thoughtline.codecs.anthropic.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 

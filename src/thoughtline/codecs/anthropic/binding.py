@@ -1,0 +1,60 @@
+"""Per-turn prefix digests: which stored blocks are still bound to the conversation they are in.
+
+On models that bind blocks (provider-updates.md §1a), a block is bound to its prefix: the
+top-level ``system``, ``tools`` and the earlier messages. Each assistant turn is stamped, when it
+is stored, with a digest of the prefix its request had (``stamp``); every later request computes
+the same digest for that turn's position and compares. A different digest means the prefix was
+edited since — a rebuilt system prompt, changed tools, a branch or compaction that rewrote an
+earlier turn — so the turn's blocks can no longer pass the prefix check. The digest covers what
+the model sees besides thinking (thinking blocks are bound by their own signatures), as a chain:
+``h(n) = sha256(h(n-1) ‖ sha256(visible wire message n))``, so it costs one small hash per message.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.anthropic.wire import NS, REDACTED, THINKING
+from thoughtline.events import Done
+from thoughtline.messages import Message
+
+_SKIP = frozenset({THINKING, REDACTED})
+PREFIX_KEY = "prefix"  # the stamp's key under native[NS] of an assistant message
+
+
+def seed(system: Sequence[Any], tools: Sequence[Any]) -> bytes:
+    return hashlib.sha256(orjson.dumps([system, tools])).digest()
+
+
+def visible(wire: Mapping[str, Any]) -> bytes:
+    """The digest of one wire message without its thinking blocks."""
+    blocks = [b for b in wire["content"] if b.get("type") not in _SKIP]
+    return hashlib.sha256(orjson.dumps([wire["role"], blocks])).digest()
+
+
+def chain(running: bytes, digest: bytes) -> bytes:
+    return hashlib.sha256(running + digest).digest()
+
+
+def stamp_of(message: Message) -> str | None:
+    found = message.native.get(NS)
+    value = found.get(PREFIX_KEY) if isinstance(found, Mapping) else None
+    return value if isinstance(value, str) else None
+
+
+def is_stale(message: Message, running: bytes) -> bool:
+    """True when the turn was stamped under a prefix other than the current one."""
+    stamp = stamp_of(message)
+    return stamp is not None and stamp != running.hex()
+
+
+def stamped(done: Done, prefix: str) -> Done:
+    """``done`` with its message stamped with the prefix digest of the request that made it."""
+    message = done.message
+    native = {**message.native, NS: {**message.native.get(NS, {}), PREFIX_KEY: prefix}}
+    return replace(done, message=replace(message, native=native))

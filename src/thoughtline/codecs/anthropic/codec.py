@@ -1,0 +1,167 @@
+"""The Anthropic Messages codec object the core talks to (``thoughtline.codecs.base.Codec``).
+
+Binds the pure modules to the protocol: routes from ``routes/anthropic.toml`` (``resolve``),
+request bodies (``encode``), whole responses (``decode``), SSE streams (``fold``), endpoints for
+the Anthropic API, Vertex (``:rawPredict`` / ``:streamRawPredict``), Foundry, Bedrock's Messages
+API and Anthropic-compatible vendors, the ``anthropic-version`` / ``anthropic-beta`` headers, and
+the reading of rejections (``rejections``). What is sent in place of reasoning that cannot go
+signed is nothing at all (see ``encode``): never transcribed thinking the model would imitate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Any
+
+from thoughtline.codecs.anthropic import binding, models, rejections
+from thoughtline.codecs.anthropic.decode import decode_response
+from thoughtline.codecs.anthropic.encode import Index, WireCache, encode_request, wire_summary
+from thoughtline.codecs.anthropic.fold import StreamFold
+from thoughtline.codecs.anthropic.profile import AnthropicProfile
+from thoughtline.codecs.anthropic.wire import (
+    API,
+    BETA_HEADER,
+    BINDING_BETA,
+    INTERLEAVED_BETA,
+    VERSION_HEADER,
+)
+from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import UsageError
+from thoughtline.events import Done
+from thoughtline.messages import Message, Origin
+from thoughtline.replay import ReplayPlan
+from thoughtline.routes.resolve import ApiRow, Route, api_table, hostname_of, path_of
+
+DEFAULT_BASE = "https://api.anthropic.com"
+
+
+@lru_cache(maxsize=64)
+def _profile(row: str) -> AnthropicProfile:
+    table = api_table(API)
+    raw = next(r for r in table.rows if r.id == row)
+    return AnthropicProfile.from_row(row, raw.profile)
+
+
+def route_row(provider: str, base_url: str | None) -> ApiRow:
+    """The table row for a provider id and base URL. With no base URL (presets whose URL is
+    built from a region or project: Vertex, Bedrock) the provider id alone selects the row."""
+    table = api_table(API)
+    if not base_url:
+        wanted = provider.strip().lower()
+        found = next((r for r in table.rows if wanted in r.providers), None)
+        if found is not None:
+            return found
+    return table.match(provider, base_url)
+
+
+def profile_for(provider: str, base_url: str | None) -> AnthropicProfile:
+    return _profile(route_row(provider, base_url).id)
+
+
+def _vertex_url(provider: ProviderConfig, model: str, verb: str) -> str:
+    base = provider.base_url.rstrip("/")
+    if "/publishers/anthropic/models" in base:
+        return f"{base}/{model}:{verb}"
+    region = provider.region or "global"
+    if not provider.project:
+        raise UsageError("Vertex needs a project: set project under [providers.NAME] in "
+                         "config.toml")
+    host = base or (f"https://{region}-aiplatform.googleapis.com" if region != "global"
+                    else "https://aiplatform.googleapis.com")
+    return (f"{host}/v1/projects/{provider.project}/locations/{region}"
+            f"/publishers/anthropic/models/{model}:{verb}")
+
+
+def _messages_url(provider: ProviderConfig, profile: AnthropicProfile) -> str:
+    base = provider.base_url.rstrip("/")
+    if not base and profile.platform == "bedrock":
+        if not provider.region:
+            raise UsageError("no AWS region: set region under [providers.NAME] in config.toml")
+        base = f"https://bedrock-runtime.{provider.region}.amazonaws.com/anthropic"
+    base = base or DEFAULT_BASE
+    if base.endswith("/messages"):
+        return base
+    return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
+
+
+def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str) -> dict[str, str]:
+    """``anthropic-version`` (the client's, else the route's default) and ``anthropic-beta``."""
+    given = {k.lower(): v for k, v in (provider.headers or {}).items()}
+    headers: dict[str, str] = {}
+    version = given.get(VERSION_HEADER) or profile.version
+    if version and not profile.body_version:
+        headers[VERSION_HEADER] = version
+    betas = [b.strip() for b in given.get(BETA_HEADER, "").split(",") if b.strip()]
+    wanted = list(profile.betas)
+    if models.binds_blocks(model):
+        # prefix_mismatch_behavior is sent on every request to a binding model (§1a).
+        wanted.append(BINDING_BETA)
+    if models.manual_interleaving_beta(model):
+        wanted.append(INTERLEAVED_BETA)
+    betas.extend(b for b in wanted if b not in betas)
+    if betas:
+        headers[BETA_HEADER] = ",".join(betas)
+    return headers
+
+
+class Anthropic:
+    """Anthropic Messages (``POST …/v1/messages``, SSE streams with ``event:`` names)."""
+
+    api = API
+
+    def resolve(self, provider: str, base_url: str | None, model: str, *,
+                echo: str = "auto") -> Route:
+        row = route_row(provider, base_url)
+        return Route(row=row.id, api=API, provider=provider.strip().lower(),
+                     host=hostname_of(base_url), model=model, profile=_profile(row.id),
+                     path=path_of(base_url), explain=row.explain)
+
+    def new_cache(self) -> WireCache:
+        return WireCache()
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: WireCache | None = None) -> Encoded:
+        body, index = encode_request(history, plan, model=spec.model, tools=spec.tools,
+                                     params_=spec.params, settings=spec.settings,
+                                     stream=spec.stream, cache=cache)
+        return Encoded(body=body, index=index)
+
+    def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
+        return decode_response(body, origin, seed=seed)
+
+    def new_fold(self, origin: Origin, *, seed: str = "") -> StreamFold:
+        return StreamFold(origin, seed=seed)
+
+    def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
+        profile = profile_for(provider.route_id, provider.base_url)
+        if profile.platform == "vertex":
+            url = _vertex_url(provider, model, "streamRawPredict" if stream else "rawPredict")
+        else:
+            url = _messages_url(provider, profile)
+        return Endpoint(url=url, framing="sse" if stream else "json",
+                        headers=api_headers(provider, profile, model))
+
+    def auth_scheme(self, provider: ProviderConfig) -> str:
+        return provider.auth or profile_for(provider.route_id, provider.base_url).auth
+
+    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        return wire_summary(encoded.index)
+
+    def classify(self, status: int | None, body: str, encoded: Encoded,
+                 plan: ReplayPlan) -> Lesson | None:
+        return rejections.classify(status, body, encoded, plan)
+
+    def stamp(self, done: Done, encoded: Encoded) -> Done:
+        """Hook: the answer stamped with its request's prefix digest (binding models only)."""
+        index = encoded.index
+        prefix = index.prefix if isinstance(index, Index) else ""
+        return binding.stamped(done, prefix) if prefix else done
+
+    def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
+        """Hook: what a successful response's reports teach (blocks the API dropped)."""
+        return rejections.reported(done.reports, encoded)
+
+
+CODEC = Anthropic()

@@ -1,0 +1,111 @@
+"""Decode a whole Anthropic Messages response (and the fold's rebuilt one) to a canonical turn.
+
+One wire message is one canonical assistant message, its blocks in their original interleaved
+order: ``thinking`` → ``Reasoning(kind="signed")`` (its text may be "", the default shape on newer
+models, provider-updates §1a), ``redacted_thinking`` → ``Reasoning(kind="redacted")`` with the
+base64 ``data`` exactly as received, ``text`` → ``Text`` (``citations`` kept natively),
+``tool_use`` → ``ToolCall`` whose arguments are the ``input`` object serialized once, compactly
+(the stream fold produces the identical text), and every other block (server tools, advisor
+results, compaction) → ``Opaque`` replayed verbatim. Thinking without a signature (relays that
+return unsigned thinking) is ``Reasoning(kind="text")``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.anthropic.wire import (
+    NS,
+    REDACTED,
+    TEXT,
+    THINKING,
+    TOOL_USE,
+    neutral_finish,
+    text_of,
+)
+from thoughtline.errors import ProtocolError
+from thoughtline.events import Done
+from thoughtline.messages import Message, Opaque, Origin, Part, Reasoning, Text, ToolCall, Usage
+
+
+def arguments_text(value: Any) -> str:
+    """A ``tool_use.input`` object as the canonical arguments text: compact JSON, key order kept."""
+    return orjson.dumps(value if value is not None else {}).decode()
+
+
+def block_part(block: Mapping[str, Any], origin: Origin, *, complete: bool = True) -> Part | None:
+    """One content block as a canonical part (None for an empty text block)."""
+    kind = block.get("type")
+    if kind == THINKING:
+        signature = text_of(block.get("signature")) or None
+        if not complete:
+            signature = None  # an interrupted block is never sent as signed (§5)
+        return Reasoning(kind="signed" if signature or not complete else "text",
+                         text=text_of(block.get(THINKING)), signature=signature,
+                         complete=complete, origin=origin)
+    if kind == REDACTED:
+        return Reasoning(kind="redacted", data=text_of(block.get("data")) or None,
+                         complete=complete and bool(block.get("data")), origin=origin)
+    if kind == TEXT:
+        text = text_of(block.get(TEXT))
+        citations = block.get("citations")
+        if not text and not citations:
+            return None  # the API rejects empty text blocks on replay
+        return Text(text=text, native={NS: {"citations": citations}} if citations else {})
+    if kind == TOOL_USE:
+        return ToolCall(id=text_of(block.get("id")), name=text_of(block.get("name")),
+                        arguments=arguments_text(block.get("input")))
+    if not isinstance(kind, str):
+        raise ProtocolError(f"content block without a type: {block!r:.120}")
+    return Opaque(native={NS: dict(block)}, origin=origin)
+
+
+def message_from_content(content: Sequence[Any], origin: Origin, *,
+                         complete: Sequence[bool] | None = None,
+                         incomplete: bool = False) -> Message:
+    """The canonical turn for a response's ``content`` list (``complete`` per block, if known)."""
+    parts: list[Part] = []
+    for position, block in enumerate(content):
+        if not isinstance(block, Mapping):
+            raise ProtocolError(f"content block is not an object: {block!r:.80}")
+        whole = complete[position] if complete is not None else True
+        part = block_part(block, origin, complete=whole)
+        if part is not None:
+            parts.append(part)
+    return Message(role="assistant", parts=tuple(parts), origin=origin, incomplete=incomplete)
+
+
+def usage_of(raw: Any) -> Usage:
+    if not isinstance(raw, Mapping):
+        return Usage()
+    details = raw.get("output_tokens_details")
+    thinking = details.get("thinking_tokens") if isinstance(details, Mapping) else 0
+    return Usage(input_tokens=int(raw.get("input_tokens") or 0),
+                 output_tokens=int(raw.get("output_tokens") or 0),
+                 reasoning_tokens=int(thinking or 0),
+                 cached_tokens=int(raw.get("cache_read_input_tokens") or 0))
+
+
+def reports_of(body: Mapping[str, Any]) -> tuple[object, ...]:
+    """``input_transformations`` entries (``thinking_dropped``, ``thinking_mismatch_allowed``),
+    verbatim: provider-updates §1a; recorded in the fable51-drops-stale-thinking fixtures."""
+    found = body.get("input_transformations")
+    return tuple(found) if isinstance(found, list) else ()
+
+
+def decode_response(body: Any, origin: Origin, *, seed: str = "") -> Done:
+    """Decode a whole (non-streamed) Messages response."""
+    if not isinstance(body, Mapping):
+        raise ProtocolError("response body is not a JSON object")
+    if body.get("type") == "error" or isinstance(body.get("error"), Mapping):
+        raise ProtocolError(f"provider returned an error object: {body.get('error')!r:.300}")
+    content = body.get("content")
+    if not isinstance(content, list):
+        raise ProtocolError("response has no content list: not a Messages response")
+    stop = body.get("stop_reason")
+    return Done(message=message_from_content(content, origin), usage=usage_of(body.get("usage")),
+                finish_reason=stop if isinstance(stop, str) else None,
+                finish=neutral_finish(stop), reports=reports_of(body))

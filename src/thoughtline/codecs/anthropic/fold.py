@@ -1,0 +1,220 @@
+"""Fold an Anthropic Messages SSE stream into the same canonical turn as the whole response.
+
+The event type comes from the SSE ``event:`` line (``message_start``, ``content_block_start``,
+``content_block_delta``, ``content_block_stop``, ``message_delta``, ``message_stop``, ``ping``,
+``error``); recordings without the line (vercel/ai ``chunks.txt``) carry the same name in the
+payload's ``type``. Each block is rebuilt by its stream ``index`` — ``thinking_delta`` fragments,
+the one ``signature_delta`` that arrives just before ``content_block_stop``, ``text_delta``,
+``input_json_delta``, ``citations_delta`` — and handed to the same ``block_part`` the whole
+decode uses, so a stream and its whole response give equal Messages by construction. A block
+whose ``content_block_stop`` never came is ``complete=False`` (a thinking block cut before its
+signature is never sent as signed). Tool input is parsed once and serialized compactly, the way
+the whole decode serializes ``input``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.anthropic.decode import (
+    arguments_text,
+    block_part,
+    reports_of,
+    usage_of,
+)
+from thoughtline.codecs.anthropic.wire import THINKING, TOOL_USE, neutral_finish, text_of
+from thoughtline.errors import ProtocolError
+from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallDelta, ToolCallStarted
+from thoughtline.messages import Message, Origin, Part, ToolCall
+
+Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta
+_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": THINKING,
+                 "signature_delta": "signature", "input_json_delta": "partial_json"}
+
+
+class _Block:
+    """One content block being streamed: its start object and the fragments of each field."""
+
+    __slots__ = ("citations", "pieces", "start", "stopped", "tool")
+
+    def __init__(self, start: Mapping[str, Any], tool: int | None) -> None:
+        self.start = start
+        self.pieces: dict[str, list[str]] = {}
+        self.citations: list[Any] = []
+        self.stopped = False
+        self.tool = tool  # ordinal among client tool calls, for ToolCall events
+
+    def whole(self) -> tuple[dict[str, Any], str | None]:
+        """The block as the whole response would carry it, and unparsable tool input text."""
+        block = dict(self.start)
+        for field, pieces in self.pieces.items():
+            if field != "partial_json":
+                block[field] = text_of(block.get(field)) + "".join(pieces)
+        if self.citations:
+            block["citations"] = [*(block.get("citations") or ()), *self.citations]
+        raw = "".join(self.pieces.get("partial_json", ()))
+        if raw.strip():
+            try:
+                block["input"] = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                return block, raw  # a cut stream: keep the text exactly as received
+        return block, None
+
+
+class StreamFold:
+    """``add_event`` each SSE event (returns the deltas to show); ``finish`` gives the turn."""
+
+    def __init__(self, origin: Origin, *, seed: str = "") -> None:
+        self.origin = origin
+        self.seed = seed
+        self.saw_chunk = False
+        self.stop_reason: str | None = None
+        self.stopped = False
+        self.usage: dict[str, Any] = {}
+        self.reports: tuple[object, ...] = ()
+        self._blocks: dict[int, _Block] = {}
+        self._tools = 0
+
+    @property
+    def finished(self) -> bool:
+        return self.stop_reason is not None or self.stopped
+
+    def add_event(self, event_type: str, payload: Any) -> list[Delta]:
+        if type(payload) is not dict and not isinstance(payload, Mapping):
+            raise ProtocolError("stream event is not a JSON object")
+        kind = event_type or payload.get("type")
+        self.saw_chunk = True
+        if kind == "content_block_delta":  # nearly every event: the fast path
+            return self._block_delta(payload)
+        handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
+        return handler(self, payload) if handler is not None else []
+
+    def _message_start(self, payload: Mapping[str, Any]) -> list[Delta]:
+        message = payload.get("message")
+        if isinstance(message, Mapping):
+            self._merge_usage(message.get("usage"))
+            self.reports = reports_of(message) or self.reports
+        return []
+
+    def _block_start(self, payload: Mapping[str, Any]) -> list[Delta]:
+        block = payload.get("content_block")
+        if not isinstance(block, Mapping):
+            raise ProtocolError(f"content_block_start without a block: {payload!r:.120}")
+        tool = None
+        events: list[Delta] = []
+        if block.get("type") == TOOL_USE:
+            tool, self._tools = self._tools, self._tools + 1
+            events.append(ToolCallStarted(index=tool, id=text_of(block.get("id")),
+                                          name=text_of(block.get("name"))))
+        elif text_of(block.get("text")):
+            events.append(TextDelta(block["text"]))
+        elif text_of(block.get(THINKING)):
+            events.append(ReasoningDelta(block[THINKING]))
+        self._blocks[_index(payload)] = _Block(block, tool)
+        return events
+
+    def _block_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
+        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        delta = payload.get("delta")
+        if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
+            raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
+        kind = delta.get("type")
+        field = _DELTA_FIELDS.get(kind)  # type: ignore[arg-type]
+        if field is None:
+            if kind == "citations_delta":
+                block.citations.append(delta.get("citation"))
+            return []
+        text = delta.get(field)
+        if type(text) is not str or not text:
+            return []
+        pieces = block.pieces.get(field)
+        if pieces is None:
+            block.pieces[field] = [text]
+        else:
+            pieces.append(text)
+        if field == THINKING:
+            return [ReasoningDelta(text)]
+        if field == "text":
+            return [TextDelta(text)]
+        if field == "partial_json" and block.tool is not None:
+            return [ToolCallDelta(index=block.tool, text=text)]
+        return []
+
+    def _block_stop(self, payload: Mapping[str, Any]) -> list[Delta]:
+        block = self._blocks.get(_index(payload))
+        if block is not None:
+            block.stopped = True
+        return []
+
+    def _message_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
+        delta = payload.get("delta")
+        if isinstance(delta, Mapping) and isinstance(delta.get("stop_reason"), str):
+            self.stop_reason = delta["stop_reason"]
+        self._merge_usage(payload.get("usage"))
+        return []
+
+    def _message_stop(self, payload: Mapping[str, Any]) -> list[Delta]:
+        self.stopped = True
+        return []
+
+    def _error(self, payload: Mapping[str, Any]) -> list[Delta]:
+        raise ProtocolError(f"provider sent an error in the stream: {payload.get('error')!r:.300}")
+
+    def _merge_usage(self, usage: Any) -> None:
+        if isinstance(usage, Mapping):
+            self.usage.update((k, v) for k, v in usage.items() if v is not None)
+
+    def message(self, *, complete: bool = True) -> Message:
+        """The turn the stream described so far (``complete=False``: the stream was cut)."""
+        parts: list[Part] = []
+        for position in sorted(self._blocks):
+            block = self._blocks[position]
+            whole, raw = block.whole()
+            done = block.stopped and complete
+            if raw is not None:
+                parts.append(ToolCall(id=text_of(whole.get("id")),
+                                      name=text_of(whole.get("name")), arguments=raw))
+                continue
+            part = block_part(whole, self.origin, complete=done)
+            if part is not None:
+                parts.append(part)
+        return Message(role="assistant", parts=tuple(parts), origin=self.origin,
+                       incomplete=not complete)
+
+    def finish(self, *, complete: bool = True) -> Done:
+        """The folded turn; ``complete=False`` marks it (and every open block) incomplete."""
+        return Done(message=self.message(complete=complete), usage=usage_of(self.usage),
+                    finish_reason=self.stop_reason, finish=neutral_finish(self.stop_reason),
+                    reports=self.reports)
+
+
+def _index(payload: Mapping[str, Any]) -> int:
+    index = payload.get("index")
+    if not isinstance(index, int):
+        raise ProtocolError(f"stream event without a block index: {payload!r:.120}")
+    return index
+
+
+_HANDLERS = {
+    "message_start": StreamFold._message_start,
+    "content_block_start": StreamFold._block_start,
+    "content_block_delta": StreamFold._block_delta,
+    "content_block_stop": StreamFold._block_stop,
+    "message_delta": StreamFold._message_delta,
+    "message_stop": StreamFold._message_stop,
+    "error": StreamFold._error,
+}
+
+
+def fold(events: Iterable[tuple[str, Any]], origin: Origin) -> Done:
+    """Fold a whole recorded stream of ``(event type, payload)`` pairs (tests, the gateway)."""
+    state = StreamFold(origin)
+    for event_type, payload in events:
+        state.add_event(event_type, payload)
+    return state.finish()
+
+
+__all__ = ["StreamFold", "arguments_text", "fold"]
