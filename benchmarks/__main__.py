@@ -19,6 +19,7 @@ from benchmarks import (
     anthropic_rows,
     bedrock_rows,
     cli_start,
+    gateway_rows,
     gemini_rows,
     peer,
     report,
@@ -28,16 +29,9 @@ from benchmarks import (
     store_append,
     stream_fold,
 )
-from benchmarks.measure import FULL, QUICK, Budget, Row, not_built
+from benchmarks.measure import FULL, QUICK, Budget, Row
 
 RESULTS = Path(__file__).resolve().parent / "results"
-GATEWAY = Path(__file__).resolve().parent.parent / "src" / "thoughtline" / "gateway"
-
-
-def gateway(*, quick: bool) -> list[Row]:
-    built = any(GATEWAY.glob("*.py"))
-    note = "gateway exists; its benchmark is not wired yet" if built else "gateway not built yet"
-    return [not_built("gateway", "POST /v1/chat/completions overhead", note)]
 
 
 def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]:
@@ -47,7 +41,7 @@ def scenarios(budget: Budget, quick: bool) -> dict[str, Callable[[], list[Row]]]
         "stream-fold": lambda: stream_fold.run(budget, quick=quick),
         "store": lambda: store_append.run(quick=quick),
         "cli": lambda: cli_start.run(quick=quick),
-        "gateway": lambda: gateway(quick=quick),
+        "gateway": lambda: gateway_rows.run(quick),
         "peer": lambda: peer.run(quick=quick),
         "gemini": lambda: gemini_rows.run(budget, quick),
         "bedrock": lambda: bedrock_rows.run(budget, quick),

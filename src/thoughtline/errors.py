@@ -19,6 +19,10 @@ class ConfigError(UsageError):
     """``config.toml`` / ``gateway.toml`` or the route table is malformed."""
 
 
+class HomeError(UsageError):
+    """The thoughtline home (``--home`` / ``THOUGHTLINE_HOME`` / ``~/.thoughtline``) is unusable."""
+
+
 class ProtocolError(ThoughtlineError):
     """A provider response or stream that does not follow its API's shape."""
 
@@ -50,6 +54,18 @@ class ProviderError(ThoughtlineError):
 
 class StoreError(ThoughtlineError):
     """The store could not be read or written."""
+
+
+class HeadMoved(ThoughtlineError):
+    """An append expected the session to hold ``expected`` turns, but another writer had added
+    some meanwhile (it holds ``found``): appending would store a history no model saw."""
+
+    def __init__(self, session_id: str, *, expected: int, found: int) -> None:
+        super().__init__(f"session {session_id} has {found} turns, not the {expected} this "
+                         "answer was written against: another process added turns meanwhile")
+        self.session_id = session_id
+        self.expected = expected
+        self.found = found
 
 
 class CorruptPayload(StoreError):

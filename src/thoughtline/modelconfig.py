@@ -18,6 +18,10 @@ from thoughtline.errors import StoreError
 from thoughtline.messages import ToolSpec
 from thoughtline.verdicts import Verdict
 
+#: Model-config key set by ``sessions import``: where the session came from, and whether its
+#: provider (URL, key variable) was trusted. Kept like any unknown key (``ModelConfig.extra``).
+IMPORTED_KEY = "imported"
+
 _KNOWN = frozenset({"provider", "tools", "params", "verdicts", "fingerprints", "settings"})
 
 
@@ -122,3 +126,10 @@ def merge(stored: Mapping[str, Any], mine: ModelConfig, *,
         extra={**mine.extra, **theirs.extra},
     )
     return chosen.to_json()
+
+
+def provider_untrusted(model_config: Mapping[str, Any]) -> bool:
+    """True for a session imported from a file whose provider was not explicitly trusted: its
+    stored URL and key variable must not be used, nor config headers sent to that URL."""
+    marker = model_config.get(IMPORTED_KEY)
+    return isinstance(marker, Mapping) and marker.get("provider_trusted") is not True

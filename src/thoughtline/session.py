@@ -23,11 +23,11 @@ from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson, WireCache
-from thoughtline.errors import StoreError, UsageError
+from thoughtline.errors import HeadMoved, StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
 from thoughtline.messages import system as system_message
-from thoughtline.modelconfig import ModelConfig, merge
+from thoughtline.modelconfig import ModelConfig, merge, provider_untrusted
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
@@ -101,7 +101,8 @@ class Session:
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
-        if config is not None and "provider" not in kwargs:
+        if config is not None and "provider" not in kwargs and not provider_untrusted(
+                record.model_config):  # an imported URL never gets config.toml's headers
             stored = ModelConfig.from_json(record.model_config).provider
             headers = config_mod.headers_for(stored.id, config)
             if headers:
@@ -146,8 +147,10 @@ class Session:
         """The HTTP transport, made on first use (httpx is only imported to send)."""
         if self._transport is None:
             from thoughtline.transport import HttpTransport
+            from thoughtline.transport.http import TransportConfig
 
-            self._transport = HttpTransport()
+            # The provider's own timeouts (config.toml), the transport's defaults otherwise.
+            self._transport = HttpTransport(TransportConfig(**self.provider.timeouts()))
         return self._transport
 
     @transport.setter
@@ -247,7 +250,15 @@ class Session:
         self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
     def _append(self, messages: Sequence[Message]) -> None:
-        stored = self.store.append(self.id, messages)
+        try:
+            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
+        except HeadMoved:
+            # Another writer extended this session since it was loaded: this answer belongs
+            # after the history it was written against, so it goes on a branch from there.
+            self.record = self.store.branch(self.id, at=len(self._history),
+                                            title=f"{self.record.title or 'untitled'} "
+                                                  "(concurrent)")
+            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
         self._history.extend(messages)
         if self._ids is not None:
             self._ids.extend(m.id for m in stored)

@@ -139,7 +139,11 @@ def test_provider_error_exits_1_and_keeps_the_session(cli: Cli, emu: ChatEmulato
     before = len(emu.received)
     result = cli.run("chat", "-r", session, "-p", "second", "--json")
     assert result.returncode == 1, result
-    assert result.stdout == ""
+    # --json still prints exactly one object on stdout, naming the error (issue 10)
+    [line] = result.stdout.splitlines()
+    failure = json.loads(line)
+    assert failure["session"] == session
+    assert failure["error"]["status"] == 400 and "test 7731" in failure["error"]["message"]
     assert "400" in result.stderr and "test 7731" in result.stderr
     assert "Traceback" not in result.stderr
     assert [r.status for r in emu.received[before:]] == [400]  # no blind retry
@@ -201,16 +205,16 @@ def test_missing_key_on_loopback_is_a_provider_error(cli: Cli, auth_emu: ChatEmu
 
 
 def test_interrupted_one_shot_keeps_the_session(cli: Cli, emu: ChatEmulator) -> None:
-    before = len(emu.received)
+    chunks = emu.chunks_sent
     emu.chunk_delay = 0.2  # about 2 s for the whole answer
     try:
         proc = subprocess.Popen([*ENTRY, *deepseek(emu), "-p", "slow one", "--json"],
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True, env=cli.environ())
         deadline = time.monotonic() + 30
-        while len(emu.received) == before and time.monotonic() < deadline:
+        # An event, not a sleep: a few chunks of this answer have gone out.
+        while emu.chunks_sent < chunks + 3 and time.monotonic() < deadline:
             time.sleep(0.02)
-        time.sleep(0.5)  # a few chunks in
         proc.send_signal(signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=30)
     finally:

@@ -45,7 +45,7 @@ from fallback_e2e_support import (
 )
 
 from thoughtline import fallback
-from thoughtline.messages import Message, Origin, ToolCall, ToolResult, tool_results
+from thoughtline.messages import Message, Origin, ToolCall, ToolResult, dumps, tool_results
 from thoughtline.replay import Verdict
 from thoughtline.session import Session
 from thoughtline.testing import ChatEmulator
@@ -315,6 +315,7 @@ def test_reasoning_required_teaches_the_pad_for_that_model(
     thoughts = [m.reasoning_text() for m in session.history if m.role == "assistant"]
     assert [bool(t.strip()) for t in thoughts] == [True, True, False]
 
+    in_memory = [dumps(m) for m in session.history]
     if injected is not None:
         emu.fail_next(400, injected)
     outcome = send(session, "go on")
@@ -331,8 +332,11 @@ def test_reasoning_required_teaches_the_pad_for_that_model(
     assert store.verdicts() == [verdict]
     assert outcome.notices == ["relay-model requires reasoning_content on assistant turns — "
                                "retrying with the placeholder for this model"]
-    # The pad lives in the request copy only.
+    # The pad lives in the request copy only: neither the stored rows nor the session's
+    # in-memory history (what the next request is built from) were rewritten (issue 10).
     assert stored(store, session.id)[:len(history)] == history
+    assert [dumps(m) for m in session.history[:len(in_memory)]] == in_memory
+    assert not any(p.text == PAD for m in session.history for p in m.reasoning)
 
     # Persisted: a restarted process with the ledger cleared sees no 400 at all.
     store.close()

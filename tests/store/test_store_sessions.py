@@ -52,12 +52,18 @@ def test_ambiguous_prefix_lists_candidates(store: SqlStore) -> None:
         assert sid in str(caught.value)
 
 
-def test_get_by_title_newest_wins(store: SqlStore) -> None:
+def test_a_title_shared_by_several_sessions_is_ambiguous(store: SqlStore) -> None:
+    # Issue 10: picking one of them silently ("newest wins") let `sessions rm dup -y` remove an
+    # arbitrary session; an ambiguous title is an error listing the candidates.
     old = store.create_session(title="work")
     new = store.create_session(title="work")
     store.append(old.id, [user("touch the old one")])
+    with pytest.raises(NotFound) as caught:
+        store.get_session("work")
+    assert "ambiguous" in str(caught.value)
+    assert old.id in str(caught.value) and new.id in str(caught.value)
+    store.set_title(old.id, "old work")
     assert store.get_session("work").id == new.id
-    assert old.id != new.id
 
 
 def test_unknown_ref_raises_not_found(store: SqlStore) -> None:
@@ -84,7 +90,9 @@ def test_tenant_filter(store: SqlStore) -> None:
         store.get_session(a.id, tenant="bob")
     with pytest.raises(NotFound):
         store.get_session(a.id[:12], tenant="bob")
-    assert store.get_session("shared").id == b.id  # no tenant filter: newest
+    with pytest.raises(NotFound, match="ambiguous"):  # no tenant filter: both match
+        store.get_session("shared")
+    assert store.get_session("shared", tenant="bob").id == b.id
     assert [s.id for s in store.list_sessions(tenant="bob")] == [b.id]
     assert store.latest_session(tenant="alice") == store.get_session(a.id)
     assert store.latest_session(tenant="carol") is None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from dataclasses import replace
 from typing import Any
@@ -75,6 +76,50 @@ def reply_json(session_id: str, done: Any) -> dict[str, Any]:
     }
 
 
+def _prompt_text(given: str | None, title: str | None) -> str | None:
+    """The one-shot prompt: piped stdin, then the prompt given (both are sent, stdin first,
+    like ``cat log | llm "explain"``), or either alone. Text that is not UTF-8 is a usage error."""
+    piped = None
+    if not sys.stdin.isatty():
+        data = sys.stdin.buffer.read()
+        try:
+            piped = data.decode("utf-8").strip() or None
+        except UnicodeDecodeError as exc:
+            raise UsageError(f"standard input is not UTF-8 text (undecodable byte at offset "
+                             f"{exc.start}); convert it first, e.g. with iconv") from exc
+    for name, value in (("the prompt", given), ("--title", title)):
+        if value is not None and _undecodable(value):
+            raise UsageError(f"{name} is not valid UTF-8 text (check the terminal's or the "
+                             "shell's encoding)")
+    if piped and given:
+        return f"{piped}\n\n{given}"
+    return piped or given
+
+
+def _undecodable(text: str) -> bool:
+    """Command-line bytes that were not UTF-8 arrive as lone surrogates (``surrogateescape``)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _one_shot(runner: Any, text: str, as_json: bool) -> Any:
+    """Send the one-shot turn; with ``--json`` a failure still prints one object."""
+    from thoughtline.errors import ThoughtlineError
+
+    try:
+        return runner.one_shot(text, as_json=as_json)
+    except ThoughtlineError as exc:
+        if as_json:
+            session = runner.kept_session_id
+            click.echo(json.dumps({"session": session, "error": {
+                "message": str(exc), "type": type(exc).__name__,
+                "status": getattr(exc, "status", None)}}, ensure_ascii=False))
+        raise
+
+
 @click.command()
 @click.argument("prompt", required=False)
 @click.option("--provider", "provider_id", help="Preset id or a provider named in config.toml "
@@ -93,11 +138,14 @@ def reply_json(session_id: str, done: Any) -> dict[str, Any]:
 @click.option("--show-reasoning/--hide-reasoning", default=True,
               help="Show the model's reasoning (dimmed).")
 @click.option("--title", help="Title for a new session.")
+@click.option("--trust-provider", is_flag=True,
+              help="Resuming an imported session: use the base URL and key variable its file "
+                   "names instead of your preset's or config.toml's.")
 @click.pass_context
 def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_url: str | None,
          model: str | None, key_env: str | None, resume: str | None, cont: bool,
          prompt_opt: str | None, as_json: bool, no_stream: bool, show_reasoning: bool,
-         title: str | None) -> None:
+         title: str | None, trust_provider: bool) -> None:
     """Chat with a reasoning model; its reasoning is kept and replayed per route.
 
     \b
@@ -105,6 +153,7 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
       thoughtline chat --provider deepseek
       thoughtline chat --provider deepseek -p "why is the sky blue?" --json
       echo "summarize this" | thoughtline chat --provider openrouter
+      cat build.log | thoughtline chat -p "explain"  # piped text, then the prompt
       thoughtline chat -c -p "and then?"          # continue the latest session
       thoughtline chat -r 3f2a -p "again"          # continue a session by id prefix
       thoughtline chat --provider demo             # offline, emulated model
@@ -113,36 +162,38 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
     0.8) × the model's context window (context_window = N on [providers.NAME] overrides it);
     /compact [N] compacts now. Kept turns keep their reasoning exactly.
     """
-    text = prompt_opt or prompt
-    if text is None and not sys.stdin.isatty():
-        text = sys.stdin.read().strip() or None
+    text = _prompt_text(prompt_opt or prompt, title)
     if as_json and text is None:
         raise click.UsageError("--json needs a prompt (-p TEXT, an argument or piped stdin)")
     # A new session's provider is settled before the HTTP and session machinery loads, so a
     # missing provider or key fails at once.
     resuming = resume is not None or cont
     prov = None if resuming else pick_provider(ctx, provider_id, base_url, model, key_env)
-    from thoughtline.cli.turns import ChatRunner
+    from thoughtline.cli.turns import TERMINATED, ChatRunner, terminate_gracefully
 
+    terminate_gracefully()
     store = open_store(ctx)
     runner = ChatRunner(ctx=ctx, store=store, stream=not no_stream,
                         show_reasoning=show_reasoning, out=console(), err=console(stderr=True))
     try:
         if prov is None:
             runner.resume(resume or None, provider_id=provider_id, base_url=base_url,
-                          model=model, key_env=key_env)
+                          model=model, key_env=key_env, trust_provider=trust_provider)
         else:
             runner.create(prov, title=title or (text or "")[:60])
         if text is not None:
-            done = runner.one_shot(text, as_json=as_json)
+            done = _one_shot(runner, text, as_json)
             if done is None:  # interrupted: the session is kept, but this is not a success
-                raise SystemExit(INTERRUPTED)
+                raise SystemExit(TERMINATED if runner.stopped_by == signal.SIGTERM
+                                 else INTERRUPTED)
             if as_json:
                 click.echo(json.dumps(reply_json(runner.session.id, done), ensure_ascii=False))
             return
         from thoughtline.cli.interactive import run_interactive
 
         run_interactive(runner)
+        if runner.stopped_by == signal.SIGTERM:
+            raise SystemExit(TERMINATED)
     finally:
         runner.close()
         store.close()

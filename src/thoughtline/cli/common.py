@@ -17,16 +17,38 @@ if TYPE_CHECKING:
     from thoughtline.store.base import Store
 
 
-def home_dir(ctx: click.Context) -> Path:
+def home_path(ctx: click.Context) -> Path:
+    """The home this command uses, not created (for commands that only read from it)."""
     root = ctx.find_root()
     override = root.obj.get("home") if isinstance(root.obj, dict) else None
-    return config.ensure_home(config.home(override))
+    return config.home(override)
+
+
+def home_dir(ctx: click.Context) -> Path:
+    """The home, created owner-only if needed (``HomeError`` when it cannot be)."""
+    return config.ensure_home(home_path(ctx))
 
 
 def open_store(ctx: click.Context) -> Store:
+    from thoughtline.store import DATABASE_URL_ENV, STATE_DB
     from thoughtline.store import open_store as _open
 
-    return _open(None, home_dir(ctx))
+    home = home_dir(ctx)
+    state = home / STATE_DB
+    if not os.environ.get(DATABASE_URL_ENV, "").strip() and _is_empty_file(state):
+        # SQLite takes a 0-byte file for a new database: say so instead of silently starting
+        # over (a truncated copy or a failed restore looks exactly like this).
+        click.echo(f"warning: {state} is an empty (0-byte) file; starting a new, empty store "
+                   "in it. If it held your sessions, restore it from a backup before going "
+                   "on.", err=True)
+    return _open(None, home)
+
+
+def _is_empty_file(path: Path) -> bool:
+    try:
+        return path.is_file() and path.stat().st_size == 0
+    except OSError:
+        return False
 
 
 def plain_output(stream: object = None) -> bool:

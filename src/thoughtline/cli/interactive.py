@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING
+
+from thoughtline.termsafe import safe, safe_line
 
 if TYPE_CHECKING:
     from thoughtline.cli.turns import ChatRunner
@@ -17,6 +22,18 @@ Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. Ctrl-C stops an an
   /reasoning show|hide   show or hide the model's reasoning
   /compact [N]           compact now: summarize older turns, keep the last N verbatim
   /exit                  leave (the session is saved after every turn)"""
+
+
+def private_file(path: Path) -> Path:
+    """Create ``path`` owner-only (0600), or make an existing one so: what was typed at the
+    prompt is as private as ``state.db`` and the logs."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        if os.fstat(fd).st_mode & 0o077:
+            os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    return path
 
 
 def _prompt_reader(runner: ChatRunner) -> Callable[[], str]:
@@ -39,7 +56,7 @@ def _prompt_reader(runner: ChatRunner) -> Callable[[], str]:
     def _newline(event: object) -> None:
         event.current_buffer.insert_text("\n")  # type: ignore[attr-defined]
 
-    history = FileHistory(str(runner.home / "prompt-history"))
+    history = FileHistory(str(private_file(runner.home / "prompt-history")))
     prompt = PromptSession(history=history, key_bindings=bindings, multiline=False)
 
     def read() -> str:
@@ -57,9 +74,13 @@ def _slash(runner: ChatRunner, line: str) -> bool:
         return False
     if name == "help":
         out.print(HELP, markup=False)
+    elif name == "branch" and not runner.session.history:
+        out.print("nothing to branch yet: this session has no turns (send a message first)",
+                  markup=False)
     elif name == "branch":
         branched = runner.branch(arg)
-        out.print(f"branched: now in session {branched.id[:12]} ({branched.record.title}) with "
+        out.print(f"branched: now in session {branched.id[:12]} "
+                  f"({safe_line(branched.record.title)}) with "
                   f"{len(branched.history)} turns carried over", markup=False)
     elif name == "model":
         if not arg:
@@ -73,8 +94,8 @@ def _slash(runner: ChatRunner, line: str) -> bool:
     elif name == "sessions":
         for record in runner.store.list_sessions(limit=10):
             mark = "*" if record.id == runner.session.id else " "
-            out.print(f"{mark} {record.id[:12]}  {record.turns:>4} turns  {record.title}",
-                      markup=False)
+            out.print(f"{mark} {record.id[:12]}  {record.turns:>4} turns  "
+                      f"{safe_line(record.title)}", markup=False)
     elif name == "reasoning":
         if arg not in ("show", "hide"):
             out.print("usage: /reasoning show|hide", markup=False)
@@ -135,7 +156,7 @@ def run_interactive(runner: ChatRunner) -> None:
 
     session = runner.session
     runner.out.print(f"thoughtline — session {session.id[:12]} · {session.provider.id} · "
-                     f"{session.provider.model} · route {session.route.row}   (/help)",
+                     f"{safe_line(session.provider.model)} · route {session.route.row}   (/help)",
                      style="bold", markup=False)
     read = _prompt_reader(runner)
     while True:
@@ -155,7 +176,9 @@ def run_interactive(runner: ChatRunner) -> None:
             continue
         try:
             runner.turn(line)
+            if runner.stopped_by == signal.SIGTERM:
+                return  # asked to stop: the session is kept, the loop ends
         except (ProviderError, ProtocolError) as exc:
-            runner.err.print(f"error: {exc}", style="red", markup=False)
+            runner.err.print(f"error: {safe(exc)}", style="red", markup=False)
             runner.err.print("(the session is intact; try again or /model to switch)",
                              style="dim", markup=False)

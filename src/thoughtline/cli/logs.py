@@ -9,11 +9,30 @@ from typing import Any
 import click
 
 from thoughtline.cli.common import console, home_dir
-from thoughtline.requestlog import RequestLog
+from thoughtline.requestlog import Follower, RequestLog
+from thoughtline.termsafe import safe_line
+
+
+def _status(record: dict[str, Any]) -> str:
+    """What happened to the request, in a word: the HTTP status alone would say ``None`` for a
+    request that never got an answer and ``200`` for a stream that broke midway."""
+    status, outcome = record.get("status"), record.get("outcome", "")
+    if outcome == "interrupted":
+        return f"{status or 200}-broken-stream"
+    if outcome == "cancelled":
+        return "cancelled"
+    if outcome == "unsaved":  # answered, but the answer could not be stored (see rescue/)
+        return f"{status or 200}-unsaved"
+    if status is None:
+        return "unreachable" if outcome == "error" else "no-answer"
+    return str(status)
 
 
 def _line(record: dict[str, Any]) -> str:
-    when = time.strftime("%H:%M:%S", time.localtime(record.get("time", 0)))
+    try:
+        when = time.strftime("%H:%M:%S", time.localtime(record.get("time", 0)))
+    except (OverflowError, OSError, ValueError):  # a time no clock shows (an edited file)
+        when = "??:??:??"
     carriers = record.get("carriers") or {}
     carried = ", ".join(f"{k}×{v}" for k, v in sorted(carriers.items())) or "no reasoning fields"
     native = record.get("native") or {}
@@ -28,15 +47,17 @@ def _line(record: dict[str, Any]) -> str:
         n = record["retries"]
         extras.append(f"{n} transport {'retry' if n == 1 else 'retries'}")
     for verdict in record.get("verdicts") or ():
-        learned = f"drop {','.join(verdict['drop'])}" if verdict.get("drop") else "pad"
+        learned = f"drop {','.join(map(str, verdict.get('drop') or ()))}" \
+            if verdict.get("drop") else "pad"
         extras.append(f"learned: {learned}")
     if record.get("attempt", 1) > 1:
         extras.append("fallback retry")
     tail = f" ({'; '.join(extras)})" if extras else ""
     session = str(record.get("session", ""))[:8]
-    return (f"{when} {session} {record.get('status')} {record.get('provider')} "
-            f"{record.get('host') or '-'} {record.get('model')} [{record.get('route')}] "
-            f"{record.get('assistant_turns', 0)} assistant turns: {carried}{tail}")
+    # Every field came from a file anyone with access to the home can edit: shown via termsafe.
+    return safe_line(f"{when} {session} {_status(record)} {record.get('provider')} "
+                     f"{record.get('host') or '-'} {record.get('model')} [{record.get('route')}] "
+                     f"{record.get('assistant_turns', 0)} assistant turns: {carried}{tail}")
 
 
 def _emit(record: dict[str, Any], as_json: bool) -> None:
@@ -44,6 +65,12 @@ def _emit(record: dict[str, Any], as_json: bool) -> None:
         click.echo(json.dumps(record, ensure_ascii=False))
     else:
         console().print(_line(record), markup=False)
+
+
+def _note_skipped(count: int) -> None:
+    if count:
+        click.echo(f"note: skipped {count} malformed log record{'s' if count != 1 else ''}",
+                   err=True)
 
 
 @click.command()
@@ -57,7 +84,8 @@ def logs(ctx: click.Context, follow: bool, session_ref: str | None, as_json: boo
          lines: int | None) -> None:
     """One line per request: route, status, and which reasoning fields went on the wire.
 
-    Records never contain message text, API keys or headers.
+    Records never contain message text, API keys or headers. Malformed lines are skipped and
+    counted; the log rotates by size and -f follows across rotations.
     """
     home = home_dir(ctx)
     session_id = None
@@ -70,32 +98,25 @@ def logs(ctx: click.Context, follow: bool, session_ref: str | None, as_json: boo
         finally:
             store.close()
     log = RequestLog(home / "logs")
+    follower = Follower(log) if follow else None  # opened first: nothing falls in between
     records = list(log.read(session=session_id))
     for record in records[-lines:] if lines else records:
         _emit(record, as_json)
-    if follow:
-        _follow(log, session_id, as_json)
+    _note_skipped(log.skipped)
+    if follower is not None:
+        _follow(follower, session_id, as_json)
 
 
-def _follow(log: RequestLog, session_id: str | None, as_json: bool) -> None:
-    from thoughtline.requestlog import parse_record
-
-    position = log.path.stat().st_size if log.path.exists() else 0
-    pending = b""
+def _follow(follower: Follower, session_id: str | None, as_json: bool) -> None:
     try:
         while True:
-            if log.path.exists() and log.path.stat().st_size < position:
-                position = 0  # the log was truncated or replaced: start over
-            if log.path.exists():
-                with log.path.open("rb") as handle:
-                    handle.seek(position)
-                    pending += handle.read()
-                    position = handle.tell()
-                *complete, pending = pending.split(b"\n")
-                for line in complete:
-                    record = parse_record(line)
-                    if record and (session_id is None or record.get("session") == session_id):
-                        _emit(record, as_json)
+            before = follower.skipped
+            for record in follower.poll():
+                if session_id is None or record.get("session") == session_id:
+                    _emit(record, as_json)
+            _note_skipped(follower.skipped - before)
             time.sleep(0.2)
     except KeyboardInterrupt:
         return
+    finally:
+        follower.close()

@@ -20,6 +20,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
     "routes": ("thoughtline.cli.routes", "routes",
                "Explain what a route receives (and what was learned about it)."),
     "demo": ("thoughtline.cli.demo", "demo", "Offline walkthrough on the built-in emulators."),
+    "serve": ("thoughtline.cli.serve", "serve", "Run the OpenAI-compatible reasoning gateway."),
 }
 
 
@@ -62,7 +63,13 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
 
 def main() -> None:
     from thoughtline.errors import ThoughtlineError, UsageError
+    from thoughtline.termsafe import safe
 
+    undecodable = _undecodable_argument(sys.argv[1:])
+    if undecodable is not None:
+        click.echo(f"error: argument {undecodable} is not valid UTF-8 text (check the terminal's "
+                   "or the shell's encoding)", err=True)
+        sys.exit(2)
     try:
         cli.main(standalone_mode=False)
     except click.exceptions.Abort:
@@ -72,16 +79,27 @@ def main() -> None:
         exc.show()
         sys.exit(exc.exit_code)
     except UsageError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {safe(exc)}", err=True)
         sys.exit(2)
     except ThoughtlineError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {safe(exc)}", err=True)
         sys.exit(1)
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+
+
+def _undecodable_argument(args: list[str]) -> int | None:
+    """The 1-based position of the first argument that was not UTF-8 (Python hands such bytes
+    over as lone surrogates), or None."""
+    for position, arg in enumerate(args, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            return position
+    return None
 
 
 if __name__ == "__main__":

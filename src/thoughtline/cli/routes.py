@@ -10,6 +10,7 @@ import click
 
 from thoughtline import config
 from thoughtline.routes import Route, resolve
+from thoughtline.termsafe import safe_line
 
 
 def describe(route: Route) -> list[str]:
@@ -23,9 +24,17 @@ def describe(route: Route) -> list[str]:
 def _learned(ctx: click.Context, route: Route, session_ref: str | None) -> list[Any]:
     """Verdicts that apply to this route: the global ledger's, plus the session's if named."""
     from thoughtline.cli.common import open_store
+    from thoughtline.errors import HomeError
     from thoughtline.replay import Verdict, applicable
 
-    store = open_store(ctx)
+    try:
+        store = open_store(ctx)
+    except HomeError as exc:
+        if session_ref:
+            raise
+        # The resolution needs no state: show it, and say why nothing learned is shown.
+        click.echo(f"note: learned verdicts are not shown: {exc}", err=True)
+        return []
     try:
         known = list(store.verdicts())
         if session_ref:
@@ -65,10 +74,10 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
     """
     if ctx.invoked_subcommand is not None:
         return
-    from thoughtline.cli.common import home_dir
+    from thoughtline.cli.common import home_path
     from thoughtline.replay import plan
 
-    cfg = config.load_config(home_dir(ctx))
+    cfg = config.load_config(home_path(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
     route = resolve(prov.api, prov.route_id, prov.base_url, prov.model,
                     echo=prov.echo)  # type: ignore[arg-type]
@@ -84,12 +93,14 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
         click.echo(json.dumps(data))
         return
     for line in describe(route):
-        click.echo(line)
+        click.echo(safe_line(line))
     for verdict in learned:
         what = [f"stop sending {', '.join(sorted(verdict.drop))}"] if verdict.drop else []
         if verdict.pad:
             what.append("send the placeholder on assistant turns without reasoning")
-        click.echo(f"learned: {' and '.join(what)} ({verdict.reason or 'from a 4xx'})")
+        # Reasons are stored text (a provider's words, or an imported file's): shown inert.
+        click.echo(safe_line(f"learned: {' and '.join(what)} "
+                             f"({verdict.reason or 'from a 4xx'})"))
     if learned:
         click.echo("effective on the wire: " + (", ".join(wire.get("carriers", [])) or "nothing"))
 

@@ -5,16 +5,18 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from thoughtline.cli.common import console, open_store, plain_output
+from thoughtline.cli.importfile import EXPORT_FORMAT
+from thoughtline.termsafe import safe, safe_line
 
 if TYPE_CHECKING:
     from thoughtline.messages import Message, Reasoning
 
-EXPORT_FORMAT = "thoughtline.session/1"
 
 
 def _when(ts: float) -> str:
@@ -74,13 +76,31 @@ def _turn_summary(seq: int, message: Message, message_id: str) -> dict[str, Any]
 
 
 def _load(ctx: click.Context, ref: str) -> tuple[Any, Any]:
-    """A session's record and its verified history, by id, unique prefix or title."""
+    """A session's record and its verified history, by id, unique prefix or title. A turn whose
+    stored row is corrupt is left out and reported in ``problems`` (the rest still loads)."""
     store = open_store(ctx)
     try:
         record = store.get_session(ref)
-        return record, store.load_history(record.id)
+        return record, store.load_history(record.id, skip_damaged=True)
     finally:
         store.close()
+
+
+def _damaged_turns(loaded: Any) -> list[int]:
+    from thoughtline.store.codec import DAMAGED_TURN
+
+    return [p.seq for p in loaded.problems if p.part == DAMAGED_TURN]
+
+
+def _warn_damaged(record: Any, loaded: Any) -> None:
+    """On stderr: which turns are missing from what was printed, and how to continue."""
+    damaged = _damaged_turns(loaded)
+    if not damaged:
+        return
+    turns = ", ".join(str(seq) for seq in damaged)
+    click.echo(f"warning: turn(s) {turns} of session {record.id} are damaged and were left out. "
+               f"To continue from the last good turn: thoughtline sessions branch {record.id} "
+               f"--at {damaged[0]}", err=True)
 
 
 @click.group()
@@ -109,8 +129,8 @@ def list_(ctx: click.Context, as_json: bool, limit: int | None) -> None:
     if not records:
         click.echo("no sessions yet — start one with 'thoughtline chat' or 'thoughtline demo'")
         return
-    rows = [(r.id[:12], r.title or "(untitled)", _model_of(r), str(r.turns), _when(r.updated_at))
-            for r in records]
+    rows = [(r.id[:12], safe_line(r.title) or "(untitled)", safe_line(_model_of(r)),
+             str(r.turns), _when(r.updated_at)) for r in records]
     header = ("id", "title", "provider/model", "turns", "updated")
     # Aligned columns, written directly: no rich import on the path people run most (a 100-session
     # list starts in about 0.25 s). On a terminal the header is bold and ids are dimmed.
@@ -147,56 +167,69 @@ def show(ctx: click.Context, session: str, as_json: bool, generations: bool) -> 
         "turns": turns,
         "problems": [{"seq": p.seq, "part": p.part, "digest": p.digest, "detail": p.detail}
                      for p in loaded.problems],
+        "damaged_turns": _damaged_turns(loaded),
     }
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
-        return
-    _print_show(data)
+    else:
+        _print_show(data)
+    _warn_damaged(record, loaded)
 
 
 def _print_show(data: dict[str, Any]) -> None:
+    """The human form of ``show``. Every stored string is passed through ``termsafe``: titles,
+    previews, origins and verdict reasons came from a provider or an imported file."""
     out = console()
-    provider = data["provider"]
-    out.print(f"session {data['id']}  {data['title'] or '(untitled)'}", style="bold",
+    provider = {k: safe_line(v) for k, v in data["provider"].items()}
+    out.print(f"session {data['id']}  {safe_line(data['title']) or '(untitled)'}", style="bold",
               markup=False)
     out.print(f"provider {provider.get('id')} · model {provider.get('model')} · "
               f"base URL {provider.get('base_url') or '(preset)'}", markup=False)
     if data["parent"]:
         out.print(f"branch of {data['parent']} at turn {data['fork_point']}", markup=False)
+    damaged = set(data["damaged_turns"])
     for turn in data["turns"]:
         flag = " (incomplete)" if turn["incomplete"] else ""
-        calls = f" → {', '.join(turn['tool_calls'])}" if turn["tool_calls"] else ""
+        calls = f" → {safe_line(', '.join(turn['tool_calls']))}" if turn["tool_calls"] else ""
         out.print(f"[{turn['seq']:>3}] {turn['role']:<9} {turn['preview']!r}{calls}{flag}",
                   markup=False)
-        for r in turn["reasoning"]:
-            state = "" if r["complete"] else " INCOMPLETE"
-            native = f" native={','.join(r['native'])}" if r["native"] else ""
-            digests = " ".join([f"digest={r['digest'][7:19]}…",
-                                *(f"{p['field']}={p['digest'][7:19]}…" for p in r["payloads"])])
-            out.print(f"        reasoning {r['kind']:<9} {r['bytes']:>7} B  {r['origin']}"
-                      f"{native}{state}  {digests}", style="dim", markup=False)
-        if turn["native"]:
-            out.print(f"        message-level native: {', '.join(turn['native'])}",
-                      style="dim", markup=False)
-        for p in turn["payloads"]:
-            owner = "message" if p["part"] < 0 else f"part {p['part']}"
-            out.print(f"        payload   {owner} {p['field']} {p['bytes']:>7} B  "
-                      f"digest={p['digest'][7:19]}…", style="dim", markup=False)
+        _print_turn_details(out, turn)
+    for seq in sorted(damaged):
+        out.print(f"[{seq:>3}] DAMAGED   this turn's stored row is corrupt and was left out",
+                  style="red", markup=False)
     out.print("learned verdicts:" if data["verdicts"] else "learned verdicts: none",
               markup=False)
     for v in data["verdicts"]:
         what = f"drop {', '.join(v['drop'])}" if v["drop"] else ""
         if v.get("pad"):
             what = (what + "; " if what else "") + "pad with the placeholder"
-        out.print(f"  {v['provider']} @ {v['host'] or '-'} / {v['model']}: {what}"
-                  f"  ({v.get('reason', '')})", markup=False)
+        out.print(safe_line(f"  {v['provider']} @ {v['host'] or '-'} / {v['model']}: {what}"
+                            f"  ({v.get('reason', '')})"), markup=False)
     out.print(f"rejected-signature fingerprints: {len(data['fingerprints'])}", markup=False)
     for fingerprint in data["fingerprints"]:
         shown = fingerprint if isinstance(fingerprint, str) else json.dumps(fingerprint)
-        out.print(f"  {shown}", markup=False)
+        out.print(f"  {safe_line(shown)}", markup=False)
     for p in data["problems"]:
-        out.print(f"problem: turn {p['seq']} part {p['part']}: {p['detail']}", style="red",
+        where = "" if p["part"] < -1 else f" part {p['part']}"
+        out.print(f"problem: turn {p['seq']}{where}: {safe(p['detail'])}", style="red",
                   markup=False)
+
+
+def _print_turn_details(out: Any, turn: dict[str, Any]) -> None:
+    for r in turn["reasoning"]:
+        state = "" if r["complete"] else " INCOMPLETE"
+        native = f" native={','.join(r['native'])}" if r["native"] else ""
+        digests = " ".join([f"digest={r['digest'][7:19]}…",
+                            *(f"{p['field']}={p['digest'][7:19]}…" for p in r["payloads"])])
+        out.print(safe_line(f"        reasoning {r['kind']:<9} {r['bytes']:>7} B  {r['origin']}"
+                            f"{native}{state}  {digests}"), style="dim", markup=False)
+    if turn["native"]:
+        out.print(safe_line(f"        message-level native: {', '.join(turn['native'])}"),
+                  style="dim", markup=False)
+    for p in turn["payloads"]:
+        owner = "message" if p["part"] < 0 else f"part {p['part']}"
+        out.print(f"        payload   {owner} {p['field']} {p['bytes']:>7} B  "
+                  f"digest={p['digest'][7:19]}…", style="dim", markup=False)
 
 
 @sessions.command()
@@ -224,49 +257,60 @@ def export(ctx: click.Context, session: str, fmt: str, output: Any) -> None:
             output.write(json.dumps(m, ensure_ascii=False) + "\n")
     else:
         output.write(_markdown(record.title, [m.message for m in loaded.messages]))
+    _warn_damaged(record, loaded)
 
 
 def _markdown(title: str, messages: list[Message]) -> str:
-    lines = [f"# {title or 'thoughtline session'}", ""]
+    """A readable rendering. Unlike the JSON forms it is not a copy of the stored bytes, so
+    terminal control characters are made visible (``termsafe``): ``cat session.md`` is safe."""
+    lines = [f"# {safe_line(title) or 'thoughtline session'}", ""]
     for message in messages:
         lines.append(f"## {message.role}{' (incomplete)' if message.incomplete else ''}")
         thought = message.reasoning_text()
         if thought:
-            lines.extend(["", "<details><summary>reasoning</summary>", "", thought, "",
+            lines.extend(["", "<details><summary>reasoning</summary>", "", safe(thought), "",
                           "</details>"])
         if message.text:
-            lines.extend(["", message.text])
+            lines.extend(["", safe(message.text)])
         for call in message.tool_calls:
-            lines.extend(["", f"tool call `{call.name}` (`{call.id}`): `{call.arguments}`"])
+            lines.extend(["", f"tool call `{safe_line(call.name)}` (`{safe_line(call.id)}`): "
+                              f"`{safe(call.arguments)}`"])
         for result in message.tool_results:
-            lines.extend(["", f"tool result for `{result.call_id}`:", "", "```",
-                          result.content, "```"])
+            lines.extend(["", f"tool result for `{safe_line(result.call_id)}`:", "", "```",
+                          safe(result.content), "```"])
         lines.append("")
     return "\n".join(lines)
 
 
 @sessions.command("import")
-@click.argument("file", type=click.File("r"))
+@click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.pass_context
-def import_(ctx: click.Context, file: Any) -> None:
-    """Import a JSON export as a new session with the identical history."""
-    from thoughtline.messages import message_from_json
+def import_(ctx: click.Context, file: str) -> None:
+    """Import a JSON export as a new session with the identical history.
+
+    The file is checked whole before anything is stored. Its provider URL and key variable are
+    not trusted: a resumed import takes them from your presets or config.toml.
+    """
+    from thoughtline.cli.importfile import read_export
 
     try:
-        data = json.load(file)
-        if data.get("format") != EXPORT_FORMAT:
-            raise ValueError(f"not a {EXPORT_FORMAT} export")
-        messages = [message_from_json(m) for m in data["messages"]]
-        meta = data["session"]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise click.UsageError(f"cannot import {file.name}: {exc}") from exc
+        raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+    except OSError as exc:
+        raise click.UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
+    plan = read_export(raw, "<stdin>" if file == "-" else file)
     store = open_store(ctx)
     try:
-        record = store.create_session(title=meta.get("title", ""),
-                                      model_config=meta.get("model_config", {}))
-        store.append(record.id, messages)
+        record = store.import_session(title=plan.title, model_config=plan.model_config,
+                                      messages=plan.messages)
     finally:
         store.close()
+    prov = plan.provider
+    click.echo(f"imported {len(plan.messages)} messages as a new session; provider "
+               f"{safe_line(prov.id)!r}, model {safe_line(prov.model)!r}. The file's base URL "
+               f"({safe_line(prov.base_url) or 'none'}) and key variable "
+               f"({safe_line(prov.key_env) or 'none'}) are not trusted: resuming uses the "
+               f"local preset or config.toml for {safe_line(prov.id)!r}, or pass "
+               "--trust-provider to chat to use the file's.", err=True)
     click.echo(record.id)
 
 
@@ -283,13 +327,38 @@ def rm(ctx: click.Context, session: str, yes: bool) -> None:
             if not sys.stdin.isatty():
                 raise click.UsageError("refusing to remove without confirmation: pass --yes")
             if not click.confirm(f"Remove session {record.id[:12]} "
-                                 f"({record.title or 'untitled'}, {record.turns} turns)?"):
+                                 f"({safe_line(record.title) or 'untitled'}, "
+                                 f"{record.turns} turns)?"):
                 click.echo("kept")
                 return
         store.delete_session(record.id)
     finally:
         store.close()
     click.echo(f"removed {record.id}")
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("--at", "at", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Keep the first N turns (default: all). 'sessions show' numbers them.")
+@click.option("--title", default=None, help="Title of the new session.")
+@click.pass_context
+def branch(ctx: click.Context, session: str, at: int | None, title: str | None) -> None:
+    """Start a new session from the first N turns of SESSION (nothing is copied or changed).
+
+    Continue it with 'thoughtline chat -r NEW_ID'. Branching before a damaged turn is how a
+    session with a corrupt stored message is rescued.
+    """
+    store = open_store(ctx)
+    try:
+        record = store.get_session(session)
+        made = store.branch(record.id, at=at, title=title if title is not None else
+                            f"{record.title or 'untitled'} (branch)")
+    finally:
+        store.close()
+    click.echo(f"branched {made.turns} turns of {record.id} into a new session; continue with: "
+               f"thoughtline chat -r {made.id}", err=True)
+    click.echo(made.id)
 
 
 # --- compaction -----------------------------------------------------------------------------------

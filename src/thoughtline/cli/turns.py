@@ -19,11 +19,33 @@ from thoughtline import config
 from thoughtline.events import Done, Notice, ReasoningDelta, TextDelta, ToolCallStarted
 from thoughtline.requestlog import RequestLog
 from thoughtline.session import Session, TurnOptions
+from thoughtline.termsafe import safe, safe_line
 
 if TYPE_CHECKING:
     from rich.console import Console
 
     from thoughtline.store.base import Store
+
+
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+TERMINATED = 128 + signal.SIGTERM  # exit status after SIGTERM
+
+
+class Terminated(SystemExit):
+    """SIGTERM outside a turn: unwind (closing the store, removing an empty new session)."""
+
+    def __init__(self) -> None:
+        super().__init__(TERMINATED)
+
+
+def _raise_terminated(signum: int, frame: Any) -> None:
+    raise Terminated()
+
+
+def terminate_gracefully() -> None:
+    """SIGTERM raises ``Terminated`` (in the main thread), so ``finally`` blocks run."""
+    with contextlib.suppress(ValueError):  # not the main thread
+        signal.signal(signal.SIGTERM, _raise_terminated)
 
 
 class ChatRunner:
@@ -42,11 +64,20 @@ class ChatRunner:
         self.emulator: Any = None
         self._session: Session | None = None
         self._created = False  # this run created the session (removed again if it stays empty)
+        self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
 
     @property
     def session(self) -> Session:
         assert self._session is not None
         return self._session
+
+    @property
+    def kept_session_id(self) -> str | None:
+        """The session's id, unless ``close`` will remove it (a first turn that never finished)."""
+        session = self._session
+        if session is None or (self._created and not session.history):
+            return None
+        return session.id
 
     # --- session lifecycle --------------------------------------------------------------------
 
@@ -76,14 +107,23 @@ class ChatRunner:
         self._session = self._auto_compact(Session.create(self.store, prov, title=title,
                                                           log=self._log()))
         self._created = True
+        self._tell_waits()
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
-               model: str | None, key_env: str | None) -> None:
+               model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
+        from thoughtline.cli.trust import settle_provider
+
+        if base_url:
+            config.check_base_url(base_url)
         cfg = config.load_config(self.home)
         session = Session.resume(self.store, ref, log=self._log(), config=cfg)
         prov = session.provider
         if provider_id and provider_id.lower() != prov.id:
             prov = config.provider(provider_id, cfg)
+        else:  # an imported session's URL and key variable are not trusted
+            prov = settle_provider(prov, session.record.model_config, cfg,
+                                   trust=trust_provider,
+                                   say=lambda text: self.err.print(text, markup=False))
         changes = {k: v for k, v in (("base_url", base_url), ("model", model),
                                      ("key_env", key_env)) if v}
         if changes:
@@ -92,9 +132,17 @@ class ChatRunner:
         if prepared != session.provider:
             session.set_provider(prepared)
         self._session = self._auto_compact(session)
+        self._tell_waits()
         for problem in session.problems:
-            self.err.print(f"warning: turn {problem.seq}: {problem.detail} — that part will "
+            self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part will "
                            "not be sent", style="yellow")
+
+    def _tell_waits(self) -> None:
+        """A slow provider and a Retry-After wait are said on stderr, not silence."""
+        transport = self.session.transport
+        if hasattr(transport, "on_wait"):
+            transport.on_wait = lambda text: self.err.print(safe(text), style="dim",
+                                                            markup=False)
 
     def switch_model(self, model: str) -> None:
         self.session.set_model(model)
@@ -122,9 +170,19 @@ class ChatRunner:
         return self.turn(text, render=not as_json)
 
     def turn(self, text: str, *, render: bool = True) -> Done | None:
+        """One turn. Ctrl-C (SIGINT) and SIGTERM both stop the answer the same way: the prompt
+        and what arrived are kept (marked incomplete), the request is logged; ``None`` then, and
+        ``stopped_by`` says which signal it was."""
         task = self.loop.create_task(self._run(text, render))
-        with contextlib.suppress(NotImplementedError, RuntimeError):  # non-main thread
-            self.loop.add_signal_handler(signal.SIGINT, task.cancel)
+        before = self.session.id
+
+        def stop(signum: int) -> None:
+            self.stopped_by = signum
+            task.cancel()
+
+        for signum in _STOP_SIGNALS:
+            with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                self.loop.add_signal_handler(signum, stop, signum)
         try:
             done = self.loop.run_until_complete(task)
         except asyncio.CancelledError:
@@ -132,10 +190,18 @@ class ChatRunner:
                            "as incomplete]", style="yellow", markup=False)
             return None
         finally:
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                self.loop.remove_signal_handler(signal.SIGINT)
+            for signum in _STOP_SIGNALS:
+                with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+                    self.loop.remove_signal_handler(signum)
+            terminate_gracefully()  # asyncio leaves SIGTERM at its default: take it back
         if done is not None:
             self._name_untitled(text)
+            if self.session.id != before:
+                self.err.print(f"note: another process added turns to session {before[:12]} "
+                               "while this answer was written; so that no history is one the "
+                               f"model never saw, this turn was stored as a new branch "
+                               f"{self.session.id} (continue it with chat -r "
+                               f"{self.session.id[:12]})", style="yellow", markup=False)
         return done
 
     def _name_untitled(self, text: str) -> None:
@@ -161,7 +227,7 @@ class ChatRunner:
                         self._render_whole(event)
                 elif isinstance(event, Notice):
                     end_progress()
-                    self.err.print(event.text, style="yellow", markup=False)
+                    self.err.print(safe(event.text), style="yellow", markup=False)
                 elif render:
                     self._render_delta(event, state)
         finally:
@@ -174,27 +240,27 @@ class ChatRunner:
     def _render_delta(self, event: Any, state: _RenderState) -> None:
         if isinstance(event, ReasoningDelta):
             if self.show_reasoning:
-                self.out.print(event.text, style="dim italic", end="", markup=False)
+                self.out.print(safe(event.text), style="dim italic", end="", markup=False)
                 state.reasoning = True
         elif isinstance(event, TextDelta):
             if state.reasoning and not state.text:
                 self.out.print("\n")
             state.text = True
-            self.out.print(event.text, end="", markup=False)
+            self.out.print(safe(event.text), end="", markup=False)
         elif isinstance(event, ToolCallStarted):
-            self.out.print(f"\n→ tool call: {event.name}", style="cyan", markup=False)
+            self.out.print(f"\n→ tool call: {safe_line(event.name)}", style="cyan", markup=False)
 
     def _render_whole(self, done: Done) -> None:
         message = done.message
         thought = message.reasoning_text()
         if self.show_reasoning and thought:
-            self.out.print(thought, style="dim italic", markup=False)
+            self.out.print(safe(thought), style="dim italic", markup=False)
             self.out.print()
         if message.text:
-            self.out.print(message.text, markup=False)
+            self.out.print(safe(message.text), markup=False)
         for call in message.tool_calls:
-            self.out.print(f"→ tool call: {call.name}({call.arguments})", style="cyan",
-                           markup=False)
+            self.out.print(f"→ tool call: {safe_line(call.name)}({safe(call.arguments)})",
+                           style="cyan", markup=False)
 
 
 class _RenderState:

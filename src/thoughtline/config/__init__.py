@@ -16,10 +16,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from thoughtline.errors import ConfigError, UsageError
+from thoughtline.errors import ConfigError, HomeError, UsageError
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
+_TIMEOUTS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
                 "route_as", "auth", "project")
 
@@ -31,8 +32,48 @@ def home(override: str | os.PathLike[str] | None = None) -> Path:
 
 
 def ensure_home(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Create the home (owner-only) if needed; a clear ``HomeError`` when it cannot be used."""
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except FileExistsError as exc:
+        raise HomeError(f"the thoughtline home {path} exists but is not a directory; point "
+                        "--home or THOUGHTLINE_HOME at a directory") from exc
+    except OSError as exc:
+        raise HomeError(f"cannot create the thoughtline home {path}: "
+                        f"{exc.strerror or exc}. Use --home DIR or set THOUGHTLINE_HOME to a "
+                        "writable directory") from exc
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise HomeError(f"the thoughtline home {path} is not writable; use --home DIR or set "
+                        "THOUGHTLINE_HOME to a writable directory")
     return path
+
+
+def check_base_url(url: str) -> str:
+    """``url`` when it is an http(s) URL with a host and a valid port; else a ``UsageError``.
+
+    Checked before anything is sent: a typo is a usage error (exit 2), not a retried request.
+    """
+    from urllib.parse import urlsplit
+
+    problem = ""
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError when out of range or not a number
+    except ValueError as exc:
+        parts, port, problem = None, None, str(exc)
+    if parts is not None and not problem:
+        if parts.scheme not in ("http", "https"):
+            problem = "it must start with http:// or https://"
+        elif not parts.hostname:
+            problem = "it has no host"
+        elif port == 0:
+            problem = "port 0 is not a port"
+        elif any(c.isspace() for c in url):
+            problem = "it contains whitespace"
+    if problem:
+        raise UsageError(f"invalid --base-url {url!r}: {problem} "
+                         "(for example https://api.example.com/v1)")
+    return url
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -54,6 +95,11 @@ class ProviderConfig:
     auth: str = ""
     #: The cloud project a platform route needs in its URL (Vertex), when it has one.
     project: str = ""
+    #: Seconds; 0 means the transport's default. ``first_byte_timeout`` bounds the wait for the
+    #: response to start (a provider that accepts the connection and never answers).
+    connect_timeout: float = 0.0
+    read_timeout: float = 0.0
+    first_byte_timeout: float = 0.0
 
     @property
     def route_id(self) -> str:
@@ -66,14 +112,19 @@ class ProviderConfig:
         env = os.environ if environ is None else environ
         return env.get(self.key_env) or None
 
+    def timeouts(self) -> dict[str, float]:
+        """The timeouts this provider sets (the transport keeps its defaults for the rest)."""
+        return {name: getattr(self, name) for name in _TIMEOUTS if getattr(self, name)}
+
     def to_json(self) -> dict[str, Any]:
         """The stored form (model config): names only, never a key."""
-        out = {"id": self.id, "api": self.api, "base_url": self.base_url,
-               "key_env": self.key_env, "model": self.model, "echo": self.echo}
+        out: dict[str, Any] = {"id": self.id, "api": self.api, "base_url": self.base_url,
+                               "key_env": self.key_env, "model": self.model, "echo": self.echo}
         for name in ("region", "route_as", "auth", "project"):
             value = getattr(self, name)
             if value:
                 out[name] = value
+        out.update(self.timeouts())
         return out
 
     @classmethod
@@ -82,7 +133,9 @@ class ProviderConfig:
                    base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
                    model=raw.get("model", ""), echo=raw.get("echo", "auto"),
                    region=raw.get("region", ""), route_as=raw.get("route_as", ""),
-                   auth=raw.get("auth", ""), project=raw.get("project", ""))
+                   auth=raw.get("auth", ""), project=raw.get("project", ""),
+                   **{name: float(raw[name]) for name in _TIMEOUTS
+                      if isinstance(raw.get(name), int | float)})
 
 
 @cache
@@ -95,6 +148,13 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     for key in _TEXT_FIELDS:
         if not isinstance(raw.get(key, ""), str):
             raise ConfigError(f"provider {name!r}: {key} must be a string, not {raw[key]!r}")
+    timeouts = {}
+    for key in _TIMEOUTS:
+        value = raw.get(key, 0)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise ConfigError(f"provider {name!r}: {key} must be a number of seconds, "
+                              f"not {value!r}")
+        timeouts[key] = float(value)
     echo = raw.get("echo", "auto")
     if echo not in _ECHO_VALUES:
         raise ConfigError(f"provider {name!r}: echo must be one of {', '.join(_ECHO_VALUES)}, "
@@ -104,7 +164,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
         key_env=raw.get("api_key_env", raw.get("key_env", "")), model=raw.get("model", ""),
         echo=echo, region=raw.get("region", ""), headers=raw.get("headers"),
         route_as=raw.get("route_as", "").lower(), auth=raw.get("auth", ""),
-        project=raw.get("project", ""),
+        project=raw.get("project", ""), **timeouts,
     )
 
 
@@ -123,6 +183,9 @@ def load_config(home_dir: Path) -> Config:
         return Config(providers={})
     try:
         raw = tomllib.loads(path.read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (undecodable byte at offset {exc.start}); "
+                          "save it as UTF-8") from exc
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc
     named = raw.get("providers", {})
@@ -165,12 +228,12 @@ def provider(provider_id: str, config: Config | None = None, *, base_url: str | 
         if wanted == DEMO_PROVIDER:
             found = ProviderConfig(id=DEMO_PROVIDER, model="demo-reasoner")
         else:
-            known = ", ".join(sorted({*presets(), *named}))
+            known = ", ".join(sorted({*presets(), *named, DEMO_PROVIDER}))
             raise UsageError(f"unknown provider {provider_id!r}. Known providers: {known}. "
                              "Define your own under [providers.NAME] in config.toml.")
     changes: dict[str, Any] = {}
     if base_url:
-        changes["base_url"] = base_url
+        changes["base_url"] = check_base_url(base_url)
     if model:
         changes["model"] = model
     if key_env:

@@ -43,11 +43,14 @@ __all__ = [
 ]
 
 
-def open_store(url_or_path: str | Path | None, home: Path) -> Store:
+def open_store(url_or_path: str | Path | None, home: Path, *,
+               crash_durable_only: bool = False) -> Store:
     """Open (creating and migrating as needed) the store named by a URL or path.
 
     ``None`` means ``$THOUGHTLINE_DATABASE_URL`` when set, else ``home / "state.db"``. A directory
-    means its ``state.db``.
+    means its ``state.db``. ``crash_durable_only`` lets a SQLite store skip the fsync per commit
+    (``synchronous=NORMAL``): commits survive a crash or SIGKILL of the process, not a power loss
+    (the gateway's choice; PostgreSQL has its own settings).
     """
     target: str | Path = url_or_path if url_or_path is not None else (
         os.environ.get(DATABASE_URL_ENV, "").strip() or Path(home) / STATE_DB)
@@ -60,7 +63,7 @@ def open_store(url_or_path: str | Path | None, home: Path) -> Store:
     path = Path(target).expanduser()
     if path.is_dir():
         path = path / STATE_DB
-    return SQLiteStore(path)
+    return SQLiteStore(path, synchronous="NORMAL" if crash_durable_only else "FULL")
 
 
 def _open_postgres(url: str) -> SqlStore:

@@ -16,6 +16,9 @@ if TYPE_CHECKING:
     from thoughtline.store.wireforms import StoredForms, WireForm
 from thoughtline.verdicts import Verdict
 
+if TYPE_CHECKING:
+    from thoughtline.store.rehydration import IndexKey, Rehydrated
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class SessionRecord:
@@ -71,6 +74,11 @@ class Store(Protocol):
     def create_session(self, *, title: str = "", model_config: Mapping[str, Any] | None = None,
                        tenant: str = "") -> SessionRecord: ...
 
+    def import_session(self, *, title: str, model_config: Mapping[str, Any],
+                       messages: Sequence[Message], tenant: str = "") -> SessionRecord:
+        """Create a session already holding ``messages``, atomically (all or nothing)."""
+        ...
+
     def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
         """By id, unique id prefix, or exact title (newest wins). Raises NotFound."""
         ...
@@ -80,12 +88,18 @@ class Store(Protocol):
     def list_sessions(self, *, tenant: str | None = None,
                       limit: int | None = None) -> list[SessionRecord]: ...
 
-    def load_history(self, session_id: str) -> LoadedHistory:
-        """Every message of the session in order, inherited ones included, digests verified."""
+    def load_history(self, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
+        """Every message of the session in order, inherited ones included, digests verified.
+
+        ``skip_damaged`` reports a corrupt message (``LoadProblem.part == -2``) and leaves it out
+        instead of raising ``CorruptPayload``."""
         ...
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append messages atomically (all or none) and bump ``updated_at``."""
+    def append(self, session_id: str, messages: Sequence[Message], *,
+               expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append messages atomically (all or none) and bump ``updated_at``; with
+        ``expect_turns``, raise ``HeadMoved`` (writing nothing) unless the session holds exactly
+        that many turns."""
         ...
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
@@ -135,5 +149,17 @@ class Store(Protocol):
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int: ...
+
+    # --- the gateway's rehydration index (``store.rehydration``) -----------------------------
+
+    def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
+                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically."""
+        ...
+
+    def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,
+                  session_id: str | None = None) -> list[Rehydrated | None]:
+        """The newest stored turn of ``tenant`` for each key (one indexed lookup per key)."""
+        ...
 
     def close(self) -> None: ...

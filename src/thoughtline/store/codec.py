@@ -30,6 +30,7 @@ from thoughtline.verdicts import Verdict
 
 SKELETON_VERSION = 1
 MESSAGE_LEVEL = -1  # LoadProblem.part for a message-level native record
+DAMAGED_TURN = -2  # LoadProblem.part for a whole message left out (its own row is corrupt)
 
 #: Opaque fields lifted out of each part type (the tags of ``messages.part_to_json``).
 _OPAQUE_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -172,9 +173,10 @@ def _verified(ref: PayloadRef, data: bytes | None) -> tuple[Any, str | None]:
 def _corrupt(session_id: str, seq: int, message_id: str, why: str) -> CorruptPayload:
     return CorruptPayload(
         f"session {session_id}: the stored message at position {seq} ({message_id}) is corrupt: "
-        f"{why}. Its content cannot be trusted or sent. To keep the turns before it, branch the "
-        f"session before this turn (branch at {seq}) and continue or export the branch; then "
-        "delete the damaged session.")
+        f"{why}. Its content cannot be trusted or sent. To continue from the turns before it: "
+        f"thoughtline sessions branch {session_id} --at {seq}, then chat -r or export the new "
+        "branch; "
+        f"'thoughtline sessions show {session_id}' lists the damaged turns.")
 
 
 # --- sessions and verdicts ----------------------------------------------------------------------

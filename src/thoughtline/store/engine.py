@@ -18,12 +18,13 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from thoughtline.errors import NotFound, UsageError
+from thoughtline.errors import HeadMoved, NotFound, UsageError
 from thoughtline.messages import Message
 from thoughtline.store import codec, generations, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
+from thoughtline.store.rehydration import RehydrationStore
 from thoughtline.verdicts import Verdict
 
 SESSION_SELECT = (
@@ -35,7 +36,7 @@ _NEWEST_FIRST = " ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
 _CANDIDATES = 10
 
 
-class SqlStore:
+class SqlStore(RehydrationStore):
     """Durable sessions, messages and the verdict ledger (see ``thoughtline.store.base.Store``)."""
 
     def __init__(self, db: Database) -> None:
@@ -56,6 +57,18 @@ class SqlStore:
         with self._db.transaction(write=True) as tx:
             tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, "
                        "tenant) VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
+            return _session(tx, sid)
+
+    def import_session(self, *, title: str, model_config: Mapping[str, Any],
+                       messages: Sequence[Message], tenant: str = "") -> SessionRecord:
+        """Create a session holding ``messages`` in one transaction: all of it or nothing."""
+        config = codec.config_to_text(model_config)
+        now = time.time()
+        sid = uuid.uuid4().hex
+        with self._db.transaction(write=True) as tx:
+            tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, "
+                       "tenant) VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
+            history.append(tx, sid, messages, now)
             return _session(tx, sid)
 
     def get_session(self, ref: str, *, tenant: str | None = None) -> SessionRecord:
@@ -140,8 +153,11 @@ class SqlStore:
 
     # --- history ------------------------------------------------------------------------------
 
-    def load_history(self, session_id: str) -> LoadedHistory:
-        """Every visible message in order, payloads verified (problems reported, never sent)."""
+    def load_history(self, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
+        """Every visible message in order, payloads verified (problems reported, never sent).
+
+        ``skip_damaged``: a message whose own row is corrupt is reported and left out instead of
+        failing the whole load (for ``sessions show``/``export``; never for sending)."""
         # Loading builds tens of thousands of small long-lived objects: the cyclic collector would
         # rescan them over and over (a third of a 1,000-turn resume). None of them form cycles.
         collecting = gc.isenabled()
@@ -149,7 +165,7 @@ class SqlStore:
         try:
             with self._db.transaction(write=False) as tx:
                 _session(tx, session_id)
-                return history.load(tx, session_id)
+                return history.load(tx, session_id, skip_damaged=skip_damaged)
         finally:
             if collecting:
                 # What was just loaded lives as long as the session: move it out of the
@@ -157,13 +173,20 @@ class SqlStore:
                 gc.freeze()
                 gc.enable()
 
-    def append(self, session_id: str, messages: Sequence[Message]) -> list[StoredMessage]:
-        """Append atomically (all or none) and bump ``updated_at``."""
+    def append(self, session_id: str, messages: Sequence[Message], *,
+               expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append atomically (all or none) and bump ``updated_at``.
+
+        ``expect_turns``: the number of turns the caller's history holds (what the answer was
+        written against). If the session holds another number when the write lock is taken,
+        nothing is written and ``HeadMoved`` is raised — an optimistic check of the head.
+        """
         now = time.time()
         with self._db.transaction(write=True) as tx:
             # Updating the row first also serializes concurrent appends to one session.
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
+            _check_head(tx, session_id, expect_turns)
             return history.append(tx, session_id, messages, now)
 
     def put_wire_forms(self, forms: Sequence[wireforms.WireForm]) -> None:
@@ -237,6 +260,14 @@ class SqlStore:
         self.close()
 
 
+def _check_head(tx: Tx, session_id: str, expected: int | None) -> None:
+    if expected is None:
+        return
+    found = history.next_seq(tx, session_id)  # = the number of visible turns
+    if found != expected:
+        raise HeadMoved(session_id, expected=expected, found=found)
+
+
 def _session(tx: Tx, session_id: str) -> SessionRecord:
     row = tx.one(SESSION_SELECT + " WHERE s.id = ?", (session_id,))
     if row is None:
@@ -251,28 +282,37 @@ def _tenant_filter(tenant: str | None, keyword: str) -> tuple[str, list[Any]]:
 
 
 def _find(tx: Tx, ref: str, tenant: str | None) -> SessionRecord:
+    """Exact id, else unique id prefix (ids are lowercase hex: any case matches), else exact
+    title. More than one match is an error listing them, never a silent pick."""
     if not ref:
         raise NotFound("no session named ''")
     where, params = _tenant_filter(tenant, "AND")
-    row = tx.one(SESSION_SELECT + " WHERE s.id = ?" + where, [ref, *params])
+    lowered = ref.lower()
+    row = tx.one(SESSION_SELECT + " WHERE s.id = ?" + where, [lowered, *params])
     if row is not None:
         return codec.session_from_row(row)
     rows = tx.all(SESSION_SELECT + " WHERE substr(s.id, 1, CAST(? AS INTEGER)) = ?" + where
-                  + _NEWEST_FIRST + f" LIMIT {_CANDIDATES + 1}", [len(ref), ref, *params])
+                  + _NEWEST_FIRST + f" LIMIT {_CANDIDATES + 1}", [len(ref), lowered, *params])
     if len(rows) == 1:
         return codec.session_from_row(rows[0])
     if rows:
         raise NotFound(_ambiguous(ref, [codec.session_from_row(r) for r in rows]))
-    row = tx.one(SESSION_SELECT + " WHERE s.title = ?" + where
-                 + " ORDER BY s.created_at DESC, s.id LIMIT 1", [ref, *params])
-    if row is None:
+    rows = tx.all(SESSION_SELECT + " WHERE s.title = ?" + where + _NEWEST_FIRST
+                  + f" LIMIT {_CANDIDATES + 1}", [ref, *params])
+    if not rows:
         raise NotFound(f"no session with id, id prefix or title {ref!r}")
-    return codec.session_from_row(row)
+    if len(rows) > 1:
+        raise NotFound(_ambiguous(ref, [codec.session_from_row(r) for r in rows], what="title"))
+    return codec.session_from_row(rows[0])
 
 
-def _ambiguous(ref: str, candidates: list[SessionRecord]) -> str:
+def _ambiguous(ref: str, candidates: list[SessionRecord], *, what: str = "prefix") -> str:
+    from thoughtline.termsafe import safe_line
+
     shown = candidates[:_CANDIDATES]
-    lines = [f"  {s.id}  {s.title or '(untitled)'}" for s in shown]
+    lines = [f"  {s.id}  {safe_line(s.title) or '(untitled)'}" for s in shown]
     more = "\n  …" if len(candidates) > len(shown) else ""
-    return (f"session prefix {ref!r} is ambiguous; it matches:\n" + "\n".join(lines) + more
-            + "\nGive more characters of the id.")
+    hint = "Give more characters of the id." if what == "prefix" else \
+        "Several sessions have this title: name one by its id (or a unique id prefix)."
+    return (f"session {what} {ref!r} is ambiguous; it matches:\n" + "\n".join(lines) + more
+            + "\n" + hint)

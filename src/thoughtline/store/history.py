@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from thoughtline.errors import CorruptPayload
 from thoughtline.messages import Message
 from thoughtline.store import codec
 from thoughtline.store.base import LoadedHistory, LoadProblem, StoredMessage
@@ -36,7 +37,7 @@ SELECT sm.seq, sm.message_id, sm.created_at, m.skeleton, m.skeleton_digest
 FROM session_messages sm LEFT JOIN messages m ON m.digest = sm.message_id
 WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq
 """
-_ENTRIES = """
+ENTRIES = """
 SELECT seq, message_id FROM session_messages WHERE session_id = ? AND seq < ?
 ORDER BY session_id, seq
 """
@@ -62,22 +63,44 @@ def visible_rows(tx: Tx, session_id: str) -> list[Row]:
 def visible_entries(tx: Tx, session_id: str) -> list[tuple[int, str]]:
     """``(seq, message id)`` of every visible message, in order (no skeletons read)."""
     return [(seq, mid) for sid, lim in chain(tx, session_id)
-            for seq, mid in tx.all(_ENTRIES, (sid, lim))]
+            for seq, mid in tx.all(ENTRIES, (sid, lim))]
 
 
-def load(tx: Tx, session_id: str) -> LoadedHistory:
-    """Every visible message, verified; see ``codec`` for what corruption does."""
-    skeletons = [codec.parse_skeleton(session_id, row) for row in visible_rows(tx, session_id)]
+def load(tx: Tx, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
+    """Every visible message, verified; see ``codec`` for what corruption does.
+
+    ``skip_damaged`` (for showing and exporting what is left) reports a message whose own row is
+    corrupt as a ``LoadProblem`` with ``part=DAMAGED_TURN`` and leaves it out, instead of raising.
+    """
+    skeletons: list[codec.Skeleton] = []
+    problems: list[LoadProblem] = []
+    for row in visible_rows(tx, session_id):
+        try:
+            skeletons.append(codec.parse_skeleton(session_id, row))
+        except CorruptPayload as exc:
+            if not skip_damaged:
+                raise
+            problems.append(_damaged(row[0], row[1], exc))
     wanted = {ref.digest for s in skeletons for ref in s.refs}
     payloads = dict(_fetch_payloads(tx, sorted(wanted)))
     messages: list[StoredMessage] = []
-    problems: list[LoadProblem] = []
     for skeleton in skeletons:
-        message, found = codec.assemble(session_id, skeleton, payloads)
+        try:
+            message, found = codec.assemble(session_id, skeleton, payloads)
+        except CorruptPayload as exc:
+            if not skip_damaged:
+                raise
+            problems.append(_damaged(skeleton.seq, skeleton.id, exc))
+            continue
         messages.append(StoredMessage(seq=skeleton.seq, id=skeleton.id, message=message,
                                       created_at=skeleton.created_at))
         problems.extend(found)
+    problems.sort(key=lambda p: (p.seq, p.part))
     return LoadedHistory(messages=tuple(messages), problems=tuple(problems))
+
+
+def _damaged(seq: int, message_id: str, exc: CorruptPayload) -> LoadProblem:
+    return LoadProblem(seq=seq, part=codec.DAMAGED_TURN, digest=str(message_id), detail=str(exc))
 
 
 def _fetch_payloads(tx: Tx, digests: Sequence[str]) -> Iterable[tuple[str, bytes]]:

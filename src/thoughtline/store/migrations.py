@@ -111,6 +111,31 @@ def create_wire_forms(tx: Tx, d: Dialect) -> None:
 
 
 @migration
+def create_rehydration_index(tx: Tx, d: Dialect) -> None:
+    """The gateway's index of the assistant turns it returned, per tenant.
+
+    ``kind`` is ``call`` (``lookup_key`` = a tool-call id of the turn), ``context`` (the digest of
+    its visible content in its place in the conversation) or ``content`` (of its visible content
+    alone); ``message_id`` names the stored canonical turn. An indexed lookup per client assistant
+    message finds it again, within the tenant (and the session when the client names one); the
+    newest wins.
+    """
+    tx.execute(f"""
+        CREATE TABLE rehydration (
+            tenant TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            lookup_key TEXT NOT NULL,
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            message_id TEXT NOT NULL,
+            created_at {d.real} NOT NULL,
+            PRIMARY KEY (tenant, kind, lookup_key, session_id)
+        )""")
+    tx.execute("CREATE INDEX rehydration_newest ON rehydration "
+               "(tenant, kind, lookup_key, created_at)")
+    tx.execute("CREATE INDEX rehydration_by_session ON rehydration (session_id)")
+
+
+@migration
 def create_generations(tx: Tx, d: Dialect) -> None:
     """Earlier generations of compacted sessions: each one's whole visible history, by reference.
 

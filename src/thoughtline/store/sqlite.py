@@ -1,7 +1,8 @@
 """The SQLite backend: ``state.db`` under the thoughtline home.
 
 Owns the file and the connection: owner-only permissions (SQLite gives the ``-wal``/``-shm`` files
-the database file's mode), WAL journal, ``synchronous=FULL``, a busy timeout so the CLI and a
+the database file's mode), WAL journal, ``synchronous=FULL`` (``NORMAL`` on request: a WAL commit
+then survives a process crash or SIGKILL but not a power loss), a busy timeout so the CLI and a
 gateway can share the file, foreign keys, and one connection shared by threads behind a lock.
 Writers take the write lock up front (``BEGIN IMMEDIATE``) so two processes never deadlock
 upgrading a read. sqlite3 errors become ``StoreError`` here and nowhere else.
@@ -25,9 +26,9 @@ BUSY_TIMEOUT_MS = 5000
 _PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA journal_mode = WAL",
-    "PRAGMA synchronous = FULL",
     "PRAGMA foreign_keys = ON",
 )
+_SYNCHRONOUS = ("FULL", "NORMAL")
 
 
 class _SqliteTx:
@@ -55,7 +56,9 @@ class SqliteDatabase:
 
     dialect = SQLITE
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, synchronous: str = "FULL") -> None:
+        if synchronous not in _SYNCHRONOUS:
+            raise StoreError(f"synchronous must be one of {', '.join(_SYNCHRONOUS)}")
         self.path = path
         self.location = str(path)
         self._lock = threading.RLock()
@@ -63,7 +66,7 @@ class SqliteDatabase:
         try:
             self._conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000,
                                          isolation_level=None, check_same_thread=False)
-            for pragma in _PRAGMAS:
+            for pragma in (*_PRAGMAS, f"PRAGMA synchronous = {synchronous}"):
                 self._conn.execute(pragma)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the state database {path}: {exc}") from exc
@@ -117,6 +120,6 @@ def _restrict_siblings(path: Path) -> None:
 class SQLiteStore(SqlStore):
     """The default store: a SQLite file (usually ``$THOUGHTLINE_HOME/state.db``)."""
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, *, synchronous: str = "FULL") -> None:
         self.path = Path(path)
-        super().__init__(SqliteDatabase(self.path))
+        super().__init__(SqliteDatabase(self.path, synchronous=synchronous))

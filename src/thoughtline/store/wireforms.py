@@ -9,14 +9,12 @@ their forms (``history._collect``).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from thoughtline.messages import digest
 from thoughtline.store import history
 from thoughtline.store.db import Tx
-
-_CHUNK = 500
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,37 +49,52 @@ def put(tx: Tx, forms: Iterable[WireForm]) -> None:
         [(f.message_id, f.plan, f.meta, digest(f.data), f.data) for f in forms])
 
 
+# Each reads one chain member's visible rows joined from session_messages in primary-key order:
+# one index walk per member instead of an IN list per 500 ids.
+_SKELETONS = """
+SELECT m.skeleton, m.skeleton_digest FROM session_messages sm
+JOIN messages m ON m.digest = sm.message_id WHERE sm.session_id = ? AND sm.seq < ?
+"""
+_PAYLOADS = """
+SELECT mp.payload_digest, p.data FROM session_messages sm
+JOIN message_payloads mp ON mp.message_id = sm.message_id
+LEFT JOIN payloads p ON p.digest = mp.payload_digest WHERE sm.session_id = ? AND sm.seq < ?
+"""
+_FORMS = """
+SELECT sm.message_id, w.meta, w.digest, w.data FROM session_messages sm
+JOIN wire_forms w ON w.message_id = sm.message_id AND w.plan = ?
+WHERE sm.session_id = ? AND sm.seq < ?
+"""
+
+
 def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
-    entries = tuple(history.visible_entries(tx, session_id))
-    ids = sorted({mid for _, mid in entries})
+    members = history.chain(tx, session_id)
+    entries: list[tuple[int, str]] = []
     forms: dict[str, WireForm] = {}
     problems: list[str] = []
     intact = True
-    for start in range(0, len(ids), _CHUNK):
-        chunk: Sequence[str] = ids[start:start + _CHUNK]
-        marks = ", ".join("?" * len(chunk))
-        intact = _intact(tx, chunk, marks) and intact
-        for mid, meta, stored, data in tx.all(
-                f"SELECT message_id, meta, digest, data FROM wire_forms WHERE plan = ? AND "
-                f"message_id IN ({marks})", [plan, *chunk]):
+    for member, bound in members:
+        own = tx.all(history.ENTRIES, (member, bound))
+        entries.extend(own)
+        intact = _intact(tx, member, bound, len(own)) and intact
+        for mid, meta, stored, data in tx.all(_FORMS, (plan, member, bound)):
             data = bytes(data)
             if digest(data) != stored:
                 problems.append(mid)
                 continue
             forms[mid] = WireForm(message_id=mid, plan=plan, meta=meta, data=data)
-    return StoredForms(entries=entries, forms=forms, problems=tuple(problems), intact=intact)
+    return StoredForms(entries=tuple((int(seq), mid) for seq, mid in entries), forms=forms,
+                       problems=tuple(problems), intact=intact)
 
 
 def _bytes(value: bytes | str) -> bytes:
     return value.encode("utf-8") if isinstance(value, str) else bytes(value)
 
 
-def _intact(tx: Tx, chunk: Sequence[str], marks: str) -> bool:
-    """Do these messages' skeletons and payloads all exist and match their digests?"""
-    rows = tx.all(f"SELECT skeleton, skeleton_digest FROM messages WHERE digest IN ({marks})",
-                  list(chunk))
-    if len(rows) != len(chunk) or any(digest(_bytes(s)) != d for s, d in rows):
+def _intact(tx: Tx, member: str, bound: int, count: int) -> bool:
+    """Do this member's visible skeletons and payloads all exist and match their digests?"""
+    rows = tx.all(_SKELETONS, (member, bound))
+    if len(rows) != count or any(digest(_bytes(s)) != d for s, d in rows):
         return False
-    return all(data is not None and digest(bytes(data)) == key for key, data in tx.all(
-        f"SELECT mp.payload_digest, p.data FROM message_payloads mp LEFT JOIN payloads p "
-        f"ON p.digest = mp.payload_digest WHERE mp.message_id IN ({marks})", list(chunk)))
+    return all(data is not None and digest(bytes(data)) == key
+               for key, data in tx.all(_PAYLOADS, (member, bound)))

@@ -112,6 +112,11 @@ class ChatEmulator:
     def chunk_delay(self, seconds: float) -> None:
         self._state.chunk_delay = seconds
 
+    @property
+    def chunks_sent(self) -> int:
+        """Streamed data chunks sent so far, over all requests (a test's event to wait on)."""
+        return self._state.chunks_sent
+
     def fail_next(
         self, status: int, body: Any = None, headers: Mapping[str, str] | None = None
     ) -> None:

@@ -71,6 +71,8 @@ def build_reply(personality: Personality, model: str, plan: TurnPlan, signer: Si
         case "openrouter":
             return _openrouter_reply(model, plan, signer)
         case "gemini":
+            if "gemini-2.5" in model:
+                return _gemini25_reply(plan, signer)
             return _gemini_reply(plan, signer)
         case "copilot":
             return _copilot_reply(plan, signer)
@@ -217,6 +219,32 @@ def _gemini_reply(plan: TurnPlan, signer: Signer) -> Reply:
         pieces = [{"content": f} for f in fragments(plan.content)]
         pieces[-1] = {**pieces[-1], "extra_content": extra}
         deltas += pieces
+    return Reply(message=message, deltas=deltas)
+
+
+def _gemini25_reply(plan: TurnPlan, signer: Signer) -> Reply:
+    """Gemini 2.5 on the OpenAI-compatible endpoint, shaped like the recording
+    ``tests/fixtures/gemini-openai-compat/pydantic-ai-gemini25-openai-compat-extra-content-
+    thought-signature.i0.response.json``: no ``reasoning_content``; one signature for the turn,
+    at message level both as ``extra_content.google`` (with ``"thought": true``) and as a top-level
+    ``thought_signature``; tool calls with an empty ``id`` and no signature of their own."""
+    call = plan.tool_call
+    # A message-level signature is bound to the message's text (rejections._check_gemini), which
+    # is empty on a tool-call turn.
+    signature = signer.issue("gemini-signature", plan.content if call is None else "")
+    extra = {"google": {"thought": True, "thought_signature": signature}}
+    message: dict[str, Any] = {"extra_content": extra, "role": "assistant",
+                               "thought_signature": signature}
+    deltas: list[dict[str, Any] | Comment] = [{"role": "assistant"}]
+    if call is not None:
+        whole = {"function": {"arguments": call.arguments, "name": call.name}, "id": "",
+                 "type": "function"}
+        message["tool_calls"] = [whole]
+        deltas.append({"tool_calls": [{"index": 0, **whole}]})
+    else:
+        message["content"] = plan.content
+        deltas += [{"content": f} for f in fragments(plan.content)]
+    deltas.append({"extra_content": extra, "thought_signature": signature})
     return Reply(message=message, deltas=deltas)
 
 

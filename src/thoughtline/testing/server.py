@@ -86,6 +86,8 @@ class EmulatorState:
     failures: deque[InjectedFailure] = field(default_factory=deque)
     cuts: deque[StreamCut] = field(default_factory=deque)
     chunk_delay: float = 0.0
+    #: Streamed data chunks sent so far (a test waits for this event instead of sleeping).
+    chunks_sent: int = 0
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -130,6 +132,7 @@ async def _sse(
             await asyncio.sleep(state.chunk_delay)
         yield b"data: " + orjson.dumps(event) + b"\n\n"
         sent += 1
+        state.chunks_sent += 1
     if cut is None:
         yield b"data: [DONE]\n\n"
     elif not cut.graceful:

@@ -14,7 +14,7 @@ import contextlib
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -24,6 +24,9 @@ from httpx_sse import EventSource, SSEError
 
 from thoughtline.errors import ProviderError, StreamInterrupted
 
+#: The backoff's sleep (a seam, so tests can record what was waited instead of timing it).
+_sleep = asyncio.sleep
+
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 
 
@@ -31,9 +34,22 @@ RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
 class TransportConfig:
     connect_timeout: float = 10.0
     read_timeout: float = 300.0
+    #: How long the response may take to start (0: only ``read_timeout`` applies).
+    first_byte_timeout: float = 0.0
     max_retries: int = 2
     backoff_base: float = 0.5
     backoff_cap: float = 20.0
+    #: After this many seconds without a response, ``on_wait`` is told (once per attempt).
+    waiting_after: float = 3.0
+
+
+#: Failures before the request left this machine: retrying them cannot bill a request twice.
+#: Anything later (a read timeout, a connection dropped mid-answer) may have reached the model.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+
+
+class FirstByteTimeout(Exception):
+    """The response did not start within ``first_byte_timeout``."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,12 +126,16 @@ class HttpTransport:
     """One httpx.AsyncClient; ``attempts`` counts HTTP requests actually sent."""
 
     def __init__(self, config: TransportConfig | None = None,
-                 client: httpx.AsyncClient | None = None) -> None:
+                 client: httpx.AsyncClient | None = None,
+                 on_wait: Callable[[str], None] | None = None) -> None:
         self.config = config or TransportConfig()
         self._given = client
         self._clients: dict[bool, httpx.AsyncClient] = {}
         self.attempts = 0
         self.retries = 0
+        #: Told, in words, when a response is slow to start and each second of a Retry-After
+        #: wait ("waiting for deepseek… (Ctrl-C to stop)"); a CLI prints it, a library ignores it.
+        self.on_wait = on_wait
 
     def _client_for(self, url: str) -> httpx.AsyncClient:
         """The client for a URL, made on first use. Plain-HTTP targets (loopback emulators, local
@@ -149,16 +169,59 @@ class HttpTransport:
                     "(connect timeout)")
         if isinstance(exc, httpx.ReadTimeout):
             return f"no answer from {url} within {self.config.read_timeout:g} s (read timeout)"
+        if isinstance(exc, FirstByteTimeout):
+            return (f"no answer from {url} within {self.config.first_byte_timeout:g} s "
+                    "(first-byte timeout)")
         if isinstance(exc, httpx.TimeoutException):
             return f"{url} timed out after {self.config.read_timeout:g} s ({type(exc).__name__})"
         return f"could not reach {url}: {_text(exc)}"
 
-    async def _backoff(self, attempt: int, headers: Mapping[str, str] | None) -> None:
+    def _tell(self, text: str) -> None:
+        if self.on_wait is not None:
+            self.on_wait(text)
+
+    async def _backoff(self, attempt: int, headers: Mapping[str, str] | None,
+                       target: Target) -> None:
         delay = _retry_after(headers) if headers is not None else None
+        honoured = delay is not None
         if delay is None:
             delay = min(self.config.backoff_cap, self.config.backoff_base * 2 ** attempt)
             delay *= 0.5 + random.random() / 2
-        await asyncio.sleep(min(delay, self.config.backoff_cap))
+        delay = min(delay, self.config.backoff_cap)
+        if not honoured or delay < 1:
+            await _sleep(delay)
+            return
+        who = target.provider or target.url
+        while delay > 0:  # a countdown, one line a second, while honouring Retry-After
+            self._tell(f"{who} asked to retry later (Retry-After): retrying in {delay:.0f} s "
+                       "(Ctrl-C to stop)")
+            step = min(1.0, delay)
+            await _sleep(step)
+            delay -= step
+
+    async def _request(self, client: httpx.AsyncClient, request: httpx.Request, *,
+                       stream: bool, target: Target) -> httpx.Response:
+        """One attempt; tells ``on_wait`` when the answer is slow to start, and enforces the
+        first-byte timeout (the response's headers are its first bytes)."""
+        sending = asyncio.ensure_future(client.send(request, stream=stream, auth=target.auth))
+        limit = self.config.first_byte_timeout or None
+        waited = 0.0
+        try:
+            if self.on_wait is not None and (limit is None or limit > self.config.waiting_after):
+                done, _ = await asyncio.wait({sending}, timeout=self.config.waiting_after)
+                waited = self.config.waiting_after
+                if not done:
+                    self._tell(f"waiting for {target.provider or target.url}… (Ctrl-C to stop)")
+            remaining = None if limit is None else max(0.0, limit - waited)
+            done, _ = await asyncio.wait({sending}, timeout=remaining)
+            if not done:
+                raise FirstByteTimeout()
+            return sending.result()
+        finally:
+            if not sending.done():
+                sending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await sending
 
     async def _send(self, target: Target, body: bytes, *, stream: bool) -> httpx.Response:
         """Send with retries; returns a response with a 2xx status (stream left open)."""
@@ -170,12 +233,18 @@ class HttpTransport:
                 client = self._client_for(target.url)
                 request = client.build_request("POST", target.url, content=body,
                                                      headers=headers)
-                response = await client.send(request, stream=stream, auth=target.auth)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
+                response = await self._request(client, request, stream=stream, target=target)
+            except (httpx.TimeoutException, httpx.TransportError, FirstByteTimeout) as exc:
+                if not isinstance(exc, _NOT_SENT):
+                    # The POST may have reached the model: a retry could run (and bill) it
+                    # twice, and none of the routes documents an idempotency key.
+                    raise self._error(target, self._unreachable(target.url, exc) + "; not "
+                                      "retried, since the request may have reached the model"
+                                      ) from exc
                 if last:
                     raise self._error(target, self._unreachable(target.url, exc)) from exc
                 self.retries += 1
-                await self._backoff(attempt, None)
+                await self._backoff(attempt, None, target)
                 continue
             if response.status_code < 400:
                 return response
@@ -183,7 +252,7 @@ class HttpTransport:
             await response.aclose()
             if response.status_code in RETRY_STATUSES and not last:
                 self.retries += 1
-                await self._backoff(attempt, response.headers)
+                await self._backoff(attempt, response.headers, target)
                 continue
             raise self._error(target, provider_message(text), status=response.status_code,
                               body=text)

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.common import deep_merge
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import (
     API,
@@ -321,14 +322,6 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [{"functionDeclarations": declarations}]
 
 
-def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            merged = dict(base[key])
-            _deep_merge(merged, value)
-            base[key] = merged
-        else:
-            base[key] = dict(value) if isinstance(value, Mapping) else value
 
 
 def generation_config(profile: GeminiProfile, model: str,
@@ -381,7 +374,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         value = params.get(name)
         if isinstance(value, Mapping):
             merged = dict(body.get(name) or {})
-            _deep_merge(merged, value)
+            deep_merge(merged, value)
             body[name] = merged
         elif value is not None:
             body[name] = value

@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.common import deep_merge
 from thoughtline.codecs.openai_chat.wire import (
     API,
     GEMINI_DUMMY_SIGNATURE,
@@ -194,14 +195,6 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
             for t in tools]
 
 
-def _deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
-    for key, value in extra.items():
-        if isinstance(value, Mapping) and isinstance(base.get(key), dict):
-            merged = dict(base[key])
-            _deep_merge(merged, value)
-            base[key] = merged
-        else:
-            base[key] = dict(value) if isinstance(value, Mapping) else value
 
 
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
@@ -226,9 +219,9 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
             body["stream_options"] = {"include_usage": True}
     profile = plan.profile
     if profile.body_extras:
-        _deep_merge(body, profile.body_extras)
+        deep_merge(body, profile.body_extras)
     if params:
-        _deep_merge(body, params)
+        deep_merge(body, params)
     for name in profile.drop_params:
         body.pop(name, None)
     return body

@@ -107,6 +107,10 @@ class StreamFold:
         self._calls: dict[int, _Call] = {}
         self._latest: dict[str, Any] = {}
         self._chunks: list[dict[str, Any]] = []  # content-chunk lists (Mistral thinking)
+        # The thinking text piece being extended and its fragments, joined once when read
+        # (``+=`` on the piece would copy the whole text on every fragment: quadratic).
+        self._tail_of: dict[str, Any] | None = None
+        self._tail: list[str] = []
 
     @property
     def finished(self) -> bool:
@@ -222,9 +226,20 @@ class StreamFold:
         for piece in inner:  # the next fragment of the same thinking chunk
             previous = last["thinking"][-1] if last["thinking"] else None
             if is_text_chunk(piece) and is_text_chunk(previous):
-                previous["text"] += piece["text"]
+                if self._tail_of is not previous:
+                    self._flush_tail()
+                    self._tail_of, self._tail = previous, [previous["text"]]
+                self._tail.append(piece["text"])
             else:
+                self._flush_tail()
                 last["thinking"].append(dict(piece) if _is_map(piece) else piece)
+
+    def _flush_tail(self) -> None:
+        """Write the pending thinking fragments into their piece (kept open for more)."""
+        if self._tail_of is not None and len(self._tail) > 1:
+            joined = "".join(self._tail)
+            self._tail_of["text"] = joined
+            self._tail = [joined]
 
     def _merge_detail(self, item: Any) -> str:
         if type(item) is not dict and not _is_map(item):
@@ -280,6 +295,7 @@ class StreamFold:
 
     def wire_message(self) -> dict[str, Any]:
         """The whole ``message`` object this stream described so far."""
+        self._flush_tail()
         wire: dict[str, Any] = {"role": "assistant"}
         for key, parts in self._text.items():
             if parts:

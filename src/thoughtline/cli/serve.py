@@ -1,0 +1,34 @@
+"""``thoughtline serve``: the OpenAI-compatible gateway (design.md §3.3)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from thoughtline.cli.common import home_dir
+
+
+@click.command("serve")
+@click.option("--config", "config_path", type=click.Path(dir_okay=False),
+              help="gateway.toml to use (default: $THOUGHTLINE_HOME/gateway.toml).")
+@click.option("--host", help="Address to listen on (overrides [server] host).")
+@click.option("--port", type=click.IntRange(0, 65535),
+              help="Port to listen on (overrides [server] port; 0 picks a free one).")
+@click.pass_context
+def serve(ctx: click.Context, config_path: str | None, host: str | None,
+          port: int | None) -> None:
+    """Serve POST /v1/chat/completions in front of your upstreams, keeping reasoning.
+
+    \b
+    Any OpenAI client works unchanged:
+      OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=<token> your-agent
+    and asks for model "<upstream name>/<model id>", e.g. "ds/deepseek-reasoner".
+    """
+    from thoughtline.gateway import config as gateway_config
+    from thoughtline.gateway.server import serve as run
+
+    home = home_dir(ctx)
+    path = Path(config_path) if config_path else gateway_config.default_path(home)
+    loaded = gateway_config.load(path).with_flags(host=host, port=port)
+    run(loaded, home)

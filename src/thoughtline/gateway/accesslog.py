@@ -1,0 +1,41 @@
+"""The access log: one JSON line per request, on stderr or appended to a file.
+
+Records say what was asked and how it ended — method, path, status, duration, tenant id (a
+digest, never the token), session, upstream, model, stream, sizes, rehydration hits and misses,
+the error type. Never a header, a key, a token or message text. One ``write`` per line, so
+concurrent requests never interleave within a line.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import orjson
+
+
+class AccessLog:
+    def __init__(self, target: str = "") -> None:
+        self.path = target if target not in ("", "-") else ""
+        self._fd: int | None = None
+
+    def _descriptor(self) -> int:
+        if not self.path:
+            return sys.stderr.fileno()
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        return self._fd
+
+    def write(self, record: Mapping[str, Any]) -> None:
+        line = orjson.dumps({"time": round(time.time(), 3), **record}) + b"\n"
+        with contextlib.suppress(OSError):  # a full disk or closed stderr must not fail a request
+            os.write(self._descriptor(), line)
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

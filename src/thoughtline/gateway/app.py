@@ -1,0 +1,341 @@
+"""The gateway's ASGI app: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /healthz``.
+
+Owns the HTTP side of a request: bearer-token tenancy (401), the body limit (413), JSON and
+request validation (400), model → upstream (404), the ``X-Thoughtline-Session`` header both ways,
+mapping upstream failures to OpenAI error objects with the upstream's status, streamed and whole
+answers, cancelling the upstream request when the client leaves, and one access-log line per
+request. It has no wire logic: the client's Chat wire is ``codecs.openai_chat.client``, the
+upstream's is its codec behind the ``TurnEngine``, storage is ``conversation``/``storage``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from thoughtline.codecs.openai_chat import client
+from thoughtline.errors import (
+    ProtocolError,
+    ProviderError,
+    StoreError,
+    ThoughtlineError,
+    UsageError,
+)
+from thoughtline.events import Done
+from thoughtline.gateway.accesslog import AccessLog
+from thoughtline.gateway.config import GatewayConfig, upstream_models
+from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepared, UnknownSession
+from thoughtline.gateway.storage import AsyncStore
+from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
+from thoughtline.gateway.tenancy import Tenants
+from thoughtline.requestlog import RequestLog
+from thoughtline.store.base import Store
+from thoughtline.turn import TurnEngine, TurnOptions
+
+SESSION_HEADER = "X-Thoughtline-Session"
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class HttpError(Exception):
+    """A request that ends in an OpenAI error object with ``status``."""
+
+    def __init__(self, status: int, message: str, *, kind: str = "invalid_request_error",
+                 code: str | None = None, param: str | None = None) -> None:
+        super().__init__(message)
+        self.status, self.kind, self.code, self.param = status, kind, code, param
+
+    def response(self, headers: Mapping[str, str] | None = None) -> Response:
+        body = client.error_json(str(self), kind=self.kind, code=self.code, param=self.param)
+        return _json(self.status, body, headers)
+
+
+def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(body), status_code=status, media_type="application/json",
+                    headers=dict(headers or {}))
+
+
+@dataclass(kw_only=True, slots=True)
+class _Record:
+    """What the access log says about one request (filled in as it goes)."""
+
+    started: float = field(default_factory=time.monotonic)
+    fields: dict[str, Any] = field(default_factory=dict)
+
+    def line(self, status: int, outcome: str) -> dict[str, Any]:
+        return {**self.fields, "status": status, "outcome": outcome,
+                "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
+
+
+class Gateway:
+    """The running gateway: config, tenants, store, engine and logs, shared by all requests."""
+
+    def __init__(self, config: GatewayConfig, store: Store, *,
+                 environ: Mapping[str, str] | None = None, transport: Any = None,
+                 request_log: RequestLog | None = None, access_log: AccessLog | None = None,
+                 ) -> None:
+        if transport is None:
+            from thoughtline.transport import HttpTransport
+
+            transport = HttpTransport()
+        self.config = config
+        self.tenants = Tenants(config.tokens(environ))
+        self.store = AsyncStore(store)
+        self.conversations = Conversations(config, self.store)
+        self.engine = TurnEngine(transport, request_log)
+        self.access = access_log or AccessLog(config.access_log)
+
+    async def aclose(self) -> None:
+        await self.engine.transport.aclose()
+        await self.store.close()
+        self.access.close()
+
+    # --- routes -------------------------------------------------------------------------------
+
+    async def healthz(self, request: Request) -> Response:
+        return _json(200, {"status": "ok"})
+
+    async def models(self, request: Request) -> Response:
+        record = _Record(fields={"method": "GET", "path": request.url.path})
+        tenant = self.tenants.authenticate(request.headers.get("authorization"))
+        if tenant is None:
+            return self._logged(record, _unauthorized())
+        record.fields["tenant"] = tenant
+        return self._logged(record, _json(200, client.models_json(upstream_models(self.config))))
+
+    async def chat(self, request: Request) -> Any:
+        record = _Record(fields={"method": "POST", "path": request.url.path})
+        try:
+            return await self._chat(request, record)
+        except HttpError as error:
+            return self._logged(record, error.response(), error.kind)
+
+    def _logged(self, record: _Record, response: Response, outcome: str = "ok") -> Response:
+        self.access.write(record.line(response.status_code, outcome))
+        return response
+
+    async def _chat(self, request: Request, record: _Record) -> Any:
+        tenant = self.tenants.authenticate(request.headers.get("authorization"))
+        if tenant is None:
+            raise _unauthorized_error()
+        record.fields["tenant"] = tenant
+        parsed = client_request(await self._body(request, record))
+        upstream, model = self._upstream(parsed.model)
+        record.fields.update(upstream=upstream.name, model=model, stream=parsed.stream)
+        try:
+            prepared = await self.conversations.prepare(
+                tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None)
+        except UnknownSession as exc:
+            raise HttpError(404, str(exc), code="session_not_found") from None
+        except StoreError as exc:
+            raise HttpError(503, f"the gateway's store is unavailable: {exc}",
+                            kind="server_error") from None
+        record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
+                             unmatched=prepared.rehydration.misses)
+        headers = {SESSION_HEADER: prepared.session.id}
+        reply = _Reply(model=parsed.model, include_usage=parsed.include_usage)
+        if parsed.stream:
+            return await self._stream(request, prepared, reply, headers, record)
+        return await self._whole(request, prepared, reply, headers, record)
+
+    async def _body(self, request: Request, record: _Record) -> bytes:
+        limit = self.config.max_body_bytes
+        try:
+            raw = await _read_body(request, limit)
+        except _TooLarge:
+            raise HttpError(413, f"the request body is larger than the gateway's limit of "
+                                 f"{limit} bytes ([server] max_body_bytes)",
+                            code="request_too_large") from None
+        except ClientDisconnect:
+            raise HttpError(499, "the client disconnected", code="client_closed") from None
+        record.fields["bytes_in"] = len(raw)
+        return raw
+
+    def _upstream(self, model: str) -> Any:
+        try:
+            return self.config.upstream_for(model)
+        except UsageError as exc:
+            raise HttpError(404, str(exc), code="model_not_found", param="model") from None
+
+    # --- answering ----------------------------------------------------------------------------
+
+    async def _whole(self, request: Request, prepared: Prepared, reply: _Reply,
+                     headers: Mapping[str, str], record: _Record) -> Response:
+        sink = GatewaySink()
+
+        async def work() -> Done | None:
+            try:
+                done = None
+                async for event in self.engine.run(prepared.turn, sink,
+                                                   TurnOptions(stream=False, keep_partial=False)):
+                    if isinstance(event, Done):
+                        done = event
+                return done
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await self.conversations.persist(prepared, sink)
+
+        try:
+            finished, done = await unless_disconnected(request.receive, work)
+        except ThoughtlineError as exc:
+            raise self._failure(exc, prepared) from None
+        if not finished or done is None:
+            return self._logged(record, _json(499, {}), "client_closed")
+        body = client.completion_json(done, **reply.ids())
+        return self._logged(record, _json(200, body, headers))
+
+    async def _stream(self, request: Request, prepared: Prepared, reply: _Reply,
+                      headers: Mapping[str, str], record: _Record) -> Any:
+        sink = GatewaySink()
+        events = self.engine.run(prepared.turn, sink, TurnOptions(stream=True,
+                                                                  keep_partial=False))
+        try:
+            finished, first = await unless_disconnected(request.receive, events.__anext__)
+        except ThoughtlineError as exc:
+            await _closed(events)
+            with anyio.CancelScope(shield=True):
+                await self.conversations.persist(prepared, sink)
+            raise self._failure(exc, prepared) from None
+        if not finished:
+            await _closed(events)
+            return self._logged(record, _json(499, {}), "client_closed")
+        outcome = {"value": "client_closed"}
+
+        async def frames() -> AsyncIterator[bytes]:
+            writer = client.ChunkWriter(**reply.ids(), include_usage=reply.include_usage)
+            event: Any = first
+            persisted = False
+            try:
+                while True:
+                    if isinstance(event, Done):
+                        with anyio.CancelScope(shield=True):
+                            await self.conversations.persist(prepared, sink)
+                        persisted = True
+                        outcome["value"] = "ok"
+                        yield writer.finish(event)
+                        return
+                    frame = writer.event(event)
+                    if frame is not None:
+                        yield frame
+                    event = await events.__anext__()
+            except ThoughtlineError as exc:
+                error = self._failure(exc, prepared)
+                outcome["value"] = error.kind
+                yield client.error_frame(str(error), kind=error.kind, code=error.code)
+            finally:
+                await _closed(events)
+                if not persisted:
+                    with anyio.CancelScope(shield=True):
+                        await self.conversations.persist(prepared, sink)
+
+        async def on_close(completed: bool) -> None:
+            self.access.write(record.line(200, outcome["value"] if completed
+                                          else "client_closed"))
+
+        return EventStreamResponse(frames(), headers=headers, on_close=on_close)
+
+    def _failure(self, exc: ThoughtlineError, prepared: Prepared) -> HttpError:
+        """An upstream or store failure as an OpenAI error (the upstream's key redacted)."""
+        name = prepared.upstream.name
+        if isinstance(exc, ProviderError):
+            status = exc.status or 502
+            text = f"upstream {name!r} answered HTTP {status}: {exc.args[0] if exc.args else ''}"
+            if exc.status is None:
+                text = f"upstream {name!r} could not be reached: {exc.args[0]}"
+            kind = "invalid_request_error" if 400 <= status < 500 else "upstream_error"
+            error = HttpError(status, _redact(text, prepared), kind=kind, code="upstream_error")
+        elif isinstance(exc, ProtocolError):
+            error = HttpError(502, _redact(f"upstream {name!r} sent a broken answer: {exc}",
+                                           prepared), kind="upstream_error", code="bad_upstream")
+        elif isinstance(exc, StoreError):
+            error = HttpError(503, f"the answer could not be stored: {exc}", kind="server_error")
+        else:
+            error = HttpError(500, _redact(f"the gateway cannot reach upstream {name!r}: {exc}",
+                                           prepared), kind="server_error")
+        return error
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Reply:
+    model: str
+    include_usage: bool
+    response_id: str = field(default_factory=lambda: "chatcmpl-" + uuid.uuid4().hex)
+    created: int = field(default_factory=lambda: int(time.time()))
+
+    def ids(self) -> dict[str, Any]:
+        return {"response_id": self.response_id, "model": self.model, "created": self.created}
+
+
+def client_request(raw: bytes) -> client.ClientRequest:
+    try:
+        body = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        raise HttpError(400, f"the request body is not valid JSON: {exc}",
+                        code="invalid_json") from None
+    try:
+        return client.parse_request(body)
+    except client.ClientRequestError as exc:
+        raise HttpError(400, str(exc), param=exc.param) from None
+
+
+async def _read_body(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise _TooLarge
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise _TooLarge
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _closed(events: Any) -> None:
+    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+        await events.aclose()
+
+
+def _redact(text: str, prepared: Prepared) -> str:
+    key = prepared.turn.provider.api_key()
+    return text.replace(key, "***") if key else text
+
+
+def _unauthorized_error() -> HttpError:
+    return HttpError(401, "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
+                          "with a token configured for this gateway", code="invalid_api_key")
+
+
+def _unauthorized() -> Response:
+    return _unauthorized_error().response({"www-authenticate": "Bearer"})
+
+
+def create_app(gateway: Gateway) -> Starlette:
+    """The Starlette app serving ``gateway`` (closed when the app shuts down)."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await gateway.aclose()
+
+    routes = [Route("/v1/chat/completions", gateway.chat, methods=["POST"]),
+              Route("/chat/completions", gateway.chat, methods=["POST"]),
+              Route("/v1/models", gateway.models, methods=["GET"]),
+              Route("/healthz", gateway.healthz, methods=["GET"])]
+    return Starlette(routes=routes, lifespan=lifespan)

@@ -1,0 +1,159 @@
+"""One client request as a turn: rehydrate, pick the session, run the engine, store the answer.
+
+Owns the gateway's ``TurnSink``: it keeps what the engine reports in memory (the engine calls a
+sink synchronously, on the event loop) and ``persist`` writes it afterwards through ``storage``
+in one worker-thread call — the learned lessons merged into the session's config and the global
+ledger, the client's new messages and the answer appended atomically with the answer's lookup
+keys. The answer is stored before the client sees its end, so every turn a client can resend is
+findable, also after a SIGKILL. Knows no wire names: parsing and rendering are the client codec's,
+upstream shaping is the upstream codec's (through the ``TurnEngine``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from thoughtline.codecs import registry
+from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.codecs.openai_chat.client import CLIENT_API, ClientRequest
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import NotFound
+from thoughtline.events import Done
+from thoughtline.gateway import rehydrate
+from thoughtline.gateway.config import GatewayConfig, Upstream
+from thoughtline.gateway.storage import AsyncStore
+from thoughtline.messages import Message
+from thoughtline.modelconfig import ModelConfig, merge
+from thoughtline.store.base import SessionRecord, Store
+from thoughtline.turn import TurnInput
+from thoughtline.verdicts import Verdict
+
+
+class UnknownSession(NotFound):
+    """``X-Thoughtline-Session`` names no session of this tenant (HTTP 404)."""
+
+
+@dataclass(kw_only=True, slots=True)
+class GatewaySink:
+    """Collects one turn's outcome; ``persist`` stores it (the engine's calls stay cheap)."""
+
+    lessons: list[Lesson] = field(default_factory=list)
+    pending: Sequence[Message] = ()
+    done: Done | None = None
+
+    def learned(self, lesson: Lesson) -> None:
+        self.lessons.append(lesson)
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        self.pending, self.done = pending, done
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        """The client never received a whole answer it could resend: nothing to index."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Prepared:
+    """Everything a request needs once the store has been asked."""
+
+    tenant: str
+    session: SessionRecord
+    upstream: Upstream
+    turn: TurnInput
+    rehydration: rehydrate.Rehydration
+    stored_config: ModelConfig
+    #: The messages as the client sent them (the answer's place is computed from these).
+    client_messages: Sequence[Message] = ()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Found:
+    session: SessionRecord
+    matched: rehydrate.Rehydration
+    verdicts: list[Verdict]
+
+
+def _lookups(store: Store, tenant: str, messages: Sequence[Message], ref: str | None,
+             provider: ProviderConfig, tools: Any) -> _Found:
+    """One worker-thread visit: the named session, one lookup per message, the ledger."""
+    named = None
+    if ref:
+        try:
+            named = store.get_session(ref, tenant=tenant)
+        except NotFound:
+            raise UnknownSession(f"X-Thoughtline-Session {ref!r} names no session of this "
+                                 "tenant; omit the header to start or find one") from None
+    scope = named.id if named else None
+    keys = rehydrate.lookup_keys(messages)
+    hits = store.rehydrate(tenant, keys, session_id=scope) if any(keys) else [None] * len(keys)
+    second = [rehydrate.fallback_key(m, k) if h is None else None
+              for m, k, h in zip(messages, keys, hits, strict=True)]
+    if any(second):  # only for turns whose place was not found (e.g. the client edited history)
+        for index, hit in enumerate(store.rehydrate(tenant, second, session_id=scope)):
+            if hit is not None:
+                keys[index], hits[index] = second[index], hit
+    matched = rehydrate.apply(messages, keys, hits)
+    session = named
+    if session is None and matched.session_id:
+        session = store.get_session(matched.session_id, tenant=tenant)
+    if session is None:
+        config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
+        session = store.create_session(title="gateway", model_config=config, tenant=tenant)
+    return _Found(session=session, matched=matched, verdicts=store.verdicts())
+
+
+class Conversations:
+    """Turns requests into engine turns and stores their outcomes."""
+
+    def __init__(self, config: GatewayConfig, store: AsyncStore) -> None:
+        self.config = config
+        self.store = store
+
+    async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
+                      model: str, session_ref: str | None) -> Prepared:
+        provider = upstream.for_model(model)
+        codec = registry.codec(provider.api)
+        found = await self.store.call(_lookups, self.store.store, tenant, request.messages,
+                                      session_ref, provider, request.tools)
+        matched, session = found.matched, found.session
+        stored = ModelConfig.from_json(session.model_config) if session.model_config else \
+            ModelConfig(provider=provider)
+        config = replace(stored, provider=provider, tools=request.tools,
+                         params=_params(request, codec))
+        turn = TurnInput(codec=codec, provider=provider, config=config,
+                         history=matched.history, pending=matched.pending,
+                         ledger=tuple(found.verdicts), cache=None, session=session.id)
+        return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
+                        rehydration=matched, stored_config=stored,
+                        client_messages=request.messages)
+
+    async def persist(self, prepared: Prepared, sink: GatewaySink) -> None:
+        """Store what the turn learned and (when it finished) the turn itself."""
+        if sink.lessons:
+            await self.store.learned(prepared.session.id, _merge_lessons(prepared, sink.lessons),
+                                     [x.verdict for x in sink.lessons if x.verdict is not None])
+        done = sink.done
+        if done is not None:
+            place = rehydrate.prefixes(prepared.client_messages)[-1]
+            await self.store.append_indexed(
+                prepared.session.id, [*sink.pending, done.message], tenant=prepared.tenant,
+                keys=rehydrate.index_keys(done.message, place))
+
+
+def _params(request: ClientRequest, codec: Codec) -> Mapping[str, Any]:
+    """The client's extra body keys are Chat names: passed on only to a Chat upstream."""
+    return request.params if codec.api == CLIENT_API else {}
+
+
+def _merge_lessons(prepared: Prepared, lessons: Sequence[Lesson]) -> Any:
+    base = prepared.stored_config
+    mine = base
+    for lesson in lessons:
+        mine = mine.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
+                            fingerprints=lesson.fingerprints, settings=lesson.settings)
+
+    def update(stored: Mapping[str, Any]) -> Mapping[str, Any]:
+        return merge(stored, mine, base=base)
+
+    return update

@@ -1,0 +1,74 @@
+"""Running the gateway: bind, serve with uvicorn, shut down gracefully.
+
+Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
+announced), the startup line on stderr (``thoughtline gateway listening on http://HOST:PORT``),
+and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
+requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
+"""
+
+from __future__ import annotations
+
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+from thoughtline.gateway.app import Gateway, create_app
+from thoughtline.gateway.config import GatewayConfig, check_exposure
+from thoughtline.requestlog import RequestLog
+
+GRACE_SECONDS = 30
+
+
+class _Server(uvicorn.Server):
+    def __init__(self, config: uvicorn.Config, announce: str) -> None:
+        super().__init__(config)
+        self._announce = announce
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            print(self._announce, file=sys.stderr, flush=True)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stderr,
+              flush=True)
+        # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown, which would make a clean
+        # stop exit as "killed by signal"; a finished shutdown is a normal exit here.
+        captured = getattr(self, "_captured_signals", None)
+        if isinstance(captured, list):
+            captured.clear()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host.strip("[]"), port))
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(config: GatewayConfig, home: Path) -> None:
+    """Serve until SIGTERM/SIGINT (blocking)."""
+    from thoughtline.store import open_store
+
+    check_exposure(config)
+    # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
+    store = open_store(config.store or None, home, crash_durable_only=True)
+    sock = bind(config.host, config.port)
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))
+    app = create_app(gateway)
+    uv: Any = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
+                             timeout_graceful_shutdown=GRACE_SECONDS, server_header=False)
+    server = _Server(uv, f"thoughtline gateway listening on http://{shown}:{port}")
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()

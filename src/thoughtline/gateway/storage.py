@@ -1,0 +1,54 @@
+"""The gateway's only door to the store: every call runs in a worker thread, never on the loop.
+
+The store is synchronous (SQLite, psycopg); a call made on the event loop would stall every other
+request for its duration. Each method here is one store call handed to ``anyio.to_thread``. When
+an async store facade lands, this module is the one place to switch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from typing import Any, TypeVar
+
+import anyio.to_thread
+
+from thoughtline.messages import Message
+from thoughtline.store.base import Store, StoredMessage
+from thoughtline.store.rehydration import IndexKey
+from thoughtline.verdicts import Verdict
+
+T = TypeVar("T")
+
+
+class AsyncStore:
+    """Awaitable wrappers of the few store calls the gateway makes.
+
+    ``call`` runs any function of the store in one worker-thread visit (the lookups before a
+    turn are several store calls made in one visit, see ``conversation``).
+    """
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn(*args, **kwargs)`` in a worker thread (several store calls may share one visit)."""
+        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+    async def append_indexed(self, session_id: str, messages: Sequence[Message], *,
+                             tenant: str, keys: Sequence[IndexKey]) -> list[StoredMessage]:
+        return await self.call(self.store.append_indexed, session_id, messages, tenant=tenant,
+                               keys=keys)
+
+    async def learned(self, session_id: str, update: Callable[[Mapping[str, Any]],
+                                                                Mapping[str, Any]],
+                      verdicts: Sequence[Verdict]) -> None:
+        def write() -> None:
+            self.store.update_model_config(session_id, update)
+            for verdict in verdicts:
+                self.store.record_verdict(verdict)
+
+        await self.call(write)
+
+    async def close(self) -> None:
+        await self.call(self.store.close)
