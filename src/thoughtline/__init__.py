@@ -10,6 +10,9 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
+    "AutoCompaction": "thoughtline.compaction",
+    "CompactionResult": "thoughtline.compaction",
+    "CompactionSettings": "thoughtline.compaction",
     "ConfigError": "thoughtline.errors",
     "CorruptPayload": "thoughtline.errors",
     "Done": "thoughtline.events",
@@ -38,11 +41,15 @@ _EXPORTS: dict[str, str] = {
     "Usage": "thoughtline.messages",
     "UsageError": "thoughtline.errors",
     "Verdict": "thoughtline.verdicts",
+    "compress": "thoughtline.compaction",
     "open_store": "thoughtline.store",
     "resolve": "thoughtline.routes",
 }
 
 __all__ = [
+    "AutoCompaction",
+    "CompactionResult",
+    "CompactionSettings",
     "ConfigError",
     "CorruptPayload",
     "Done",
@@ -71,6 +78,7 @@ __all__ = [
     "Usage",
     "UsageError",
     "Verdict",
+    "compress",
     "open_store",
     "resolve",
 ]
@@ -90,6 +98,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from thoughtline.compaction import (
+        AutoCompaction,
+        CompactionResult,
+        CompactionSettings,
+        compress,
+    )
     from thoughtline.config import ProviderConfig
     from thoughtline.errors import (
         ConfigError,

@@ -22,7 +22,7 @@ import orjson
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.errors import HeadMoved, StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
@@ -35,6 +35,7 @@ from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
+    from thoughtline.compaction import AutoCompaction
     from thoughtline.transport import HttpTransport
 
 __all__ = ["Session", "TurnOptions"]
@@ -70,6 +71,8 @@ class Session:
         self._ids: list[str] | None = list(ids) if ids is not None else (
             [] if not history else None)
         self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
+        #: Automatic compaction before a request that would not fit (``compaction``); None: off.
+        self.compaction: AutoCompaction | None = None
 
     # --- construction -------------------------------------------------------------------------
 
@@ -180,6 +183,11 @@ class Session:
         return self._config.provider
 
     @property
+    def wire_cache(self) -> WireCache:
+        """The codec's memo of this session's turns' wire forms (the estimator shares it)."""
+        return self._cache
+
+    @property
     def codec(self) -> Codec:
         return registry.codec(self._config.provider.api)
 
@@ -226,6 +234,20 @@ class Session:
         self._loaded = stored
         self._config = replace(stored, provider=replace(stored.provider,
                                                         headers=mine.provider.headers))
+
+    def remember(self, settings: Mapping[str, Mapping[str, Any]]) -> None:
+        """Merge per-session settings (by namespace) into the stored config."""
+        self._save(self._config.learned(settings=settings))
+
+    def reload(self) -> None:
+        """Re-read the record and history from the store (after a compaction or a restore)."""
+        self.record = self.store.get_session(self.id)
+        loaded = self.store.load_history(self.id)
+        self._history = [m.message for m in loaded.messages]
+        self._ids = [m.id for m in loaded.messages]
+        self.problems = tuple(loaded.problems)
+        self._forms_plan = None
+        self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
     def _append(self, messages: Sequence[Message]) -> None:
         try:
@@ -327,8 +349,14 @@ class Session:
         self._busy = True
         try:
             engine = TurnEngine(self.transport, self.log)
-            async for event in engine.run(self._turn([_as_message(turn)]), _Sink(self),
-                                          options):
+            message = _as_message(turn)
+
+            def run() -> AsyncIterator[Event]:
+                return engine.run(self._turn([message]), _Sink(self), options)
+
+            events = run() if self.compaction is None else self.compaction.around(self, message,
+                                                                                  run)
+            async for event in events:
                 yield event
         finally:
             self._busy = False

@@ -65,7 +65,7 @@ def test_turns_and_slash_commands(cli: Cli, chat_tty: PtyProcess) -> None:
 
     in_branch = command(tty, "in the branch", "Scripted answer 4 to: in the branch")
     assert "The user says “in the branch”" in in_branch  # shown again
-    command(tty, "/compact", "compaction is not available yet")
+    command(tty, "/compact 2", "compacted: ")  # the rest of compaction: tests/compaction
     command(tty, "/frobnicate", "unknown command /frobnicate")
     command(tty, "/help", "/branch [title]")
     tty.expect(PROMPT)
@@ -78,14 +78,18 @@ def test_turns_and_slash_commands(cli: Cli, chat_tty: PtyProcess) -> None:
     assert set(records) == {"hello there", "my-branch"}
     branch, original = records["my-branch"], records["hello there"]
     assert branch["id"].startswith(branch_prefix)
-    assert (branch["parent"], branch["turns"], original["turns"]) == (original["id"], 8, 6)
+    # /compact 2 left a checkpoint and the last two turns; generation 0 is the branch as it was.
+    assert (branch["parent"], branch["turns"], original["turns"]) == (original["id"], 3, 6)
+    generations = cli.read("sessions", "show", branch["id"], "--generations", "--json")
+    assert [(g["generation"], g["turns"]) for g in generations["generations"]] == [(0, 8), (1, 3)]
+    assert cli.invoke("sessions", "restore", branch["id"], "--generation", "0").returncode == 0
     assert branch["model"] == "other-model"
     shared = [t["id"] for t in cli.show(original["id"])["turns"]]
     branch_turns = cli.show(branch["id"])["turns"]
     assert [t["id"] for t in branch_turns[:6]] == shared  # reasoning carried over untouched
     assert branch_turns[2]["preview"] == "first line\nsecond line"
     models = [r["model"] for r in cli.log_records()]
-    assert models == ["demo-reasoner"] * 3 + ["other-model"]
+    assert models == ["demo-reasoner"] * 3 + ["other-model"] * 2  # the last one: the summary
     assert "hello there" in (cli.home / "prompt-history").read_text()
 
 

@@ -1,13 +1,13 @@
 """The gateway's promise: a client that strips reasoning still gets exact replay upstream.
 
-An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a
-DeepSeek-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-
-contracts §2), the Anthropic Messages emulator (signed thinking verified on the way back in), the
-Gemini emulator (thought signatures), the OpenAI Responses emulator (encrypted reasoning items)
-and the Bedrock Converse emulator (SigV4-checked, signed reasoning), and keeps only role, content and tool calls of every answer. Every upstream request
-must be accepted and must be byte-identical to what a direct thoughtline ``Session`` (which keeps
-the whole turn) sends for the same conversation; the reasoning the client was shown comes back
-upstream byte for byte.
+An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a DeepSeek-
+personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-contracts §2),
+the Anthropic Messages emulator (signed thinking verified on the way back in), the Gemini emulator
+(thought signatures), the OpenAI Responses emulator (encrypted reasoning items) and the Bedrock
+Converse emulator (SigV4-checked, signed reasoning), and keeps only role, content and tool calls of
+every answer. Every upstream request must be accepted and must be byte-identical to what a direct
+thoughtline ``Session`` (which keeps the whole turn) sends for the same conversation; the reasoning
+the client was shown comes back upstream byte for byte.
 """
 
 from __future__ import annotations

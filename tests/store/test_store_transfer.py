@@ -27,6 +27,11 @@ _TABLES = {
     "payloads": "SELECT digest, data FROM payloads ORDER BY digest",
     "wire_forms": "SELECT message_id, plan, meta, digest, data FROM wire_forms "
                   "ORDER BY message_id, plan",
+    "session_generations": "SELECT session_id, generation, created_at, archived_at, parent_id, "
+                           "fork_point, turns, note FROM session_generations "
+                           "ORDER BY session_id, generation",
+    "generation_messages": "SELECT session_id, generation, seq, message_id FROM "
+                           "generation_messages ORDER BY session_id, generation, seq",
 }
 
 
@@ -51,6 +56,9 @@ def _source(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         empty = store.create_session(title="empty").id
         store.record_verdict(Verdict(provider="p", host="h", model="m",
                                      drop=frozenset({"reasoning"}), pad=True, reason="r"))
+        compacted = store.create_session(title="compacted").id
+        store.append(compacted, [user("old question"), signed_turn()])
+        store.replace_history(compacted, [user("summary of the old turns")])
         first = store.load_wire_forms(main, "plan-a").entries[0][1]
         store.put_wire_forms([WireForm(message_id=first, plan="plan-a", meta='{"role":"system"}',
                                        data=b'{"role":"system","content":"be brief"}')])
@@ -67,7 +75,7 @@ def test_every_row_arrives_byte_identical(backend: Backend, tmp_path: Path) -> N
     with SQLiteStore(path) as source:
         report = copy_store(source, backend.store)
         assert report.problems == []
-        assert report.sessions == 4 and report.verdicts == 1
+        assert report.sessions == 5 and report.verdicts == 1
         for table in _TABLES:
             assert _rows(backend.store, table) == _rows(source, table), table
         assert _histories(backend.store) == _histories(source)
@@ -136,10 +144,10 @@ def test_the_cli_command(backend: Backend, tmp_path: Path) -> None:
     assert first.exit_code == 0, first.stderr
     progress = first.stderr.splitlines()
     assert progress[0].startswith(f"copying {path}")
-    assert [line.split("]")[0] for line in progress[1:]] == ["[1/4", "[2/4", "[3/4", "[4/4"]
+    assert [line.split("]")[0] for line in progress[1:]] == [f"[{n}/5" for n in range(1, 6)]
     assert all("copied and verified" in line for line in progress[1:])
     (summary,) = first.stdout.splitlines()
-    assert summary.startswith("migrated 4 session(s)") and "all digests verified" in summary
+    assert summary.startswith("migrated 5 session(s)") and "all digests verified" in summary
     second = runner.invoke(cli, args, catch_exceptions=False)
     assert second.exit_code == 0 and second.stdout == first.stdout
 

@@ -157,6 +157,10 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
       thoughtline chat -c -p "and then?"          # continue the latest session
       thoughtline chat -r 3f2a -p "again"          # continue a session by id prefix
       thoughtline chat --provider demo             # offline, emulated model
+
+    Long sessions compact automatically before a request above [compaction] threshold (default
+    0.8) × the model's context window (context_window = N on [providers.NAME] overrides it);
+    /compact [N] compacts now. Kept turns keep their reasoning exactly.
     """
     text = _prompt_text(prompt_opt or prompt, title)
     if as_json and text is None:

@@ -20,7 +20,7 @@ Enter sends; Esc then Enter (or Alt-Enter) inserts a newline. Ctrl-C stops an an
   /model ID              switch the model for the next turns
   /sessions              list recent sessions
   /reasoning show|hide   show or hide the model's reasoning
-  /compact               compact the context (not available yet)
+  /compact [N]           compact now: summarize older turns, keep the last N verbatim
   /exit                  leave (the session is saved after every turn)"""
 
 
@@ -104,10 +104,51 @@ def _slash(runner: ChatRunner, line: str) -> bool:
             out.print(f"reasoning {'shown' if runner.show_reasoning else 'hidden'}",
                       markup=False)
     elif name == "compact":
-        out.print("compaction is not available yet; nothing was changed", markup=False)
+        _compact(runner, arg)
     else:
         out.print(f"unknown command /{name} — /help lists them", markup=False)
     return True
+
+
+def _compact(runner: ChatRunner, arg: str) -> None:
+    """``/compact [N]``: compress now, with a progress line while the summary streams; Ctrl-C
+    stops it and leaves the session as it was."""
+    import asyncio
+    import contextlib
+    import signal
+
+    from thoughtline import compaction
+    from thoughtline.cli.sessions import end_progress, progress_line
+    from thoughtline.errors import ThoughtlineError
+
+    out = runner.out
+    if arg and not arg.isdigit():
+        out.print("usage: /compact [N]   (N: turns kept verbatim)", markup=False)
+        return
+    settings = compaction.load_settings(runner.home)
+
+    progress = progress_line()
+    task = runner.loop.create_task(compaction.compress(
+        runner.session, keep=int(arg) if arg else None, settings=settings, on_progress=progress))
+    with contextlib.suppress(NotImplementedError, RuntimeError):
+        runner.loop.add_signal_handler(signal.SIGINT, task.cancel)
+    try:
+        result = runner.loop.run_until_complete(task)
+    except asyncio.CancelledError:
+        end_progress()
+        runner.err.print("[compaction interrupted — the session is unchanged]", style="yellow",
+                         markup=False)
+        return
+    except ThoughtlineError as exc:
+        end_progress()
+        runner.err.print(f"compaction failed: {exc} (the session is unchanged)", style="red",
+                         markup=False)
+        return
+    finally:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            runner.loop.remove_signal_handler(signal.SIGINT)
+    end_progress()
+    out.print(result.describe(), markup=False)
 
 
 def run_interactive(runner: ChatRunner) -> None:

@@ -14,7 +14,8 @@ import click
 # command name -> (module, attribute, one-line help shown by --help without importing the module)
 _COMMANDS: dict[str, tuple[str, str, str]] = {
     "chat": ("thoughtline.cli.chat", "chat", "Chat with a reasoning model (interactive or -p)."),
-    "sessions": ("thoughtline.cli.sessions", "sessions", "List, show, export or remove sessions."),
+    "sessions": ("thoughtline.cli.sessions", "sessions",
+                 "List, show, export, compact, restore or remove sessions."),
     "logs": ("thoughtline.cli.logs", "logs", "Show which reasoning fields each request carried."),
     "routes": ("thoughtline.cli.routes", "routes",
                "Explain what a route receives (and what was learned about it)."),

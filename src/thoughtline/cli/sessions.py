@@ -1,4 +1,4 @@
-"""``thoughtline sessions list|show|export|import|rm|branch|migrate``."""
+"""``thoughtline sessions list|show|export|import|rm|branch|compact|restore|migrate``."""
 
 from __future__ import annotations
 
@@ -105,7 +105,7 @@ def _warn_damaged(record: Any, loaded: Any) -> None:
 
 @click.group()
 def sessions() -> None:
-    """List, show, export, import or remove stored sessions."""
+    """List, show, export, import, remove, compact or restore stored sessions."""
 
 
 @sessions.command("list")
@@ -149,9 +149,14 @@ def list_(ctx: click.Context, as_json: bool, limit: int | None) -> None:
 @sessions.command()
 @click.argument("session")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.option("--generations", is_flag=True,
+              help="List the session's generations (each compaction keeps the previous one).")
 @click.pass_context
-def show(ctx: click.Context, session: str, as_json: bool) -> None:
+def show(ctx: click.Context, session: str, as_json: bool, generations: bool) -> None:
     """Turns with their reasoning carriers (kind, origin, bytes, digest) and learned verdicts."""
+    if generations:
+        _show_generations(ctx, session, as_json)
+        return
     record, loaded = _load(ctx, session)
     turns = [_turn_summary(m.seq, m.message, m.id) for m in loaded.messages]
     cfg = record.model_config
@@ -354,6 +359,128 @@ def branch(ctx: click.Context, session: str, at: int | None, title: str | None) 
     click.echo(f"branched {made.turns} turns of {record.id} into a new session; continue with: "
                f"thoughtline chat -r {made.id}", err=True)
     click.echo(made.id)
+
+
+# --- compaction -----------------------------------------------------------------------------------
+
+
+def _show_generations(ctx: click.Context, ref: str, as_json: bool) -> None:
+    store = open_store(ctx)
+    try:
+        record = store.get_session(ref)
+        found = store.list_generations(record.id)
+    finally:
+        store.close()
+    if as_json:
+        click.echo(json.dumps({"session": record.id,
+                               "generations": [g.to_json() for g in found]}))
+        return
+    for g in found:
+        note = g.note
+        how = ""
+        if note.get("ended_by") == "compaction":
+            how = (f"  compacted to {note.get('turns_after')} turns, ~{note.get('tokens_before')}"
+                   f" → ~{note.get('tokens_after')} tokens by {note.get('summarizer', '?')}")
+        elif note.get("ended_by") == "restore":
+            how = f"  replaced by a restore of generation {note.get('restored')}"
+        mark = "*" if g.current else " "
+        click.echo(f"{mark} generation {g.number:>3}  {g.turns:>5} turns  since "
+                   f"{_when(g.created_at)}{how}")
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("--keep", type=click.IntRange(min=0), default=None, metavar="N",
+              help="Keep at least the last N turns verbatim (default: [compaction] keep, 8).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+@click.pass_context
+def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -> None:
+    """Compact a session now: summarize its head into a checkpoint, keep the tail verbatim.
+
+    Every kept turn keeps its reasoning exactly. The previous history stays in the store as a
+    generation (see 'sessions show SESSION --generations'; undo with 'sessions restore').
+    --json prints {"session", "compacted", "turns_before", "turns_after", "tokens_before",
+    "tokens_after"} (and "reason" when nothing was compacted).
+    """
+    import asyncio
+
+    from thoughtline import compaction
+    from thoughtline.cli.common import home_dir
+    from thoughtline.config import DEMO_PROVIDER, load_config
+    from thoughtline.requestlog import RequestLog
+    from thoughtline.session import Session
+
+    home = home_dir(ctx)
+    cfg = load_config(home)
+    settings = compaction.load_settings(home, cfg)
+    store = open_store(ctx)
+    progress = None if as_json else progress_line()
+
+    async def run() -> compaction.CompactionResult:
+        opened = Session.resume(store, session, config=cfg, log=RequestLog(home / "logs"))
+        emulator = None
+        if opened.provider.id == DEMO_PROVIDER:  # a demo session summarizes on the emulator
+            from thoughtline.cli.chat import start_demo_backend
+
+            provider, emulator = start_demo_backend(opened.provider)
+            opened.set_provider(provider)
+        try:
+            return await compaction.compress(opened, keep=keep, settings=settings,
+                                             on_progress=progress)
+        finally:
+            await opened.aclose()
+            if emulator is not None:
+                emulator.stop()
+
+    try:
+        result = asyncio.run(run())
+    except KeyboardInterrupt:
+        click.echo("\ninterrupted — the session is unchanged", err=True)
+        raise SystemExit(130) from None
+    finally:
+        store.close()
+    if progress is not None:
+        end_progress()
+    click.echo(json.dumps(result.to_json()) if as_json else result.describe())
+
+
+def progress_line() -> Any:
+    """A callback showing how much of the summary has streamed, on one stderr line (rewritten
+    in place on a terminal; said once otherwise). ``end_progress`` clears it."""
+    live = not plain_output(sys.stderr)
+    shown = [0]
+
+    def progress(chars: int) -> None:
+        if live:
+            click.echo(f"\rcompacting: summary {chars} characters…", err=True, nl=False)
+            shown[0] = chars
+        elif not shown[0]:
+            shown[0] = 1
+            click.echo("compacting: summarizing…", err=True)
+
+    return progress
+
+
+def end_progress() -> None:
+    """Clear a progress line so the next message starts at the left margin (terminals only)."""
+    if not plain_output(sys.stderr):
+        click.echo("\r\033[K", err=True, nl=False)
+
+
+@sessions.command()
+@click.argument("session")
+@click.option("--generation", "number", type=click.IntRange(min=0), required=True, metavar="N",
+              help="The generation to continue from (see 'sessions show --generations').")
+@click.pass_context
+def restore(ctx: click.Context, session: str, number: int) -> None:
+    """Continue a session from an earlier generation (the current one is kept as well)."""
+    store = open_store(ctx)
+    try:
+        record = store.get_session(session)
+        current = store.restore_generation(record.id, number)
+    finally:
+        store.close()
+    click.echo(f"restored generation {number} of {record.id} as generation {current}")
 
 
 @sessions.command()

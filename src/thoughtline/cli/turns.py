@@ -93,9 +93,19 @@ class ChatRunner:
     def _log(self) -> RequestLog:
         return RequestLog(self.home / "logs")
 
+    def _auto_compact(self, session: Session) -> Session:
+        """Attach automatic compaction (``[compaction]`` of config.toml) to ``session``."""
+        from thoughtline.cli.sessions import progress_line
+        from thoughtline.compaction import AutoCompaction, load_settings
+
+        session.compaction = AutoCompaction(load_settings(self.home),
+                                            on_progress=progress_line())
+        return session
+
     def create(self, prov: config.ProviderConfig, *, title: str = "") -> None:
         prov = self._prepare(prov)
-        self._session = Session.create(self.store, prov, title=title, log=self._log())
+        self._session = self._auto_compact(Session.create(self.store, prov, title=title,
+                                                          log=self._log()))
         self._created = True
         self._tell_waits()
 
@@ -121,7 +131,7 @@ class ChatRunner:
         prepared = self._prepare(prov)
         if prepared != session.provider:
             session.set_provider(prepared)
-        self._session = session
+        self._session = self._auto_compact(session)
         self._tell_waits()
         for problem in session.problems:
             self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part will "
@@ -139,7 +149,7 @@ class ChatRunner:
 
     def branch(self, title: str = "") -> Session:
         branched = self.session.branch(title=title or f"{self.session.record.title} (branch)")
-        self._session, self._created = branched, False
+        self._session, self._created = self._auto_compact(branched), False
         return branched
 
     def close(self) -> None:
@@ -205,6 +215,8 @@ class ChatRunner:
         session.record = replace(session.record, title=title)
 
     async def _run(self, text: str, render: bool) -> Done | None:
+        from thoughtline.cli.sessions import end_progress
+
         done: Done | None = None
         state = _RenderState()
         try:
@@ -214,6 +226,7 @@ class ChatRunner:
                     if render and not self.stream:
                         self._render_whole(event)
                 elif isinstance(event, Notice):
+                    end_progress()
                     self.err.print(safe(event.text), style="yellow", markup=False)
                 elif render:
                     self._render_delta(event, state)

@@ -124,6 +124,21 @@ class Store(Protocol):
         """A new session inheriting the first ``at`` messages (default: all), without copying."""
         ...
 
+    def replace_history(self, session_id: str, messages: Sequence[Message], *,
+                        expect: tuple[int, str | None] | None = None,
+                        note: Mapping[str, Any] | None = None) -> int:
+        """Archive the current history as a generation and continue from ``messages``
+        (compaction), atomically; refused when the session no longer matches ``expect``."""
+        ...
+
+    def restore_generation(self, session_id: str, number: int) -> int:
+        """Continue from an archived generation (the current one is archived first)."""
+        ...
+
+    def list_generations(self, session_id: str) -> list[Any]:
+        """Archived generations oldest first, then the current one (``generations.Generation``)."""
+        ...
+
     def delete_session(self, session_id: str) -> None: ...
 
     def record_verdict(self, verdict: Verdict) -> Verdict:

@@ -20,7 +20,7 @@ from typing import Any
 
 from thoughtline.errors import HeadMoved, NotFound, UsageError
 from thoughtline.messages import Message
-from thoughtline.store import codec, history, ledger, wireforms
+from thoughtline.store import codec, generations, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
@@ -201,6 +201,32 @@ class SqlStore(RehydrationStore):
         with self._db.transaction(write=False) as tx:
             _session(tx, session_id)
             return wireforms.load(tx, session_id, plan)
+
+    # --- generations (compaction; see ``generations``) ---------------------------------------
+
+    def replace_history(self, session_id: str, messages: Sequence[Message], *,
+                        expect: tuple[int, str | None] | None = None,
+                        note: Mapping[str, Any] | None = None) -> int:
+        """Archive the current history as a generation and continue from ``messages``, in one
+        transaction; ``expect`` = (visible messages, last message id) as read. Returns the
+        archived generation's number."""
+        with self._db.transaction(write=True) as tx:
+            return generations.replace(tx, session_id, messages, expect=expect, note=note or {})
+
+    def restore_generation(self, session_id: str, number: int) -> int:
+        """Continue from archived generation ``number``; returns the new current number."""
+        with self._db.transaction(write=True) as tx:
+            return generations.restore(tx, session_id, number, note={"ended_by": "restore"})
+
+    def list_generations(self, session_id: str) -> list[generations.Generation]:
+        with self._db.transaction(write=False) as tx:
+            _session(tx, session_id)
+            return generations.list_generations(tx, session_id)
+
+    def generation_ids(self, session_id: str, number: int) -> list[tuple[int, str]]:
+        """(seq, message id) of archived generation ``number``."""
+        with self._db.transaction(write=False) as tx:
+            return generations.load_generation(tx, session_id, number)
 
     # --- verdict ledger -----------------------------------------------------------------------
 

@@ -171,7 +171,9 @@ def delete(tx: Tx, session_id: str) -> None:
         tx.execute("UPDATE sessions SET parent_id = ?, fork_point = ? WHERE id = ?",
                    (parent_id, new_fork, child_id))
     message_ids = [m for (m,) in tx.all(
-        "SELECT DISTINCT message_id FROM session_messages WHERE session_id = ?", (session_id,))]
+        "SELECT DISTINCT message_id FROM session_messages WHERE session_id = ? UNION "
+        "SELECT message_id FROM generation_messages WHERE session_id = ?",
+        (session_id, session_id))]
     tx.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))
     tx.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
     _collect(tx, message_ids)
@@ -184,7 +186,9 @@ def _collect(tx: Tx, message_ids: Sequence[str]) -> None:
         marks = ", ".join("?" * len(chunk))
         orphans = [m for (m,) in tx.all(
             f"SELECT digest FROM messages WHERE digest IN ({marks}) AND NOT EXISTS "
-            "(SELECT 1 FROM session_messages sm WHERE sm.message_id = messages.digest)", chunk)]
+            "(SELECT 1 FROM session_messages sm WHERE sm.message_id = messages.digest) "
+            "AND NOT EXISTS (SELECT 1 FROM generation_messages gm "
+            "WHERE gm.message_id = messages.digest)", chunk)]
         if not orphans:
             continue
         marks = ", ".join("?" * len(orphans))

@@ -135,6 +135,39 @@ def create_rehydration_index(tx: Tx, d: Dialect) -> None:
     tx.execute("CREATE INDEX rehydration_by_session ON rehydration (session_id)")
 
 
+@migration
+def create_generations(tx: Tx, d: Dialect) -> None:
+    """Earlier generations of compacted sessions: each one's whole visible history, by reference.
+
+    A compaction (or a restore) archives the session's history as it was — every visible message,
+    inherited ones included, so a generation reads without its lineage — and then writes the new
+    one as the session's own rows. ``note`` is JSON (why the generation ended, token figures).
+    """
+    tx.execute(f"""
+        CREATE TABLE session_generations (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            generation INTEGER NOT NULL,
+            created_at {d.real} NOT NULL,
+            archived_at {d.real} NOT NULL,
+            parent_id TEXT,
+            fork_point INTEGER,
+            turns INTEGER NOT NULL,
+            note TEXT NOT NULL DEFAULT '{{}}',
+            PRIMARY KEY (session_id, generation)
+        )""")
+    tx.execute("""
+        CREATE TABLE generation_messages (
+            session_id TEXT NOT NULL,
+            generation INTEGER NOT NULL,
+            seq INTEGER NOT NULL,
+            message_id TEXT NOT NULL REFERENCES messages(digest),
+            PRIMARY KEY (session_id, generation, seq),
+            FOREIGN KEY (session_id, generation)
+                REFERENCES session_generations (session_id, generation) ON DELETE CASCADE
+        )""")
+    tx.execute("CREATE INDEX generation_messages_by_message ON generation_messages (message_id)")
+
+
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,

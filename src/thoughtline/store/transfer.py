@@ -6,7 +6,8 @@ tenants and configs. Each session is one target transaction (a re-run after an i
 resumes where it stopped) made of upserts, so re-running is safe: content already there is kept
 (or healed, when the target's copy no longer matches its digest), list entries already there are
 kept, turns added to the source since are added. The global verdict ledger is merged. Stored
-wire forms (a cache of each message's request bytes per plan) come along when they verify.
+wire forms (a cache of each message's request bytes per plan) come along when they verify, and
+so do a compacted session's archived generations (with the messages they reference).
 
 Verification, both sides: a source payload whose bytes do not match its digest is reported and
 not copied (the target then reports it missing on load, and never sends it); a source skeleton
@@ -25,6 +26,8 @@ from thoughtline.store.db import Row, Tx
 from thoughtline.store.engine import SqlStore
 
 _SESSION_COLUMNS = "id, title, created_at, updated_at, parent_id, fork_point, model_config, tenant"
+_GENERATION_COLUMNS = ("session_id, generation, created_at, archived_at, parent_id, fork_point, "
+                       "turns, note")
 _CHUNK = 500
 
 
@@ -38,6 +41,8 @@ class SessionRows:
     links: list[Row]  # (message_id, payload_digest)
     payloads: dict[str, bytes]  # digest -> bytes, verified
     wire_forms: list[Row]  # (message_id, plan, meta, digest, data), verified
+    generations: list[Row]  # session_generations rows (compaction's archived histories)
+    generation_entries: list[Row]  # generation_messages rows
 
     @property
     def id(self) -> str:
@@ -111,7 +116,12 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
         assert session is not None, "listed in the same store"
         entries = tx.all("SELECT seq, message_id, created_at FROM session_messages "
                          "WHERE session_id = ? ORDER BY seq", (sid,))
-        ids = sorted({m for _, m, _ in entries})
+        generations = tx.all(f"SELECT {_GENERATION_COLUMNS} FROM session_generations "
+                             "WHERE session_id = ? ORDER BY generation", (sid,))
+        generation_entries = tx.all("SELECT session_id, generation, seq, message_id FROM "
+                                    "generation_messages WHERE session_id = ? "
+                                    "ORDER BY generation, seq", (sid,))
+        ids = sorted({m for _, m, _ in entries} | {row[3] for row in generation_entries})
         messages = {row[0]: (row[0], bytes(row[1]), row[2]) for row in _in(
             tx, "SELECT digest, skeleton, skeleton_digest FROM messages WHERE digest IN", ids)}
         links = _in(tx, "SELECT message_id, payload_digest FROM message_payloads "
@@ -138,7 +148,8 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
     # Stored wire forms are a cache (rebuilt from the history when missing): copy the good ones.
     wire_forms = sorted(f for f in forms if digest(f[4]) == f[3])
     return SessionRows(session=session, entries=entries, messages=messages, links=links,
-                       payloads=payloads, wire_forms=wire_forms)
+                       payloads=payloads, wire_forms=wire_forms, generations=generations,
+                       generation_entries=generation_entries)
 
 
 def _in(tx: Tx, sql: str, keys: Sequence[str]) -> list[Row]:
@@ -171,6 +182,12 @@ def _write_session(tx: Tx, rows: SessionRows) -> None:
     tx.executemany("INSERT INTO wire_forms (message_id, plan, meta, digest, data) "
                    "VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id, plan) DO NOTHING",
                    rows.wire_forms)
+    tx.executemany(f"INSERT INTO session_generations ({_GENERATION_COLUMNS}) VALUES "
+                   "(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING",
+                   rows.generations)
+    tx.executemany("INSERT INTO generation_messages (session_id, generation, seq, message_id) "
+                   "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, generation, seq) DO NOTHING",
+                   rows.generation_entries)
     sid = rows.id
     tx.executemany("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
                    "VALUES (?, ?, ?, ?) ON CONFLICT (session_id, seq) DO NOTHING",

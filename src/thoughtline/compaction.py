@@ -1,0 +1,607 @@
+"""Compaction that keeps the line of thought: compress, salvage, checkpoints, automatic compaction.
+
+``compress`` summarizes the head of a session's history into a **checkpoint** and keeps the tail
+verbatim — every retained turn's reasoning, signatures, encrypted items and opaque blocks are the
+same ``Message`` values, so they go back on the wire byte for byte. A checkpoint is an ordinary
+user message whose ``native`` record is ``{"thoughtline": {"checkpoint": {...}}}`` (no codec reads
+that namespace, so every API sends it as plain user text). The result is written as a new
+generation (``store.replace_history``): the previous history stays in the store, restorable.
+
+Cut rules (``cut_points``): leading system messages stay; the cut never separates an assistant
+tool call from its results, a thinking-only turn from the turn it precedes, nor falls inside the
+current tool loop (``replay.loop_start``); where the model wants whole exchanges (Gemini) it falls
+only before a user message. Only checkpoints shadowed by the new one are dropped (they are in the
+head, summarized again). The tail walk and the preflight check price candidates with the one
+``Estimator`` (``estimate``), so they agree and compaction cannot loop; ``AutoCompaction`` also
+compacts at most once per threshold crossing.
+
+Salvage, when the candidate is still over budget or not smaller: prune the contents of old tool
+results in the tail (the newest two kept), then cap an over-long summary; reasoning is never
+touched; when nothing helps the history is left alone and the result says why.
+
+Per-model needs are data (``config/models.toml`` via ``estimate.model_facts``) that a codec may
+refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` hook; nothing here
+branches on an API. This module knows no wire field names and no SQL.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from thoughtline import config as config_mod
+from thoughtline import replay
+from thoughtline.codecs import registry
+from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.errors import ConfigError, ThoughtlineError
+from thoughtline.estimate import (
+    CALIBRATION,
+    Estimator,
+    calibration_key,
+    calibration_of,
+    context_window,
+    model_facts,
+    observe,
+    text_tokens,
+)
+from thoughtline.events import Done, Event, Notice, TextDelta
+from thoughtline.messages import Message, Text, ToolResult
+from thoughtline.messages import system as system_message
+from thoughtline.messages import user as user_message
+from thoughtline.modelconfig import ModelConfig
+from thoughtline.routes.resolve import Route
+
+if TYPE_CHECKING:
+    from thoughtline.session import Session
+
+__all__ = ["AutoCompaction", "CompactionResult", "CompactionRules", "CompactionSettings",
+           "checkpoint", "compact_history", "compress", "cut_points", "is_checkpoint",
+           "load_settings"]
+
+NAMESPACE = "thoughtline"
+CHECKPOINT_HEADER = "[Summary of the earlier part of this conversation, made when it was compacted]"
+PRUNED = "[tool result pruned by compaction: {n} characters]"
+TRUNCATED = "\n[… summary truncated by compaction]"
+_KEEP_RESULTS = 2  # newest tool results salvage never prunes
+_TRANSCRIPT_ITEM = 4000  # characters of one head item shown to the summarizer
+
+SUMMARY_SYSTEM = ("You compact conversations. Write a faithful, dense summary of the conversation "
+                  "you are given, for the same assistant to continue from: the user's goals and "
+                  "constraints, decisions made, facts and tool results still needed, open "
+                  "questions and the current state of the work. Plain text, no preamble.")
+
+
+# --- settings -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompactionSettings:
+    """``[compaction]`` of ``config.toml`` plus the providers' ``context_window`` overrides."""
+
+    threshold: float = 0.8  # compact before a request above this fraction of the window
+    keep: int = 8  # messages kept verbatim at least
+    summarizer: str = ""  # "provider/model"; "" = the session's own model
+    #: What the compacted history aims at, as a fraction of the threshold budget (room to grow).
+    target: float = 0.5
+    windows: Mapping[str, int] = field(default_factory=dict)  # provider id → context window
+    config: config_mod.Config | None = field(default=None, compare=False)
+
+    def window(self, provider: config_mod.ProviderConfig) -> int | None:
+        return context_window(provider.model, self.windows.get(provider.id))
+
+
+def load_settings(home: Path, cfg: config_mod.Config | None = None) -> CompactionSettings:
+    """Read ``[compaction]`` and ``context_window`` entries from ``home/config.toml``."""
+    path = home / "config.toml"
+    raw: Mapping[str, Any] = {}
+    if path.exists():
+        try:
+            raw = tomllib.loads(path.read_text("utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from exc
+    table = raw.get("compaction", {})
+    try:
+        threshold = float(table.get("threshold", 0.8))
+        keep = int(table.get("keep", 8))
+        summarizer = str(table.get("summarizer", ""))
+        windows = {str(name).lower(): int(entry["context_window"])
+                   for name, entry in dict(raw.get("providers", {})).items()
+                   if isinstance(entry, Mapping) and "context_window" in entry}
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise ConfigError(f"{path}: [compaction] / context_window: {exc}") from exc
+    if not 0 < threshold <= 1 or keep < 0 or any(w <= 0 for w in windows.values()):
+        raise ConfigError(f"{path}: [compaction] threshold must be in (0, 1], keep >= 0, "
+                          "context_window > 0")
+    if summarizer and "/" not in summarizer:
+        raise ConfigError(f"{path}: [compaction] summarizer must be \"provider/model\", "
+                          f"not {summarizer!r}")
+    return CompactionSettings(threshold=threshold, keep=keep, summarizer=summarizer,
+                              windows=windows, config=cfg or config_mod.load_config(home))
+
+
+# --- checkpoints and rules ----------------------------------------------------------------------
+
+
+def checkpoint(summary: str, **meta: Any) -> Message:
+    """The message that stands for a summarized head."""
+    return Message(role="user", parts=(Text(text=f"{CHECKPOINT_HEADER}\n\n{summary}"),),
+                   native={NAMESPACE: {"checkpoint": meta}})
+
+
+def is_checkpoint(message: Message) -> bool:
+    own = message.native.get(NAMESPACE)
+    return message.role == "user" and isinstance(own, Mapping) and "checkpoint" in own
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompactionRules:
+    """What one route's model needs from a compaction (defaults from ``config/models.toml``)."""
+
+    whole_exchanges: bool = False  # cut only before a user message (Gemini)
+    summarize_reasoning: bool = True  # as a summarizer, may read transcribed thinking
+    #: Per-session API settings to store after compacting, by API id.
+    after_compaction: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+
+def rules_for(codec: Codec, route: Route) -> CompactionRules:
+    facts = model_facts(route.model)
+    rules = CompactionRules(whole_exchanges=facts.whole_exchanges,
+                            summarize_reasoning=facts.summarize_reasoning,
+                            after_compaction=facts.after_compaction)
+    hook = getattr(codec, "compaction_rules", None)
+    return hook(route, rules) if hook is not None else rules
+
+
+def _prefix_end(history: Sequence[Message]) -> int:
+    index = 0
+    while index < len(history) and history[index].role == "system":
+        index += 1
+    return index
+
+
+def _results(message: Message) -> bool:
+    return message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts)
+
+
+def _thinking_only(message: Message) -> bool:
+    return (message.role == "assistant" and bool(message.reasoning)
+            and not message.text and not message.tool_calls)
+
+
+def cut_points(history: Sequence[Message], pending: Sequence[Message] = (),
+               rules: CompactionRules | None = None) -> list[int]:
+    """Every index ``c`` where ``history[:c]`` may become a checkpoint and ``history[c:]`` stay.
+
+    The head ``history[start:c]`` (``start`` after the leading system messages) is never empty,
+    and the tail starts no later than the user message that opened the current tool loop.
+    """
+    rules = rules or CompactionRules()
+    start = _prefix_end(history)
+    whole = [*history, *pending]
+    last_user = replay.loop_start(whole) - 1
+    if last_user < 0:
+        return []
+    cuts = []
+    for c in range(start + 1, min(last_user, len(history)) + 1):
+        after = whole[c] if c < len(whole) else None
+        before = history[c - 1]
+        if after is not None and (_results(after) or is_checkpoint(after)):
+            continue  # a tool call stays with its results
+        if before.role == "assistant" and before.tool_calls:
+            continue  # ... also when its results never came
+        if _thinking_only(before):
+            continue  # a thinking block stays with the turn it precedes
+        if rules.whole_exchanges and (after is None or after.role != "user"):
+            continue
+        cuts.append(c)
+    return cuts
+
+
+# --- the pure core ------------------------------------------------------------------------------
+
+
+class Summarize(Protocol):
+    """Turns the summary prompt into the summary text (the finish reason tells refusals)."""
+
+    async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Outcome:
+    """What ``compact_history`` decided; ``messages`` is the new history when ``compacted``."""
+
+    compacted: bool
+    messages: tuple[Message, ...]
+    tokens_before: int
+    tokens_after: int
+    reason: str = ""
+    cut: int = 0
+    salvaged: tuple[str, ...] = ()
+    dropped_checkpoints: int = 0
+
+
+def summary_prompt(head: Sequence[Message], *, reasoning: bool,
+                   budget: int | None = None) -> list[Message]:
+    """The summarizer's request: the head as a transcript. Thinking only when ``reasoning``
+    (a Claude summarizer refuses transcribed thinking: visible text only). Over ``budget``
+    tokens, the oldest items give way (an earlier summary is always kept)."""
+    lines = []
+    for message in head:
+        if is_checkpoint(message):
+            earlier = message.text.removeprefix(CHECKPOINT_HEADER).strip()
+            lines.append(f"[summary of what came before]\n{earlier}")
+            continue
+        if reasoning and message.role == "assistant" and message.reasoning_text():
+            lines.append(f"[assistant, thinking]\n{_clip(message.reasoning_text())}")
+        if message.text:
+            lines.append(f"[{message.role}]\n{_clip(message.text)}")
+        lines.extend(f"[assistant calls {c.name}]\n{_clip(c.arguments)}"
+                     for c in message.tool_calls)
+        lines.extend(f"[tool result{' (error)' if r.is_error else ''}]\n{_clip(r.content)}"
+                     for r in message.tool_results)
+    body = "\n\n".join(_fit(lines, budget) if budget else lines)
+    return [system_message(SUMMARY_SYSTEM),
+            user_message(f"Summarize this conversation:\n\n<conversation>\n{body}\n"
+                         "</conversation>")]
+
+
+def _fit(lines: list[str], budget: int) -> list[str]:
+    first = lines[:1] if lines and lines[0].startswith("[summary of what came before]") else []
+    rest = lines[len(first):]
+    spent = sum(text_tokens(line) for line in first)
+    kept: list[str] = []
+    for line in reversed(rest):
+        spent += text_tokens(line)
+        if spent > budget and kept:
+            break
+        kept.append(line)
+    dropped = len(rest) - len(kept)
+    gap = [f"[… {dropped} earlier items left out to fit the summarizer's context]"] * bool(dropped)
+    return [*first, *gap, *reversed(kept)]
+
+
+def _clip(text: str) -> str:
+    if len(text) <= _TRANSCRIPT_ITEM:
+        return text
+    return text[:_TRANSCRIPT_ITEM] + f" […{len(text) - _TRANSCRIPT_ITEM} more characters]"
+
+
+def _walk(price: Callable[[int], int], cuts: Sequence[int], budget: int | None) -> int:
+    """The smallest cut (longest tail) whose candidate fits ``budget``; the largest cut when
+    none fits or no budget is given. Prices fall as the cut moves right (less tail)."""
+    if budget is None or price(cuts[-1]) > budget:
+        return cuts[-1]
+    lo, hi = 0, len(cuts) - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if price(cuts[mid]) <= budget:
+            hi = mid
+        else:
+            lo = mid + 1
+    return cuts[lo]
+
+
+def _prune_results(tail: Sequence[Message]) -> tuple[list[Message], bool]:
+    """Old tool results' contents replaced by a marker; the newest ``_KEEP_RESULTS`` kept."""
+    seen = 0
+    out: list[Message] = []
+    changed = False
+    for message in reversed(tail):
+        if message.role != "tool" and not message.tool_results:
+            out.append(message)
+            continue
+        parts = []
+        for part in reversed(message.parts):
+            if isinstance(part, ToolResult):
+                seen += 1
+                marker = PRUNED.format(n=len(part.content))
+                if seen > _KEEP_RESULTS and len(part.content) > len(marker):
+                    part = ToolResult(call_id=part.call_id, content=marker,
+                                      is_error=part.is_error)
+                    changed = True
+            parts.append(part)
+        parts.reverse()
+        out.append(replace(message, parts=tuple(parts)))
+    out.reverse()
+    return ([*tail] if not changed else out), changed
+
+
+def _cap(summary: str, cap: int) -> str:
+    if text_tokens(summary) <= cap:
+        return summary
+    keep = max(0, cap * 4 - len(TRUNCATED))
+    while keep and text_tokens(summary[:keep]) > cap:
+        keep = int(keep * 0.9)
+    return summary[:keep] + TRUNCATED
+
+
+async def compact_history(history: Sequence[Message], *, estimator: Estimator,
+                          summarize: Summarize, keep: int, pending: Sequence[Message] = (),
+                          budget: int | None = None, rules: CompactionRules | None = None,
+                          summary_rules: CompactionRules | None = None, summary_cap: int = 2000,
+                          prompt_budget: int | None = None) -> Outcome:
+    """Decide, summarize and salvage; pure apart from the ``summarize`` call."""
+    rules = rules or CompactionRules()
+    before = estimator.price([*history, *pending])
+    unchanged = Outcome(compacted=False, messages=tuple(history), tokens_before=before,
+                        tokens_after=before)
+    cuts = [c for c in cut_points(history, pending, rules) if c <= len(history) - keep]
+    if not cuts:
+        return replace(unchanged, reason=f"nothing to compact: no cut point before the last "
+                                         f"{keep} turns that keeps tool calls with their results "
+                                         "and the current tool loop whole")
+    prefix = list(history[:_prefix_end(history)])
+    reserve = checkpoint("x" * (summary_cap * 4))
+
+    def price(cut: int, summary: Message = reserve, tail: Sequence[Message] | None = None) -> int:
+        kept = history[cut:] if tail is None else tail
+        return estimator.price([*prefix, summary, *kept, *pending])
+
+    cut = _walk(price, cuts, budget)
+    head = history[len(prefix):cut]
+    reading = (summary_rules or rules).summarize_reasoning
+    text, finish = await summarize(summary_prompt(head, reasoning=reading, budget=prompt_budget))
+    if finish == "refusal" or not text.strip():
+        why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
+        return replace(unchanged, reason=f"the summarizer {why}; the history is unchanged")
+    dropped = sum(1 for m in head if is_checkpoint(m))
+    meta = {"summarized": len(head), "shadowed": dropped}
+    tail, salvaged = list(history[cut:]), []
+    summary = checkpoint(text.strip(), **meta)
+    tokens = price(cut, summary, tail)
+    goal = before - 1 if budget is None else min(budget, before - 1)
+    if tokens > goal:
+        tail, pruned = _prune_results(tail)
+        if pruned:
+            salvaged.append("pruned old tool results")
+            tokens = price(cut, summary, tail)
+    if tokens > goal and text_tokens(text) > summary_cap:
+        summary = checkpoint(_cap(text.strip(), summary_cap), **meta)
+        salvaged.append("capped the summary")
+        tokens = price(cut, summary, tail)
+    if tokens >= before:
+        return replace(unchanged, salvaged=tuple(salvaged),
+                       reason=f"nothing to gain: the compacted history would cost {tokens} "
+                              f"tokens, not less than the {before} it costs now")
+    return Outcome(compacted=True, messages=(*prefix, summary, *tail), tokens_before=before,
+                   tokens_after=tokens, cut=cut, salvaged=tuple(salvaged),
+                   dropped_checkpoints=dropped)
+
+
+# --- sessions -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CompactionResult:
+    """What ``compress`` did to a session (``to_json`` is the public ``--json`` object)."""
+
+    session: str
+    compacted: bool
+    turns_before: int
+    turns_after: int
+    tokens_before: int
+    tokens_after: int
+    reason: str = ""
+    salvaged: tuple[str, ...] = ()
+    dropped_checkpoints: int = 0
+    generation: int | None = None  # the archived generation's number
+    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"session": self.session, "compacted": self.compacted,
+                               "turns_before": self.turns_before, "turns_after": self.turns_after,
+                               "tokens_before": self.tokens_before,
+                               "tokens_after": self.tokens_after}
+        if not self.compacted:
+            out["reason"] = self.reason
+        return out
+
+    def describe(self) -> str:
+        if not self.compacted:
+            return f"not compacted: {self.reason}"
+        line = (f"compacted: {self.turns_before} → {self.turns_after} turns, "
+                f"~{self.tokens_before} → ~{self.tokens_after} tokens (generation "
+                f"{self.generation} kept; 'thoughtline sessions restore {self.session[:12]} "
+                f"--generation {self.generation}' undoes it)")
+        if self.salvaged:
+            line += f"; salvage: {', '.join(self.salvaged)}"
+        for api, values in self.settings.items():
+            shown = ", ".join(f"{k}={v}" for k, v in values.items())
+            line += (f"; {api} requests now carry {shown} (thinking blocks bound to the old "
+                     "prefix are dropped by the provider and reported, instead of a 400)")
+        return line
+
+
+class _NoSink:
+    """The summary request stores nothing: it is not a turn of the session."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def learned(self, lesson: Lesson) -> None:
+        if lesson.verdict is not None:  # what the route taught still goes to the ledger
+            self._session.store.record_verdict(lesson.verdict)
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        pass
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        pass
+
+
+@dataclass(kw_only=True, slots=True)
+class EngineSummarizer:
+    """Summarizes through the ``TurnEngine``: the session's own model, or a configured one."""
+
+    session: Session
+    provider: config_mod.ProviderConfig
+    config: ModelConfig
+    on_progress: Callable[[int], None] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.provider.id}/{self.provider.model}"
+
+    @property
+    def rules(self) -> CompactionRules:
+        codec = registry.codec(self.provider.api)
+        p = self.provider
+        return rules_for(codec, codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo))
+
+    async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]:
+        from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
+
+        session = self.session
+        turn = TurnInput(codec=registry.codec(self.provider.api), provider=self.provider,
+                         config=replace(self.config, tools=()), history=(), pending=prompt,
+                         ledger=session.store.verdicts(), session=session.id)
+        engine = TurnEngine(session.transport, session.log)
+        chars = 0
+        done: Done | None = None
+        async for event in engine.run(turn, _NoSink(session), TurnOptions(keep_partial=False)):
+            if isinstance(event, TextDelta):
+                chars += len(event.text)
+                if self.on_progress is not None:
+                    self.on_progress(chars)
+            elif isinstance(event, Done):
+                done = event
+        assert done is not None
+        return done.message.text, done.finish
+
+
+def summarizer_for(session: Session, settings: CompactionSettings,
+                   on_progress: Callable[[int], None] | None = None) -> EngineSummarizer:
+    if not settings.summarizer:
+        return EngineSummarizer(session=session, provider=session.provider,
+                                config=session.config, on_progress=on_progress)
+    provider_id, _, model = settings.summarizer.partition("/")
+    provider = config_mod.provider(provider_id, settings.config, model=model)
+    return EngineSummarizer(session=session, provider=provider,
+                            config=ModelConfig(provider=provider), on_progress=on_progress)
+
+
+def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimator:
+    """The estimator of the session's next request (its route, plan, tools and calibration)."""
+    codec = session.codec
+    return Estimator.for_config(codec, session.route, session.config,
+                                ledger=session.store.verdicts(),
+                                cache=codec.new_cache() if fresh_cache else session.wire_cache)
+
+
+async def compress(session: Session, *, keep: int | None = None,
+                   pending: Sequence[Message] = (), budget: int | None = None,
+                   settings: CompactionSettings | None = None,
+                   summarize: Summarize | None = None,
+                   on_progress: Callable[[int], None] | None = None) -> CompactionResult:
+    """Compact ``session`` now: summarize the head, keep at least the last ``keep`` messages
+    verbatim, write a new generation and continue from it. ``budget`` (tokens) makes the tail
+    walk keep as much tail as fits; without one everything before the kept tail is summarized.
+    Ctrl-C or a crash before the store write leaves the session as it was."""
+    settings = settings or CompactionSettings()
+    keep = settings.keep if keep is None else max(0, keep)
+    stored = [m.id for m in session.store.load_history(session.id).messages]
+    if len(stored) != len(session.history):
+        session.reload()  # another process added turns: compact what is stored
+    history = session.history
+    route = session.route
+    rules = rules_for(session.codec, route)
+    engine_summarizer = summarizer_for(session, settings, on_progress)
+    window = settings.window(session.provider)
+    cap = max(256, min(4000, window // 20)) if window else 2000
+    reader = settings.window(engine_summarizer.provider)  # the summarizer's own window
+    outcome = await compact_history(
+        history, estimator=session_estimator(session, fresh_cache=True),
+        summarize=summarize or engine_summarizer, keep=keep, pending=pending, budget=budget,
+        rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
+        prompt_budget=int(reader * 0.6) if reader else None)
+    result = CompactionResult(session=session.id, compacted=outcome.compacted,
+                              turns_before=len(history), turns_after=len(outcome.messages),
+                              tokens_before=outcome.tokens_before,
+                              tokens_after=outcome.tokens_after, reason=outcome.reason,
+                              salvaged=outcome.salvaged,
+                              dropped_checkpoints=outcome.dropped_checkpoints)
+    if not outcome.compacted:
+        return result
+    expect = (len(stored), stored[-1] if stored else None)  # refused if it changed meanwhile
+    note = {"ended_by": "compaction", "turns_after": result.turns_after,
+            "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
+            "summarizer": engine_summarizer.label, "salvaged": list(outcome.salvaged)}
+    number = session.store.replace_history(session.id, outcome.messages, expect=expect,
+                                           note=note)
+    session.reload()
+    after = {api: dict(values) for api, values in rules.after_compaction.items()
+             if api == session.codec.api}
+    if after:
+        session.remember(after)
+    return replace(result, generation=number, settings=after)
+
+
+class AutoCompaction:
+    """Compacts before a request whose estimate exceeds ``threshold`` × the context window.
+
+    At most once per threshold crossing: after compacting (or failing to gain anything) it waits
+    until a request is priced under the threshold again. It also calibrates the estimator from
+    each answer's reported prompt tokens.
+    """
+
+    def __init__(self, settings: CompactionSettings,
+                 on_progress: Callable[[int], None] | None = None,
+                 summarize: Summarize | None = None) -> None:
+        self.settings = settings
+        self.on_progress = on_progress
+        self.summarize = summarize  # None: the session's model or the configured summarizer
+        self.armed = True
+        self.compactions = 0
+        self.last: CompactionResult | None = None  # the latest attempt's result
+
+    def limit(self, session: Session) -> int | None:
+        window = self.settings.window(session.provider)
+        return int(window * self.settings.threshold) if window else None
+
+    async def around(self, session: Session, message: Message,
+                     run: Callable[[], AsyncIterator[Event]]) -> AsyncIterator[Event]:
+        estimator = session_estimator(session)
+        raw = estimator.raw([*session.history, message])
+        limit = self.limit(session)
+        if limit is not None and estimator.scale(raw) > limit:
+            if self.armed:
+                self.armed = False
+                notice = await self._compact(session, message, limit)
+                yield Notice(notice)
+                estimator = session_estimator(session)
+                raw = estimator.raw([*session.history, message])
+        else:
+            self.armed = True
+        async for event in run():
+            if isinstance(event, Done):
+                self._calibrate(session, raw, event.usage.input_tokens)
+            yield event
+
+    async def _compact(self, session: Session, message: Message, limit: int) -> str:
+        try:
+            result = await compress(session, pending=[message], settings=self.settings,
+                                    budget=int(limit * self.settings.target),
+                                    summarize=self.summarize, on_progress=self.on_progress)
+        except ThoughtlineError as exc:
+            return f"automatic compaction failed ({exc}); the turn is sent uncompacted"
+        self.last = result
+        if result.compacted:
+            self.compactions += 1
+        return "automatic " + result.describe()
+
+    @staticmethod
+    def _calibrate(session: Session, raw: int, reported: int) -> None:
+        route = session.route
+        known = calibration_of(session.config, route)
+        updated = observe(known, raw=raw, reported=reported)
+        if updated is None or (known.samples >= _SETTLED
+                               and abs(updated.ratio - known.ratio) < 0.005 * known.ratio):
+            return  # a settled ratio that barely moved is not worth a store write per turn
+        session.remember({CALIBRATION: {calibration_key(route): updated.to_json()}})
+
+
+_SETTLED = 8  # calibration samples after which small changes are no longer stored
+
