@@ -1,65 +1,34 @@
-"""Compaction that keeps the line of thought: compress, salvage, checkpoints, automatic compaction.
+"""The pure core of compaction: settings, checkpoints, cut rules, the tail walk, salvage.
 
-``compress`` summarizes the head of a session's history into a **checkpoint** and keeps the tail
-verbatim — every retained turn's reasoning, signatures, encrypted items and opaque blocks are the
-same ``Message`` values, so they go back on the wire byte for byte. A checkpoint is an ordinary
-user message whose ``native`` record is ``{"thoughtline": {"checkpoint": {...}}}`` (no codec reads
-that namespace, so every API sends it as plain user text). The result is written as a new
-generation (``store.replace_history``): the previous history stays in the store, restorable.
-
-Cut rules (``cut_points``): leading system messages stay; the cut never separates an assistant
-tool call from its results, a thinking-only turn from the turn it precedes, nor falls inside the
-current tool loop (``replay.loop_start``); where the model wants whole exchanges (Gemini) it falls
-only before a user message. Only checkpoints shadowed by the new one are dropped (they are in the
-head, summarized again). The tail walk and the preflight check price candidates with the one
-``Estimator`` (``estimate``), so they agree and compaction cannot loop; ``AutoCompaction`` also
-compacts at most once per threshold crossing.
-
-Salvage, when the candidate is still over budget or not smaller: prune the contents of old tool
-results in the tail (the newest two kept), then cap an over-long summary; reasoning is never
-touched; when nothing helps the history is left alone and the result says why.
-
-Per-model needs are data (``config/models.toml`` via ``estimate.model_facts``) that a codec may
-refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` hook; nothing here
-branches on an API. This module knows no wire field names and no SQL.
+See ``thoughtline.compaction`` for what compaction keeps and why; ``sessions`` applies this core
+to a stored session. Nothing here does I/O beyond reading config.
 """
 
 from __future__ import annotations
 
 import tomllib
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline import config as config_mod
 from thoughtline import replay
-from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson
-from thoughtline.errors import ConfigError, ThoughtlineError
+from thoughtline.codecs.base import Codec
+from thoughtline.errors import ConfigError
 from thoughtline.estimate import (
-    CALIBRATION,
     Estimator,
-    calibration_key,
-    calibration_of,
     context_window,
     model_facts,
-    observe,
     text_tokens,
 )
-from thoughtline.events import Done, Event, Notice, TextDelta
 from thoughtline.messages import Message, Text, ToolResult
 from thoughtline.messages import system as system_message
 from thoughtline.messages import user as user_message
-from thoughtline.modelconfig import ModelConfig
 from thoughtline.routes.resolve import Route
 
 if TYPE_CHECKING:
-    from thoughtline.session import Session
-
-__all__ = ["AutoCompaction", "CompactionResult", "CompactionRules", "CompactionSettings",
-           "checkpoint", "compact_history", "compress", "cut_points", "is_checkpoint",
-           "load_settings"]
+    pass
 
 NAMESPACE = "thoughtline"
 CHECKPOINT_HEADER = "[Summary of the earlier part of this conversation, made when it was compacted]"
@@ -370,238 +339,4 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                    tokens_after=tokens, cut=cut, salvaged=tuple(salvaged),
                    dropped_checkpoints=dropped)
 
-
-# --- sessions -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class CompactionResult:
-    """What ``compress`` did to a session (``to_json`` is the public ``--json`` object)."""
-
-    session: str
-    compacted: bool
-    turns_before: int
-    turns_after: int
-    tokens_before: int
-    tokens_after: int
-    reason: str = ""
-    salvaged: tuple[str, ...] = ()
-    dropped_checkpoints: int = 0
-    generation: int | None = None  # the archived generation's number
-    settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"session": self.session, "compacted": self.compacted,
-                               "turns_before": self.turns_before, "turns_after": self.turns_after,
-                               "tokens_before": self.tokens_before,
-                               "tokens_after": self.tokens_after}
-        if not self.compacted:
-            out["reason"] = self.reason
-        return out
-
-    def describe(self) -> str:
-        if not self.compacted:
-            return f"not compacted: {self.reason}"
-        line = (f"compacted: {self.turns_before} → {self.turns_after} turns, "
-                f"~{self.tokens_before} → ~{self.tokens_after} tokens (generation "
-                f"{self.generation} kept; 'thoughtline sessions restore {self.session[:12]} "
-                f"--generation {self.generation}' undoes it)")
-        if self.salvaged:
-            line += f"; salvage: {', '.join(self.salvaged)}"
-        for api, values in self.settings.items():
-            shown = ", ".join(f"{k}={v}" for k, v in values.items())
-            line += (f"; {api} requests now carry {shown} (thinking blocks bound to the old "
-                     "prefix are dropped by the provider and reported, instead of a 400)")
-        return line
-
-
-class _NoSink:
-    """The summary request stores nothing: it is not a turn of the session."""
-
-    def __init__(self, session: Session) -> None:
-        self._session = session
-
-    def learned(self, lesson: Lesson) -> None:
-        if lesson.verdict is not None:  # what the route taught still goes to the ledger
-            self._session.store.record_verdict(lesson.verdict)
-
-    def finished(self, pending: Sequence[Message], done: Done) -> None:
-        pass
-
-    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
-        pass
-
-
-@dataclass(kw_only=True, slots=True)
-class EngineSummarizer:
-    """Summarizes through the ``TurnEngine``: the session's own model, or a configured one."""
-
-    session: Session
-    provider: config_mod.ProviderConfig
-    config: ModelConfig
-    on_progress: Callable[[int], None] | None = None
-
-    @property
-    def label(self) -> str:
-        return f"{self.provider.id}/{self.provider.model}"
-
-    @property
-    def rules(self) -> CompactionRules:
-        codec = registry.codec(self.provider.api)
-        p = self.provider
-        return rules_for(codec, codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo))
-
-    async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]:
-        from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
-
-        session = self.session
-        turn = TurnInput(codec=registry.codec(self.provider.api), provider=self.provider,
-                         config=replace(self.config, tools=()), history=(), pending=prompt,
-                         ledger=session.store.verdicts(), session=session.id)
-        engine = TurnEngine(session.transport, session.log)
-        chars = 0
-        done: Done | None = None
-        async for event in engine.run(turn, _NoSink(session), TurnOptions(keep_partial=False)):
-            if isinstance(event, TextDelta):
-                chars += len(event.text)
-                if self.on_progress is not None:
-                    self.on_progress(chars)
-            elif isinstance(event, Done):
-                done = event
-        assert done is not None
-        return done.message.text, done.finish
-
-
-def summarizer_for(session: Session, settings: CompactionSettings,
-                   on_progress: Callable[[int], None] | None = None) -> EngineSummarizer:
-    if not settings.summarizer:
-        return EngineSummarizer(session=session, provider=session.provider,
-                                config=session.config, on_progress=on_progress)
-    provider_id, _, model = settings.summarizer.partition("/")
-    provider = config_mod.provider(provider_id, settings.config, model=model)
-    return EngineSummarizer(session=session, provider=provider,
-                            config=ModelConfig(provider=provider), on_progress=on_progress)
-
-
-def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimator:
-    """The estimator of the session's next request (its route, plan, tools and calibration)."""
-    codec = session.codec
-    return Estimator.for_config(codec, session.route, session.config,
-                                ledger=session.store.verdicts(),
-                                cache=codec.new_cache() if fresh_cache else session.wire_cache)
-
-
-async def compress(session: Session, *, keep: int | None = None,
-                   pending: Sequence[Message] = (), budget: int | None = None,
-                   settings: CompactionSettings | None = None,
-                   summarize: Summarize | None = None,
-                   on_progress: Callable[[int], None] | None = None) -> CompactionResult:
-    """Compact ``session`` now: summarize the head, keep at least the last ``keep`` messages
-    verbatim, write a new generation and continue from it. ``budget`` (tokens) makes the tail
-    walk keep as much tail as fits; without one everything before the kept tail is summarized.
-    Ctrl-C or a crash before the store write leaves the session as it was."""
-    settings = settings or CompactionSettings()
-    keep = settings.keep if keep is None else max(0, keep)
-    stored = [m.id for m in session.store.load_history(session.id).messages]
-    if len(stored) != len(session.history):
-        session.reload()  # another process added turns: compact what is stored
-    history = session.history
-    route = session.route
-    rules = rules_for(session.codec, route)
-    engine_summarizer = summarizer_for(session, settings, on_progress)
-    window = settings.window(session.provider)
-    cap = max(256, min(4000, window // 20)) if window else 2000
-    reader = settings.window(engine_summarizer.provider)  # the summarizer's own window
-    outcome = await compact_history(
-        history, estimator=session_estimator(session, fresh_cache=True),
-        summarize=summarize or engine_summarizer, keep=keep, pending=pending, budget=budget,
-        rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
-        prompt_budget=int(reader * 0.6) if reader else None)
-    result = CompactionResult(session=session.id, compacted=outcome.compacted,
-                              turns_before=len(history), turns_after=len(outcome.messages),
-                              tokens_before=outcome.tokens_before,
-                              tokens_after=outcome.tokens_after, reason=outcome.reason,
-                              salvaged=outcome.salvaged,
-                              dropped_checkpoints=outcome.dropped_checkpoints)
-    if not outcome.compacted:
-        return result
-    expect = (len(stored), stored[-1] if stored else None)  # refused if it changed meanwhile
-    note = {"ended_by": "compaction", "turns_after": result.turns_after,
-            "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
-            "summarizer": engine_summarizer.label, "salvaged": list(outcome.salvaged)}
-    number = session.store.replace_history(session.id, outcome.messages, expect=expect,
-                                           note=note)
-    session.reload()
-    after = {api: dict(values) for api, values in rules.after_compaction.items()
-             if api == session.codec.api}
-    if after:
-        session.remember(after)
-    return replace(result, generation=number, settings=after)
-
-
-class AutoCompaction:
-    """Compacts before a request whose estimate exceeds ``threshold`` × the context window.
-
-    At most once per threshold crossing: after compacting (or failing to gain anything) it waits
-    until a request is priced under the threshold again. It also calibrates the estimator from
-    each answer's reported prompt tokens.
-    """
-
-    def __init__(self, settings: CompactionSettings,
-                 on_progress: Callable[[int], None] | None = None,
-                 summarize: Summarize | None = None) -> None:
-        self.settings = settings
-        self.on_progress = on_progress
-        self.summarize = summarize  # None: the session's model or the configured summarizer
-        self.armed = True
-        self.compactions = 0
-        self.last: CompactionResult | None = None  # the latest attempt's result
-
-    def limit(self, session: Session) -> int | None:
-        window = self.settings.window(session.provider)
-        return int(window * self.settings.threshold) if window else None
-
-    async def around(self, session: Session, message: Message,
-                     run: Callable[[], AsyncIterator[Event]]) -> AsyncIterator[Event]:
-        estimator = session_estimator(session)
-        raw = estimator.raw([*session.history, message])
-        limit = self.limit(session)
-        if limit is not None and estimator.scale(raw) > limit:
-            if self.armed:
-                self.armed = False
-                notice = await self._compact(session, message, limit)
-                yield Notice(notice)
-                estimator = session_estimator(session)
-                raw = estimator.raw([*session.history, message])
-        else:
-            self.armed = True
-        async for event in run():
-            if isinstance(event, Done):
-                self._calibrate(session, raw, event.usage.input_tokens)
-            yield event
-
-    async def _compact(self, session: Session, message: Message, limit: int) -> str:
-        try:
-            result = await compress(session, pending=[message], settings=self.settings,
-                                    budget=int(limit * self.settings.target),
-                                    summarize=self.summarize, on_progress=self.on_progress)
-        except ThoughtlineError as exc:
-            return f"automatic compaction failed ({exc}); the turn is sent uncompacted"
-        self.last = result
-        if result.compacted:
-            self.compactions += 1
-        return "automatic " + result.describe()
-
-    @staticmethod
-    def _calibrate(session: Session, raw: int, reported: int) -> None:
-        route = session.route
-        known = calibration_of(session.config, route)
-        updated = observe(known, raw=raw, reported=reported)
-        if updated is None or (known.samples >= _SETTLED
-                               and abs(updated.ratio - known.ratio) < 0.005 * known.ratio):
-            return  # a settled ratio that barely moved is not worth a store write per turn
-        session.remember({CALIBRATION: {calibration_key(route): updated.to_json()}})
-
-
-_SETTLED = 8  # calibration samples after which small changes are no longer stored
 

@@ -1,0 +1,63 @@
+"""Compaction that keeps the line of thought: compress, salvage, checkpoints, automatic compaction.
+
+``compress`` summarizes the head of a session's history into a **checkpoint** and keeps the tail
+verbatim — every retained turn's reasoning, signatures, encrypted items and opaque blocks are the
+same ``Message`` values, so they go back on the wire byte for byte. A checkpoint is an ordinary
+user message whose ``native`` record is ``{"thoughtline": {"checkpoint": {...}}}`` (no codec reads
+that namespace, so every API sends it as plain user text). The result is written as a new
+generation (``store.replace_history``): the previous history stays in the store, restorable.
+
+Cut rules (``cut_points``): leading system messages stay; the cut never separates an assistant
+tool call from its results, a thinking-only turn from the turn it precedes, nor falls inside the
+current tool loop (``replay.loop_start``); where the model wants whole exchanges (Gemini) it falls
+only before a user message. Only checkpoints shadowed by the new one are dropped (they are in the
+head, summarized again). The tail walk and the preflight check price candidates with the one
+``Estimator`` (``estimate``), so they agree and compaction cannot loop; ``AutoCompaction`` also
+compacts at most once per threshold crossing.
+
+Salvage, when the candidate is still over budget or not smaller: prune the contents of old tool
+results in the tail (the newest two kept), then cap an over-long summary; reasoning is never
+touched; when nothing helps the history is left alone and the result says why.
+
+Per-model needs are data (``config/models.toml`` via ``estimate.model_facts``) that a codec may
+refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` hook; nothing here
+branches on an API. This module knows no wire field names and no SQL.
+"""
+
+from thoughtline.compaction.core import (
+    PRUNED,
+    CompactionRules,
+    CompactionSettings,
+    checkpoint,
+    compact_history,
+    cut_points,
+    is_checkpoint,
+    load_settings,
+    rules_for,
+    summary_prompt,
+)
+from thoughtline.compaction.sessions import (
+    AutoCompaction,
+    CompactionResult,
+    compress,
+    session_estimator,
+    summarizer_for,
+)
+
+__all__ = [
+    "PRUNED",
+    "AutoCompaction",
+    "CompactionResult",
+    "CompactionRules",
+    "CompactionSettings",
+    "checkpoint",
+    "compact_history",
+    "compress",
+    "cut_points",
+    "is_checkpoint",
+    "load_settings",
+    "rules_for",
+    "session_estimator",
+    "summarizer_for",
+    "summary_prompt",
+]
