@@ -56,6 +56,18 @@ class StoreError(ThoughtlineError):
     """The store could not be read or written."""
 
 
+class StoreUnavailable(StoreError):
+    """The store's server could not be reached or dropped the connection (a gateway answers 503).
+
+    ``retry_safe`` is True when nothing was committed (the call can simply be made again); False
+    when the connection broke while committing, so whether the write landed is unknown.
+    """
+
+    def __init__(self, message: str, *, retry_safe: bool) -> None:
+        super().__init__(message)
+        self.retry_safe = retry_safe
+
+
 class HeadMoved(ThoughtlineError):
     """An append expected the session to hold ``expected`` turns, but another writer had added
     some meanwhile (it holds ``found``): appending would store a history no model saw."""

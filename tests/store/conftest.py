@@ -7,7 +7,6 @@ If PostgreSQL is unreachable its tests fail with a message saying so: CI starts 
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import uuid
 from collections.abc import Iterator
@@ -16,17 +15,9 @@ from typing import Any
 
 import psycopg
 import pytest
-from store_backends import Backend
+from store_backends import PG_URL, Backend, pg_url
 
 from thoughtline.store import SqlStore, open_store
-
-PG_URL = os.environ.get("THOUGHTLINE_TEST_DATABASE_URL",
-                        "postgresql://postgres@127.0.0.1:5432/test")
-
-
-def _pg_url(schema: str) -> str:
-    sep = "&" if "?" in PG_URL else "?"
-    return f"{PG_URL}{sep}options=-csearch_path%3D{schema}"
 
 
 @pytest.fixture(scope="session")
@@ -64,8 +55,8 @@ def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Backend]
         made = _sqlite_backend(tmp_path)
     else:
         schema = request.getfixturevalue("pg_schema")
-        url = _pg_url(schema)
-        raw = psycopg.connect(url, autocommit=True)
+        url = pg_url(schema)
+        raw = psycopg.connect(pg_url(schema, app=f"{schema}_raw"), autocommit=True)
         made = Backend(name="postgres", target=url, store=open_store(url, tmp_path),  # type: ignore[arg-type]
                        _raw=raw)
     yield made

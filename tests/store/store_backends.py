@@ -2,12 +2,23 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from thoughtline.store import SqlStore, open_store
+
+PG_URL = os.environ.get("THOUGHTLINE_TEST_DATABASE_URL",
+                        "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def pg_url(schema: str, *, app: str | None = None) -> str:
+    """The test server's URL with ``schema`` as search path; ``app`` names the connections
+    (``pg_stat_activity.application_name``), so a test can find and drop the store's own."""
+    sep = "&" if "?" in PG_URL else "?"
+    return f"{PG_URL}{sep}options=-csearch_path%3D{schema}&application_name={app or schema}"
 
 
 @dataclass

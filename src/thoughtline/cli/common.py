@@ -30,18 +30,22 @@ def home_dir(ctx: click.Context) -> Path:
 
 
 def open_store(ctx: click.Context) -> Store:
+    """The store named by ``--store``, else ``$THOUGHTLINE_DATABASE_URL``, else the home's."""
     from thoughtline.store import DATABASE_URL_ENV, STATE_DB
     from thoughtline.store import open_store as _open
 
+    root = ctx.find_root()
+    chosen = root.obj.get("store") if isinstance(root.obj, dict) else None
     home = home_dir(ctx)
     state = home / STATE_DB
-    if not os.environ.get(DATABASE_URL_ENV, "").strip() and _is_empty_file(state):
+    if chosen is None and not os.environ.get(DATABASE_URL_ENV, "").strip() \
+            and _is_empty_file(state):
         # SQLite takes a 0-byte file for a new database: say so instead of silently starting
         # over (a truncated copy or a failed restore looks exactly like this).
         click.echo(f"warning: {state} is an empty (0-byte) file; starting a new, empty store "
                    "in it. If it held your sessions, restore it from a backup before going "
                    "on.", err=True)
-    return _open(None, home)
+    return _open(chosen, home)
 
 
 def _is_empty_file(path: Path) -> bool:

@@ -46,9 +46,12 @@ class LazyGroup(click.Group):
 @click.option("--home", "home_dir", type=click.Path(file_okay=False), envvar=None,
               help="State directory for this command (default: $THOUGHTLINE_HOME or "
                    "~/.thoughtline).")
+@click.option("--store", "store", metavar="URL|PATH", default=None,
+              help="Session store: a postgresql:// URL or a SQLite file (default: "
+                   "$THOUGHTLINE_DATABASE_URL, else state.db in the home).")
 @click.version_option(package_name="thoughtline")
 @click.pass_context
-def cli(ctx: click.Context, home_dir: str | None) -> None:
+def cli(ctx: click.Context, home_dir: str | None, store: str | None) -> None:
     """thoughtline keeps a reasoning model's line of thought across turns, tool loops, resumes,
     branches and compaction, shaped for every provider route.
 
@@ -59,6 +62,7 @@ def cli(ctx: click.Context, home_dir: str | None) -> None:
     """
     ctx.ensure_object(dict)
     ctx.obj["home"] = home_dir
+    ctx.obj["store"] = store
 
 
 def main() -> None:

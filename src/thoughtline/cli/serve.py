@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import click
@@ -31,4 +32,8 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     home = home_dir(ctx)
     path = Path(config_path) if config_path else gateway_config.default_path(home)
     loaded = gateway_config.load(path).with_flags(host=host, port=port)
+    root = ctx.find_root().obj
+    store = root.get("store") if isinstance(root, dict) else None
+    if store:  # the global --store beats [server] store (which beats $THOUGHTLINE_DATABASE_URL)
+        loaded = replace(loaded, store=store)
     run(loaded, home)

@@ -1,4 +1,4 @@
-"""``thoughtline sessions list|show|export|import|rm|compact|restore``."""
+"""``thoughtline sessions list|show|export|import|rm|branch|compact|restore|migrate``."""
 
 from __future__ import annotations
 
@@ -481,3 +481,49 @@ def restore(ctx: click.Context, session: str, number: int) -> None:
     finally:
         store.close()
     click.echo(f"restored generation {number} of {record.id} as generation {current}")
+
+
+@sessions.command()
+@click.option("--to", "to", required=True, metavar="URL|PATH",
+              help="The store to copy into: a postgresql:// URL (or another SQLite file).")
+@click.option("--from", "from_", metavar="PATH", type=click.Path(dir_okay=True),
+              help="The SQLite store to copy from (default: state.db in the home).")
+@click.pass_context
+def migrate(ctx: click.Context, to: str, from_: str | None) -> None:
+    """Copy every session into another store, byte-identical, every digest verified.
+
+    Safe to re-run: what the target already has is kept, turns added since are copied.
+    Progress and problems go to stderr, one summary line to stdout. Exits 1 if anything failed
+    to verify.
+    """
+    from pathlib import Path
+
+    from thoughtline.cli.common import home_dir
+    from thoughtline.store import STATE_DB, SQLiteStore
+    from thoughtline.store import open_store as open_target
+    from thoughtline.store.transfer import copy_store
+
+    source_path = Path(from_).expanduser() if from_ else home_dir(ctx) / STATE_DB
+    if source_path.is_dir():
+        source_path = source_path / STATE_DB
+    if not source_path.is_file():
+        raise click.UsageError(f"no SQLite store at {source_path} (give --from PATH)")
+    source = SQLiteStore(source_path)
+    try:
+        target = open_target(to, home_dir(ctx))
+        try:
+            same = getattr(target, "path", None)
+            if same is not None and Path(same).resolve() == source_path.resolve():
+                raise click.UsageError("--to names the store being copied")
+            location = getattr(target, "location", to)
+            click.echo(f"copying {source_path} to {location}", err=True)
+            report = copy_store(source, target, progress=lambda line: click.echo(line, err=True))
+        finally:
+            target.close()
+    finally:
+        source.close()
+    for problem in report.problems:
+        click.echo(f"problem: {problem}", err=True)
+    click.echo(report.summary(location))
+    if report.problems:
+        ctx.exit(1)

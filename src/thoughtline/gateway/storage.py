@@ -1,19 +1,18 @@
 """The gateway's only door to the store: every call runs in a worker thread, never on the loop.
 
 The store is synchronous (SQLite, psycopg); a call made on the event loop would stall every other
-request for its duration. Each method here is one store call handed to ``anyio.to_thread``. When
-an async store facade lands, this module is the one place to switch.
+request for its duration. Each method here is one store call handed to the store's async facade
+(``thoughtline.store.aio``): its worker threads match the backend (one per pooled PostgreSQL
+connection, one for SQLite), so a busy gateway queues calls instead of oversubscribing the pool.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from functools import partial
 from typing import Any, TypeVar
 
-import anyio.to_thread
-
 from thoughtline.messages import Message
+from thoughtline.store import aio
 from thoughtline.store.base import Store, StoredMessage
 from thoughtline.store.rehydration import IndexKey
 from thoughtline.verdicts import Verdict
@@ -30,10 +29,11 @@ class AsyncStore:
 
     def __init__(self, store: Store) -> None:
         self.store = store
+        self._facade = aio.AsyncStore(store)
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` in a worker thread (several store calls may share one visit)."""
-        return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+        return await self._facade.run(fn, *args, **kwargs)
 
     async def append_indexed(self, session_id: str, messages: Sequence[Message], *,
                              tenant: str, keys: Sequence[IndexKey]) -> list[StoredMessage]:
@@ -51,4 +51,4 @@ class AsyncStore:
         await self.call(write)
 
     async def close(self) -> None:
-        await self.call(self.store.close)
+        await self._facade.aclose()

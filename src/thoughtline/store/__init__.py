@@ -2,7 +2,8 @@
 
 ``open_store`` picks the backend: SQLite for a path (default ``$THOUGHTLINE_HOME/state.db``),
 PostgreSQL for a ``postgresql://`` URL (given, or from ``THOUGHTLINE_DATABASE_URL``). The
-PostgreSQL driver is an optional dependency (``thoughtline[postgres]``), imported only when used.
+PostgreSQL driver and its pool are an optional dependency (``thoughtline[postgres]``), imported
+only when used. Async callers (the gateway) use ``open_async_store`` / ``AsyncStore`` (``aio``).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from pathlib import Path
 
 from thoughtline.errors import StoreError
+from thoughtline.store.aio import AsyncStore, open_async_store
 from thoughtline.store.base import (
     LoadedHistory,
     LoadProblem,
@@ -29,6 +31,7 @@ _PG_SCHEMES = ("postgresql://", "postgres://")
 __all__ = [
     "DATABASE_URL_ENV",
     "STATE_DB",
+    "AsyncStore",
     "EncodedMessage",
     "LoadProblem",
     "LoadedHistory",
@@ -39,6 +42,7 @@ __all__ = [
     "Store",
     "StoredMessage",
     "encode_message",
+    "open_async_store",
     "open_store",
 ]
 
@@ -70,6 +74,6 @@ def _open_postgres(url: str) -> SqlStore:
     try:
         from thoughtline.store.postgres import PostgresStore
     except ImportError as exc:
-        raise StoreError("a postgresql:// store needs psycopg: "
+        raise StoreError("a postgresql:// store needs psycopg and psycopg-pool: "
                          "pip install 'thoughtline[postgres]'") from exc
     return PostgresStore(url)

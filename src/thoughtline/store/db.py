@@ -35,7 +35,9 @@ class Tx(Protocol):
         """Run one statement; returns the number of rows it changed."""
         ...
 
-    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
+        """Run one statement for each row (a driver may batch them; the outcome is the same)."""
+        ...
 
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
 
@@ -47,7 +49,12 @@ class Tx(Protocol):
 
 
 class Database(Protocol):
-    """A connection to one store database, usable from several threads."""
+    """A connection (or a pool of them) to one store database, usable from several threads.
+
+    Every transaction must be all or nothing. A backend whose connection can break mid-call
+    (PostgreSQL) raises ``StoreUnavailable`` saying whether a retry is safe (nothing was
+    committed) or not (the connection broke while committing).
+    """
 
     dialect: Dialect
     location: str  # for messages: a path or a URL without credentials

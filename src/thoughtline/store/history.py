@@ -125,34 +125,34 @@ def append(tx: Tx, session_id: str, messages: Sequence[Message],
     """Write content rows (once per digest) and the session's list entries, in ``tx``."""
     tx.lock("thoughtline.content", shared=True)
     seq = next_seq(tx, session_id)
-    stored: list[StoredMessage] = []
-    for offset, message in enumerate(messages):
-        encoded = codec.encode_message(message)
-        _write_content(tx, encoded)
-        tx.execute("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
-                   "VALUES (?, ?, ?, ?)", (session_id, seq + offset, encoded.id, now))
-        stored.append(StoredMessage(seq=seq + offset, id=encoded.id, message=message,
-                                    created_at=now))
-    return stored
+    encoded = [codec.encode_message(message) for message in messages]
+    _write_content(tx, encoded)
+    tx.executemany("INSERT INTO session_messages (session_id, seq, message_id, created_at) "
+                   "VALUES (?, ?, ?, ?)",
+                   [(session_id, seq + offset, e.id, now) for offset, e in enumerate(encoded)])
+    return [StoredMessage(seq=seq + offset, id=e.id, message=message, created_at=now)
+            for offset, (e, message) in enumerate(zip(encoded, messages, strict=True))]
 
 
-def _write_content(tx: Tx, encoded: codec.EncodedMessage) -> None:
+def _write_content(tx: Tx, encoded: Sequence[codec.EncodedMessage]) -> None:
+    # Every row is written in key order, whatever the order of the turn's messages: two
+    # transactions upserting the same keys then wait for each other instead of deadlocking.
     # Rewriting a row whose bytes differ from what its digest names heals a corrupted copy.
+    payloads = sorted({key: data for e in encoded for key, data in e.payloads.items()}.items())
     tx.executemany(
         "INSERT INTO payloads (digest, data) VALUES (?, ?) ON CONFLICT (digest) "
-        "DO UPDATE SET data = excluded.data WHERE payloads.data <> excluded.data",
-        sorted(encoded.payloads.items()))
-    tx.execute(
+        "DO UPDATE SET data = excluded.data WHERE payloads.data <> excluded.data", payloads)
+    skeletons = sorted({e.id: (e.id, e.skeleton, e.skeleton_digest) for e in encoded}.values())
+    tx.executemany(
         "INSERT INTO messages (digest, skeleton, skeleton_digest) VALUES (?, ?, ?) "
         "ON CONFLICT (digest) DO UPDATE SET skeleton = excluded.skeleton, "
         "skeleton_digest = excluded.skeleton_digest "
         "WHERE messages.skeleton_digest <> excluded.skeleton_digest "
-        "OR messages.skeleton <> excluded.skeleton",
-        (encoded.id, encoded.skeleton, encoded.skeleton_digest))
+        "OR messages.skeleton <> excluded.skeleton", skeletons)
     tx.executemany(
         "INSERT INTO message_payloads (message_id, payload_digest) VALUES (?, ?) "
         "ON CONFLICT DO NOTHING",
-        [(encoded.id, key) for key in sorted(encoded.payloads)])
+        sorted({(e.id, key) for e in encoded for key in e.payloads}))
 
 
 def delete(tx: Tx, session_id: str) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -67,7 +68,7 @@ class SqliteDatabase:
             self._conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000,
                                          isolation_level=None, check_same_thread=False)
             for pragma in (*_PRAGMAS, f"PRAGMA synchronous = {synchronous}"):
-                self._conn.execute(pragma)
+                _execute_waiting(self._conn, pragma)
         except sqlite3.Error as exc:
             raise StoreError(f"cannot open the state database {path}: {exc}") from exc
         _restrict_siblings(path)
@@ -92,6 +93,24 @@ class SqliteDatabase:
     def close(self) -> None:
         with self._lock:
             self._conn.close()
+
+
+def _execute_waiting(conn: sqlite3.Connection, pragma: str) -> None:
+    """Run a pragma, waiting out "database is locked" as long as the busy timeout.
+
+    Switching a new file to WAL needs an exclusive lock and SQLite does not call the busy handler
+    for it: a second process opening the same new file at that moment (two gateways starting
+    together) would fail at once instead of waiting like for any other lock.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            conn.execute(pragma)
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
 
 
 def _create_private(path: Path) -> None:
