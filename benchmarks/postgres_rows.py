@@ -14,8 +14,8 @@ on SQLite and on PostgreSQL, with one process and with two processes sharing the
 split between them, as behind a load balancer).
 
 The server is ``THOUGHTLINE_BENCH_DATABASE_URL``, else ``THOUGHTLINE_TEST_DATABASE_URL``, else the
-local default; each measurement works in a fresh schema of its own, dropped at the end. Without a server it prints
-a "not measured" row naming the URL.
+local default; each measurement works in a fresh schema of its own, dropped at the end. Without a
+server it prints a "not measured" row naming the URL.
 """
 
 from __future__ import annotations
