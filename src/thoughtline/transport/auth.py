@@ -3,7 +3,9 @@
 Owns how a key (read from the environment variable a preset or config names, never stored) or a
 credential chain becomes request headers: plain API-key headers, bearer tokens, and AWS SigV4
 signed by botocore from its standard credential chain (environment, profile, SSO, instance role),
-re-signed on every attempt because ``httpx`` runs ``auth_flow`` per request sent.
+re-signed on every attempt because ``httpx`` runs ``auth_flow`` per request sent; for Vertex,
+without a token in the key variable, google-auth's Application Default Credentials when the
+package is installed (optional).
 """
 
 from __future__ import annotations
@@ -102,11 +104,51 @@ def auth_for(scheme: str, key: str | None, *, region: str = "",
         raise UsageError(f"unknown authentication scheme {scheme!r}; known: "
                          f"{', '.join(sorted([*_HEADER_SCHEMES, 'none', 'sigv4:<service>']))}")
     if not key:
-        return None
+        return GoogleAuth() if scheme == "google-oauth" and google_auth_available() else None
     name, prefix = header
     return HeaderAuth(name, prefix + key)
 
 
+_CLOUD_PLATFORM = "https://www.googleapis.com/auth/cloud-platform"
+
+
+def google_auth_available() -> bool:
+    """True when the optional google-auth package is importable (Application Default
+    Credentials: ``gcloud auth application-default login``, a service account, the metadata
+    server)."""
+    try:
+        import google.auth  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class GoogleAuth(httpx.Auth):
+    """A Vertex bearer token from google-auth's Application Default Credentials, refreshed when
+    it expires. Used when no token is in the key variable and google-auth is installed."""
+
+    def __init__(self) -> None:
+        self._credentials: Any = None
+
+    def _token(self) -> str:
+        import google.auth
+
+        if self._credentials is None:
+            self._credentials, _ = google.auth.default(scopes=[_CLOUD_PLATFORM])
+        credentials = self._credentials
+        if not credentials.valid:
+            from google.auth.transport.requests import Request
+
+            credentials.refresh(Request())
+        return str(credentials.token)
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["authorization"] = "Bearer " + self._token()
+        yield request
+
+
 def needs_key(scheme: str) -> bool:
-    """True when the scheme reads a key from an environment variable."""
+    """True when the scheme can only authenticate with a key from an environment variable."""
+    if scheme == "google-oauth" and google_auth_available():
+        return False
     return scheme in _HEADER_SCHEMES
