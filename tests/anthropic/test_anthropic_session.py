@@ -232,3 +232,25 @@ def test_a_stream_cut_before_the_signature_is_stored_incomplete_and_never_sent_s
     assert request.status == 200
     sent = [b for m in request.body["messages"] if m["role"] == "assistant" for b in m["content"]]
     assert all(b["type"] != "thinking" for b in sent)  # neither signed nor as text
+
+
+def test_sessions_show_lists_what_the_provider_reported_dropping(
+        emu: AnthropicEmulator, tmp_path: Path) -> None:
+    import json
+    import subprocess
+    import sys
+
+    session = _binding_session(tmp_path, emu, prefix_mismatch_behavior="drop_block")
+    run(collect(session, "Think about it, then say what 17*23 is."))
+    edited = _with_changed_system(session, RequestLog(tmp_path / "logs"))
+    run(collect(edited, "And times two?"))
+    command = [sys.executable, "-m", "thoughtline.cli.main", "--home", str(tmp_path),
+               "sessions", "show", session.id]
+    shown = json.loads(subprocess.run([*command, "--json"], capture_output=True, text=True,
+                                      check=True).stdout)
+    assert shown["provider_reports"] == [{"request": 1, "report": {
+        "type": "thinking_dropped", "path": "messages.1.content.0",
+        "reason": "prefix_binding_mismatch"}}]
+    words = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert ("provider report (request 1): thinking_dropped at messages.1.content.0 "
+            "(prefix_binding_mismatch)") in words

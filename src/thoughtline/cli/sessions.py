@@ -168,12 +168,34 @@ def show(ctx: click.Context, session: str, as_json: bool, generations: bool) -> 
         "problems": [{"seq": p.seq, "part": p.part, "digest": p.digest, "detail": p.detail}
                      for p in loaded.problems],
         "damaged_turns": _damaged_turns(loaded),
+        "provider_reports": _provider_reports(ctx, record.id),
     }
     if as_json:
         click.echo(json.dumps(data, ensure_ascii=False))
     else:
         _print_show(data)
     _warn_damaged(record, loaded)
+
+
+def _provider_reports(ctx: click.Context, session_id: str) -> list[dict[str, Any]]:
+    """What providers reported about this session's requests (e.g. stored thinking blocks the
+    API dropped), read from the request log: it is about the requests, not the turns."""
+    from thoughtline.cli.common import home_dir
+    from thoughtline.requestlog import RequestLog
+
+    found: list[dict[str, Any]] = []
+    for number, record in enumerate(RequestLog(home_dir(ctx) / "logs").read(session=session_id)):
+        for report in record.get("reports") or ():
+            found.append({"request": number + 1, "report": report})
+    return found
+
+
+def _report_words(report: Any) -> str:
+    if isinstance(report, dict) and "type" in report:
+        where = f" at {report['path']}" if report.get("path") else ""
+        why = f" ({report['reason']})" if report.get("reason") else ""
+        return f"{report['type']}{where}{why}"
+    return json.dumps(report, ensure_ascii=False)
 
 
 def _print_show(data: dict[str, Any]) -> None:
@@ -209,6 +231,9 @@ def _print_show(data: dict[str, Any]) -> None:
     for fingerprint in data["fingerprints"]:
         shown = fingerprint if isinstance(fingerprint, str) else json.dumps(fingerprint)
         out.print(f"  {safe_line(shown)}", markup=False)
+    for report in data["provider_reports"]:
+        out.print(safe_line(f"provider report (request {report['request']}): "
+                            + _report_words(report["report"])), markup=False)
     for p in data["problems"]:
         where = "" if p["part"] < -1 else f" part {p['part']}"
         out.print(f"problem: turn {p['seq']}{where}: {safe(p['detail'])}", style="red",
