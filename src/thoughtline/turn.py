@@ -10,7 +10,6 @@ a stream breaks or is cancelled. It knows no wire field names and no API: the co
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
 import uuid
@@ -175,7 +174,7 @@ class TurnEngine:
             except ProtocolError:
                 record.finish(200, "interrupted")
                 raise
-            except (asyncio.CancelledError, GeneratorExit):
+            except (_cancelled(), GeneratorExit):
                 record.finish(record.status, record.outcome or "cancelled")
                 raise
             finally:
@@ -296,6 +295,13 @@ def _reported(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPla
         return []
     sink.learned(lesson)
     return [Notice(lesson.notice)]
+
+
+def _cancelled() -> type[BaseException]:
+    # asyncio is imported when a turn is actually running (never at start-up).
+    import asyncio
+
+    return asyncio.CancelledError
 
 
 def _region(provider: ProviderConfig) -> str:

@@ -12,7 +12,6 @@ import os
 from pathlib import Path
 
 from thoughtline.errors import StoreError
-from thoughtline.store.aio import AsyncStore, open_async_store
 from thoughtline.store.base import (
     LoadedHistory,
     LoadProblem,
@@ -77,3 +76,12 @@ def _open_postgres(url: str) -> SqlStore:
         raise StoreError("a postgresql:// store needs psycopg and psycopg-pool: "
                          "pip install 'thoughtline[postgres]'") from exc
     return PostgresStore(url)
+
+
+def __getattr__(name: str) -> object:
+    # The async facade imports asyncio: only the gateway needs it, so it loads on first use.
+    if name in ("AsyncStore", "open_async_store"):
+        from thoughtline.store import aio
+
+        return getattr(aio, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
