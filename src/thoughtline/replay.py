@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import itertools
+from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,11 +132,26 @@ def answered(history: Sequence[Message], pending: Sequence[Message] = ()) -> Seq
     return out
 
 
+#: The scan state at the end of recently seen stored histories (a session's history only grows,
+#: so each request scans just its new turns): id(base) -> (copy of the base scanned, pending
+#: call ids, repairs found). A copy, compared before use: a list edited in place is rescanned.
+_SCANS: OrderedDict[int, tuple[list[Message], list[str], dict[int, list[str]]]] = OrderedDict()
+_SCANS_KEPT = 32
+
+
 def _unanswered(joined: Joined) -> dict[int, list[str]]:
     """Index of the message before which error results go -> the call ids they answer."""
-    repairs: dict[int, list[str]] = {}
-    pending: list[str] = []
-    for index, (role, calls, results, incomplete) in enumerate(_shapes(joined)):
+    base = joined.base
+    start, pending, repairs = 0, [], {}
+    cacheable = type(base) is list
+    if cacheable:
+        hit = _SCANS.get(id(base))
+        if hit is not None and len(hit[0]) <= len(base) and base[:len(hit[0])] == hit[0]:
+            start, pending, repairs = len(hit[0]), list(hit[1]), dict(hit[2])
+    split = len(base)
+    for index, (role, calls, results, incomplete) in enumerate(_shapes(joined, start), start):
+        if index == split and cacheable:
+            _remember(base, pending, repairs)
         if pending:
             missing = [c for c in pending if c not in results]
             if missing and role != "tool":
@@ -142,18 +159,28 @@ def _unanswered(joined: Joined) -> dict[int, list[str]]:
             pending = [] if role != "tool" else missing
         if role == "assistant" and not incomplete:
             pending = list(calls)
+    if cacheable and len(joined) == split:
+        _remember(base, pending, repairs)
     return repairs
 
 
-def _shapes(joined: Joined) -> Iterable[tuple[str, Sequence[str], Sequence[str], bool]]:
-    """(role, tool-call ids, tool-result ids, incomplete) of every message, decoding nothing that
-    a stored history can answer from its ``meta``."""
+def _remember(base: list[Message], pending: list[str], repairs: dict[int, list[str]]) -> None:
+    _SCANS[id(base)] = (list(base), list(pending), dict(repairs))
+    _SCANS.move_to_end(id(base))
+    while len(_SCANS) > _SCANS_KEPT:
+        _SCANS.popitem(last=False)
+
+
+def _shapes(joined: Joined, start: int = 0,
+            ) -> Iterable[tuple[str, Sequence[str], Sequence[str], bool]]:
+    """(role, tool-call ids, tool-result ids, incomplete) of every message from ``start``,
+    decoding nothing that a stored history can answer from its ``meta``."""
     base = joined.base
     if getattr(base, "decoded", True):
-        messages: Iterable[Message] = joined
+        messages: Iterable[Message] = itertools.islice(joined, start, None)
     else:
-        yield from base.shapes()  # type: ignore[attr-defined]
-        messages = joined.extra
+        yield from itertools.islice(base.shapes(), start, None)  # type: ignore[attr-defined]
+        messages = joined.extra if start <= len(base) else joined.extra[start - len(base):]
     for m in messages:
         calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
         results = [p.call_id for p in m.parts if type(p) is ToolResult] if m.role == "tool" \
