@@ -37,7 +37,40 @@ def meta_of(message: Message) -> dict[str, Any]:
     return out
 
 
-class StoredHistory(Sequence[Message]):
+class _TwoParts(Sequence[Message]):
+    """A sequence that is a first part followed by a second; ``_split`` is the first part's
+    length, known without materializing it (a stored history decodes only when indexed)."""
+
+    def _split(self) -> int:
+        raise NotImplementedError
+
+    def _first(self) -> Sequence[Message]:
+        raise NotImplementedError
+
+    def _second(self) -> Sequence[Message]:
+        raise NotImplementedError
+
+    def __len__(self) -> int:
+        return self._split() + len(self._second())
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        split = self._split()
+        return self._first()[index] if index < split else self._second()[index - split]
+
+
+class StoredHistory(_TwoParts):
     """Stored messages (decoded on first need) followed by the ones added since loading."""
 
     def __init__(self, *, ids: Sequence[str], forms: Mapping[str, tuple[bytes, str]], plan: str,
@@ -61,24 +94,14 @@ class StoredHistory(Sequence[Message]):
             self._messages = loaded[:len(self._ids)]
         return self._messages
 
-    def __len__(self) -> int:
-        return len(self._ids) + len(self._tail)
+    def _split(self) -> int:
+        return len(self._ids)
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
+    def _first(self) -> Sequence[Message]:
+        return self._decoded()
 
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        if not 0 <= index < len(self):
-            raise IndexError(index)
-        stored = len(self._ids)
-        return self._decoded()[index] if index < stored else self._tail[index - stored]
+    def _second(self) -> Sequence[Message]:
+        return self._tail
 
     def __iter__(self) -> Iterator[Message]:
         if self._ids:
@@ -153,29 +176,21 @@ class StoredHistory(Sequence[Message]):
         return self.meta(index).get("k", {})
 
 
-class Joined(Sequence[Message]):
+class Joined(_TwoParts):
     """``base`` followed by ``extra``, without copying ``base`` (which may be a StoredHistory)."""
 
     def __init__(self, base: Sequence[Message], extra: Sequence[Message]) -> None:
         self.base = base
         self.extra = list(extra)
 
-    def __len__(self) -> int:
-        return len(self.base) + len(self.extra)
+    def _split(self) -> int:
+        return len(self.base)
 
-    @overload
-    def __getitem__(self, index: int) -> Message: ...
+    def _first(self) -> Sequence[Message]:
+        return self.base
 
-    @overload
-    def __getitem__(self, index: slice) -> list[Message]: ...
-
-    def __getitem__(self, index: int | slice) -> Message | list[Message]:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        if index < 0:
-            index += len(self)
-        size = len(self.base)
-        return self.base[index] if index < size else self.extra[index - size]
+    def _second(self) -> Sequence[Message]:
+        return self.extra
 
     def __iter__(self) -> Iterator[Message]:
         yield from self.base
