@@ -22,7 +22,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from importlib import resources
 from typing import Any
 
 import orjson
@@ -32,6 +31,7 @@ from thoughtline.codecs.base import Codec, RequestSpec, WireCache
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
+from thoughtline.packaged import packaged_text
 from thoughtline.routes.resolve import Route
 
 __all__ = ["CALIBRATION", "Calibration", "Estimator", "ModelFacts", "calibration_of",
@@ -117,12 +117,13 @@ class Estimator:
     calibration: Calibration = field(default_factory=Calibration)
     cache: WireCache | None = None
 
-    def raw(self, history: Sequence[Message]) -> int:
-        """Uncalibrated tokens of the request carrying ``history`` (unanswered calls answered,
-        like ``TurnEngine.build`` does)."""
-        encoded = self.codec.encode_request(replay.answered(history), self.plan, self.spec,
-                                            self.cache)
-        return body_tokens(encoded.body)
+    def raw(self, history: Sequence[Message], pending: Sequence[Message] = ()) -> int:
+        """Uncalibrated tokens of the request carrying ``history`` + ``pending`` (unanswered
+        calls answered, like ``TurnEngine.build`` does). A resumed history is priced from its
+        spliced bytes, decoding nothing."""
+        encoded = self.codec.encode_request(replay.answered(history, pending), self.plan,
+                                            self.spec, self.cache)
+        return text_tokens(encoded.raw.decode("utf-8"))
 
     def scale(self, raw: int) -> int:
         return math.ceil(raw * self.calibration.ratio)
@@ -160,7 +161,7 @@ class ModelFacts:
 
 @cache
 def _model_table() -> tuple[tuple[tuple[str, ...], ModelFacts], ...]:
-    text = resources.files("thoughtline.config").joinpath("models.toml").read_text("utf-8")
+    text = packaged_text("thoughtline.config", "models.toml")
     rows = []
     for entry in tomllib.loads(text).get("model", ()):
         try:

@@ -12,11 +12,11 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from thoughtline.errors import ConfigError, HomeError, UsageError
+from thoughtline.packaged import packaged_text
 
 DEMO_PROVIDER = "demo"
 _ECHO_VALUES = ("auto", "always", "never")
@@ -140,7 +140,7 @@ class ProviderConfig:
 
 @cache
 def presets() -> dict[str, ProviderConfig]:
-    text = resources.files("thoughtline.config").joinpath("presets.toml").read_text("utf-8")
+    text = packaged_text("thoughtline.config", "presets.toml")
     return {name: _provider(name, raw) for name, raw in tomllib.loads(text).items()}
 
 

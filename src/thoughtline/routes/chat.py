@@ -14,12 +14,12 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from thoughtline.codecs.gemini import scope
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
+from thoughtline.packaged import packaged_text
 from thoughtline.routes.resolve import (
     Echo,
     Route,
@@ -215,7 +215,7 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
 
 @cache
 def default_table() -> RouteTable:
-    text = resources.files("thoughtline.routes").joinpath(f"{API}.toml").read_text("utf-8")
+    text = packaged_text("thoughtline.routes", f"{API}.toml")
     return parse_table(tomllib.loads(text))
 
 

@@ -16,11 +16,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from importlib import resources
 from typing import Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from thoughtline.errors import ConfigError
+from thoughtline.packaged import packaged_text
 
 Echo: TypeAlias = Literal["auto", "always", "never"]
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
@@ -191,7 +191,7 @@ def parse_api_table(api: str, raw: Mapping[str, Any]) -> ApiTable:
 def api_table(api: str) -> ApiTable:
     """The built-in table of ``api`` (``routes/<api>.toml``)."""
     try:
-        text = resources.files("thoughtline.routes").joinpath(f"{api}.toml").read_text("utf-8")
+        text = packaged_text("thoughtline.routes", f"{api}.toml")
     except FileNotFoundError as exc:
         raise ConfigError(f"no route table for API {api!r}") from exc
     return parse_api_table(api, tomllib.loads(text))
