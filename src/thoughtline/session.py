@@ -12,7 +12,7 @@ file whose path the error names). It never mutates stored history; it knows no w
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -116,21 +116,17 @@ class Session:
         return session
 
     def _resume_spliced(self) -> bool:
-        """Resume from stored wire forms (read, not rebuilt) when the codec stores them and every
-        stored row is intact; the canonical history is then decoded only when needed."""
+        """Resume from stored wire forms (read and verified, not rebuilt) when the codec stores
+        them. The canonical history is decoded, and verified, only when something needs it."""
         digest_of = getattr(self.codec, "plan_digest", None)
         load_forms = getattr(self.store, "load_wire_forms", None)
         if digest_of is None or load_forms is None:
             return False
         digest = digest_of(TurnEngine.plan(self._turn([])))
         found = load_forms(self.id, digest)
-        if not found.intact:
-            return False  # the ordinary load reports exactly what is damaged
-        session_id, store = self.id, self.store
         ids = [mid for _, mid in found.entries]
-        self._history = StoredHistory(
-            ids=ids, forms={mid: (f.data, f.meta) for mid, f in found.forms.items()},
-            plan=digest, load=lambda: [m.message for m in store.load_history(session_id).messages])
+        self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
+                                      load=self._loader(self.id))
         self._ids = list(ids)
         self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(
@@ -139,6 +135,16 @@ class Session:
                                "rebuilt from the canonical history")
             for seq, mid in found.entries if mid in found.problems)
         return True
+
+    def _loader(self, session_id: str) -> Callable[[], list[Message]]:
+        """Decode the stored history of ``session_id`` on first need; what the verified load
+        finds damaged is added to ``problems`` (and left out, as on an ordinary resume)."""
+        def load() -> list[Message]:
+            loaded = self.store.load_history(session_id)
+            known = set(self.problems)
+            self.problems += tuple(p for p in loaded.problems if p not in known)
+            return [m.message for m in loaded.messages]
+        return load
 
     # --- state --------------------------------------------------------------------------------
 
@@ -168,6 +174,12 @@ class Session:
     @property
     def history(self) -> tuple[Message, ...]:
         return tuple(self._history)
+
+    @property
+    def view(self) -> Sequence[Message]:
+        """The history as held, not copied (a resumed one is decoded only when indexed): read
+        it, never edit it."""
+        return self._history
 
     @property
     def turns(self) -> int:

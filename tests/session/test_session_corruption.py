@@ -1,11 +1,15 @@
-"""Corrupt-row detection at session level: a damaged payload is reported on resume, never sent.
+"""Corrupt-row detection at session level: a damaged payload is reported when the canonical
+history is decoded, and never sent.
 
 After one tool loop, a stored opaque value (signature, encrypted reasoning, Copilot blob, Gemini
 thought signature) is damaged directly in ``state.db`` — one byte changed, truncated, or the row
-deleted. Resuming must report it in ``session.problems``; the next request must carry neither the
-original nor the damaged bytes (checked in the emulator's record) and must still succeed where the
-route can do without the value. A damaged message skeleton makes resume fail loudly, naming the
-way out (branch before it), and that way out works.
+deleted. A resume reads only the verified wire forms; decoding the canonical history (here:
+reading ``session.history``) verifies every row and must report the damage in
+``session.problems``; the next request must then carry neither the original nor the damaged bytes
+(checked in the emulator's record) and must still succeed where the route can do without the
+value. A damaged message skeleton makes that decode fail loudly, naming the way out (branch before
+it), and that way out works. (What a resume sends before anything is decoded — the intact wire
+forms — is in ``test_stored_wire_forms``.)
 """
 
 from __future__ import annotations
@@ -167,8 +171,9 @@ def test_damaged_skeleton_fails_loudly_and_branching_before_it_recovers(
 
     store = open_store(None, home)
     try:
+        resumed = Session.resume(store, session_id)  # reads the verified wire forms only
         with pytest.raises(CorruptPayload, match="branch") as caught:
-            Session.resume(store, session_id)
+            resumed.history  # noqa: B018 - decoding the canonical history verifies it
         assert isinstance(caught.value, StoreError)
         assert "position 3" in str(caught.value)
         branch = store.branch(session_id, at=3, title="before the damage")

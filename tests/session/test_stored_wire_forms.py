@@ -5,7 +5,9 @@
 - a stored wire form whose digest fails is discarded, reported and rebuilt — never sent;
 - a plan change (a learned verdict, ``/model``) re-encodes once and stores the new forms, so the
   next resume splices again;
-- a damaged canonical row still takes the ordinary load, which reports exactly what is damaged.
+- a resume reads no canonical row: with its form intact, a damaged canonical row changes nothing
+  sent (the form is a verified copy of what the message encoded to); decoding the history
+  verifies every row, reports exactly what is damaged and leaves it out from then on.
 """
 
 from __future__ import annotations
@@ -96,7 +98,7 @@ def test_a_corrupt_wire_form_is_reported_rebuilt_and_never_sent(tmp_path: Path) 
     assert body == _fresh_bytes(history, provider)
 
 
-def test_a_damaged_canonical_row_takes_the_ordinary_load(tmp_path: Path) -> None:
+def test_a_damaged_canonical_row_is_found_when_decoded_and_never_sent(tmp_path: Path) -> None:
     provider = ProviderConfig(id="openrouter", base_url="https://openrouter.ai/api/v1", model="m")
     from thoughtline.messages import Origin, Reasoning, Text
 
@@ -108,6 +110,7 @@ def test_a_damaged_canonical_row_takes_the_ordinary_load(tmp_path: Path) -> None
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, provider)
         session.append([user("q"), turn])
+        before = session.request_bytes([PENDING], stream=True)
     raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
     for (blob,) in raw.execute("SELECT data FROM payloads").fetchall():
         if b"gAAAA-blob" in bytes(blob):
@@ -116,6 +119,12 @@ def test_a_damaged_canonical_row_takes_the_ordinary_load(tmp_path: Path) -> None
     raw.close()
     with open_store(tmp_path / "state.db", tmp_path) as store:
         resumed = Session.resume(store, session.id)
+        # The resume read the verified form, not the damaged row: the value as it was issued.
+        assert resumed.problems == ()
+        assert resumed.request_bytes([PENDING], stream=True) == before
+        assert b"gAAAA-blob" in before
+        # Decoding verifies every canonical row: the damage is reported, and left out after.
+        assert len(resumed.history) == 2
         assert resumed.problems and all("corrupt" in p.detail for p in resumed.problems)
         body = resumed.request_bytes([PENDING], stream=True)
     assert b"gAAAA-blob" not in body and b"tampered" not in body

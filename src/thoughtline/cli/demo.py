@@ -107,7 +107,7 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
                 await session.aclose()
             ids[scenario.label] = session.id
             out.print(f"  ✓ {scenario.label}: {len(emulator.received)} requests, "
-                      f"{len(session.history)} turns stored", markup=False)
+                      f"{session.turns} turns stored", markup=False)
     finally:
         store.close()
     return ids

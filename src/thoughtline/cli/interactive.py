@@ -74,14 +74,14 @@ def _slash(runner: ChatRunner, line: str) -> bool:
         return False
     if name == "help":
         out.print(HELP, markup=False)
-    elif name == "branch" and not runner.session.history:
+    elif name == "branch" and not runner.session.turns:
         out.print("nothing to branch yet: this session has no turns (send a message first)",
                   markup=False)
     elif name == "branch":
         branched = runner.branch(arg)
         out.print(f"branched: now in session {branched.id[:12]} "
                   f"({safe_line(branched.record.title)}) with "
-                  f"{len(branched.history)} turns carried over", markup=False)
+                  f"{branched.turns} turns carried over", markup=False)
     elif name == "model":
         if not arg:
             out.print(f"model: {runner.session.provider.model}", markup=False)

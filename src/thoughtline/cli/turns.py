@@ -65,6 +65,7 @@ class ChatRunner:
         self._session: Session | None = None
         self._created = False  # this run created the session (removed again if it stays empty)
         self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
+        self._warned: set[Any] = set()  # the session problems already said
 
     @property
     def session(self) -> Session:
@@ -75,7 +76,7 @@ class ChatRunner:
     def kept_session_id(self) -> str | None:
         """The session's id, unless ``close`` will remove it (a first turn that never finished)."""
         session = self._session
-        if session is None or (self._created and not session.history):
+        if session is None or (self._created and not session.turns):
             return None
         return session.id
 
@@ -133,9 +134,16 @@ class ChatRunner:
             session.set_provider(prepared)
         self._session = self._auto_compact(session)
         self._tell_waits()
-        for problem in session.problems:
-            self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part will "
-                           "not be sent", style="yellow")
+        self._warn_problems()
+
+    def _warn_problems(self) -> None:
+        """Say each damaged stored part once: found on resume, or later, when the stored history
+        is first decoded (a resumed session reads its wire forms, not its canonical rows)."""
+        for problem in self.session.problems:
+            if problem not in self._warned:
+                self._warned.add(problem)
+                self.err.print(f"warning: turn {problem.seq}: {safe(problem.detail)} — that part "
+                               "will not be sent", style="yellow")
 
     def _tell_waits(self) -> None:
         """A slow provider and a Retry-After wait are said on stderr, not silence."""
@@ -153,7 +161,7 @@ class ChatRunner:
         return branched
 
     def close(self) -> None:
-        if self._created and self._session is not None and not self._session.history:
+        if self._created and self._session is not None and not self._session.turns:
             # The first turn never completed: no empty "(untitled)" session is left behind.
             self.store.delete_session(self._session.id)
         if self._session is not None:
@@ -194,6 +202,7 @@ class ChatRunner:
                 with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
                     self.loop.remove_signal_handler(signum)
             terminate_gracefully()  # asyncio leaves SIGTERM at its default: take it back
+            self._warn_problems()
         if done is not None:
             self._name_untitled(text)
             if self.session.id != before:

@@ -226,16 +226,20 @@ class AutoCompaction:
 
     async def around(self, session: Session, message: Message,
                      run: Callable[[], AsyncIterator[Event]]) -> AsyncIterator[Event]:
-        estimator = session_estimator(session)
-        raw = estimator.raw([*session.history, message])
         limit = self.limit(session)
-        if limit is not None and estimator.scale(raw) > limit:
+        if limit is None:  # no known window: nothing to price
+            async for event in run():
+                yield event
+            return
+        estimator = session_estimator(session)
+        raw = estimator.raw(session.view, [message])
+        if estimator.scale(raw) > limit:
             if self.armed:
                 self.armed = False
                 notice = await self._compact(session, message, limit)
                 yield Notice(notice)
                 estimator = session_estimator(session)
-                raw = estimator.raw([*session.history, message])
+                raw = estimator.raw(session.view, [message])
         else:
             self.armed = True
         async for event in run():

@@ -3,7 +3,9 @@
 A wire form is a pure function of (message, plan), so it is keyed by the message's content id
 (shared by every session and branch that holds the message) and the plan's digest, and written
 once. On load every form is checked against its digest; a form that fails is left out and reported
-(the caller rebuilds it from the canonical history), never returned. Deleting messages deletes
+(the caller rebuilds it from the canonical history), never returned. Loading forms reads no
+canonical row: a form is its own verified copy of what the message encodes to, and the canonical
+history is verified when it is decoded. Deleting messages deletes
 their forms (``history._collect``).
 """
 
@@ -32,12 +34,8 @@ class StoredForms:
     """A session's visible entries and the verified forms found for one plan."""
 
     entries: tuple[tuple[int, str], ...]  # (seq, message id), in order
-    forms: Mapping[str, WireForm]  # message id -> form (only verified ones)
+    forms: Mapping[str, tuple[bytes, str]]  # message id -> (data, meta), only verified ones
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
-    #: Every skeleton and payload of the visible messages is present and matches its digest
-    #: (checked by hashing only, nothing parsed). When False the caller loads the canonical
-    #: history the ordinary way, which reports exactly what is damaged.
-    intact: bool = True
 
 
 def put(tx: Tx, forms: Iterable[WireForm]) -> None:
@@ -49,52 +47,28 @@ def put(tx: Tx, forms: Iterable[WireForm]) -> None:
         [(f.message_id, f.plan, f.meta, digest(f.data), f.data) for f in forms])
 
 
-# Each reads one chain member's visible rows joined from session_messages in primary-key order:
-# one index walk per member instead of an IN list per 500 ids.
-_SKELETONS = """
-SELECT m.skeleton, m.skeleton_digest FROM session_messages sm
-JOIN messages m ON m.digest = sm.message_id WHERE sm.session_id = ? AND sm.seq < ?
-"""
-_PAYLOADS = """
-SELECT mp.payload_digest, p.data FROM session_messages sm
-JOIN message_payloads mp ON mp.message_id = sm.message_id
-LEFT JOIN payloads p ON p.digest = mp.payload_digest WHERE sm.session_id = ? AND sm.seq < ?
-"""
+# One chain member's visible entries with their forms for one plan, in primary-key order: one index
+# walk, one lookup per entry. The canonical rows are not read: they are verified when decoded.
 _FORMS = """
-SELECT sm.message_id, w.meta, w.digest, w.data FROM session_messages sm
-JOIN wire_forms w ON w.message_id = sm.message_id AND w.plan = ?
-WHERE sm.session_id = ? AND sm.seq < ?
+SELECT sm.seq, sm.message_id, w.meta, w.digest, w.data FROM session_messages sm
+LEFT JOIN wire_forms w ON w.message_id = sm.message_id AND w.plan = ?
+WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq
 """
 
 
 def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
-    members = history.chain(tx, session_id)
+    """The visible entries and every stored form for ``plan`` that matches its digest."""
     entries: list[tuple[int, str]] = []
-    forms: dict[str, WireForm] = {}
+    forms: dict[str, tuple[bytes, str]] = {}
     problems: list[str] = []
-    intact = True
-    for member, bound in members:
-        own = tx.all(history.ENTRIES, (member, bound))
-        entries.extend(own)
-        intact = _intact(tx, member, bound, len(own)) and intact
-        for mid, meta, stored, data in tx.all(_FORMS, (plan, member, bound)):
-            data = bytes(data)
-            if digest(data) != stored:
+    for member, bound in history.chain(tx, session_id):
+        for seq, mid, meta, stored, data in tx.all(_FORMS, (plan, member, bound)):
+            entries.append((seq, mid))
+            if data is None:
+                continue  # no form for this plan: the codec encodes the turn
+            data = bytes(data)  # PostgreSQL gives memoryview
+            if stored != digest(data):
                 problems.append(mid)
                 continue
-            forms[mid] = WireForm(message_id=mid, plan=plan, meta=meta, data=data)
-    return StoredForms(entries=tuple((int(seq), mid) for seq, mid in entries), forms=forms,
-                       problems=tuple(problems), intact=intact)
-
-
-def _bytes(value: bytes | str) -> bytes:
-    return value.encode("utf-8") if isinstance(value, str) else bytes(value)
-
-
-def _intact(tx: Tx, member: str, bound: int, count: int) -> bool:
-    """Do this member's visible skeletons and payloads all exist and match their digests?"""
-    rows = tx.all(_SKELETONS, (member, bound))
-    if len(rows) != count or any(digest(_bytes(s)) != d for s, d in rows):
-        return False
-    return all(data is not None and digest(bytes(data)) == key
-               for key, data in tx.all(_PAYLOADS, (member, bound)))
+            forms[mid] = (data, meta)
+    return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems))
