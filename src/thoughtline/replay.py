@@ -21,9 +21,9 @@ from typing import Any
 
 import orjson
 
-from thoughtline.messages import Message, Origin, ToolCall, ToolResult, tool_results
+from thoughtline.messages import Message, Origin, ToolResult, tool_results
 from thoughtline.routes.resolve import Route
-from thoughtline.stored import Joined
+from thoughtline.stored import Joined, shape_of
 from thoughtline.verdicts import Verdict
 
 __all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan", "plan_digest"]
@@ -138,13 +138,45 @@ def answered(history: Sequence[Message], pending: Sequence[Message] = ()) -> Seq
 _SCANS: OrderedDict[int, tuple[list[Message], list[str], dict[int, list[str]]]] = OrderedDict()
 _SCANS_KEPT = 32
 
+#: The state of the scan after a history: the calls still waiting for results, and the repairs.
+ScanState = tuple[list[str], dict[int, list[str]]]
+
 
 def _unanswered(joined: Joined) -> dict[int, list[str]]:
     """Index of the message before which error results go -> the call ids they answer."""
+    return _scan(joined)[1]
+
+
+def scan_state(history: Sequence[Message]) -> ScanState:
+    """The unanswered-call scan after all of ``history``: what a resumed session stores so its
+    next request starts from there instead of reading every turn's ``meta``."""
+    return _scan(Joined(history, ()))
+
+
+def scan_to_json(state: ScanState) -> bytes:
+    pending, repairs = state
+    return orjson.dumps({"p": pending, "r": [[i, ids] for i, ids in sorted(repairs.items())]})
+
+
+def scan_from_json(data: bytes) -> ScanState | None:
+    """A stored scan state (None when it is not one: then the history is scanned)."""
+    try:
+        raw = orjson.loads(data)
+        pending = [str(c) for c in raw["p"]]
+        repairs = {int(i): [str(c) for c in ids] for i, ids in raw["r"]}
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    return pending, repairs
+
+
+def _scan(joined: Joined) -> ScanState:
     base = joined.base
     start, pending, repairs = 0, [], {}
     cacheable = type(base) is list
-    if cacheable:
+    stored = getattr(base, "scan", None)  # a resumed history: the stored scan of what it read
+    if stored is not None:
+        start, (pending, repairs) = stored[0], (list(stored[1]), dict(stored[2]))
+    elif cacheable:
         hit = _SCANS.get(id(base))
         if hit is not None and len(hit[0]) <= len(base) and base[:len(hit[0])] == hit[0]:
             start, pending, repairs = len(hit[0]), list(hit[1]), dict(hit[2])
@@ -161,7 +193,7 @@ def _unanswered(joined: Joined) -> dict[int, list[str]]:
             pending = list(calls)
     if cacheable and len(joined) == split:
         _remember(base, pending, repairs)
-    return repairs
+    return pending, repairs
 
 
 def _remember(base: list[Message], pending: list[str], repairs: dict[int, list[str]]) -> None:
@@ -179,13 +211,10 @@ def _shapes(joined: Joined, start: int = 0,
     if getattr(base, "decoded", True):
         messages: Iterable[Message] = itertools.islice(joined, start, None)
     else:
-        yield from itertools.islice(base.shapes(), start, None)  # type: ignore[attr-defined]
+        yield from base.shapes(start)  # type: ignore[attr-defined]
         messages = joined.extra if start <= len(base) else joined.extra[start - len(base):]
     for m in messages:
-        calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
-        results = [p.call_id for p in m.parts if type(p) is ToolResult] if m.role == "tool" \
-            else ()
-        yield m.role, calls, results, m.incomplete
+        yield shape_of(m)
 
 
 def plan_digest(plan: ReplayPlan, *, api: str, version: str) -> str:

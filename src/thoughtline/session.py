@@ -125,8 +125,9 @@ class Session:
         digest = digest_of(TurnEngine.plan(self._turn([])))
         found = load_forms(self.id, digest)
         ids = [mid for _, mid in found.entries]
+        scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
-                                      load=self._loader(self.id))
+                                      load=self._loader(self.id), scan=scan)
         self._ids = list(ids)
         self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(
@@ -284,7 +285,7 @@ class Session:
         ids = self._ids
         if form_of is None or put is None or ids is None:
             return
-        from thoughtline.store.wireforms import WireForm
+        from thoughtline.store.wireforms import WireForm, scan_form
 
         plan = TurnEngine.plan(self._turn([]))
         digest = self.codec.plan_digest(plan)  # type: ignore[attr-defined]
@@ -295,6 +296,8 @@ class Session:
             data, meta = form_of(self._history[index], plan)
             forms.append(WireForm(message_id=ids[index], plan=digest,
                                   meta=meta.decode(), data=data))
+        if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
+            forms.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
         try:
             put(forms)
         except StoreError:

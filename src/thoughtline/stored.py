@@ -13,12 +13,13 @@ format: the bytes are the codec's, ``meta`` is neutral.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, overload
 
 import orjson
 
-from thoughtline.messages import Message, ToolResult
+from thoughtline.messages import Message, ToolCall, ToolResult
 
 
 def meta_of(message: Message) -> dict[str, Any]:
@@ -35,6 +36,16 @@ def meta_of(message: Message) -> dict[str, Any]:
     if message.role == "user" and any(not isinstance(p, ToolResult) for p in message.parts):
         out["u"] = 1
     return out
+
+
+Shape = tuple[str, Sequence[str], Sequence[str], bool]
+
+
+def shape_of(m: Message) -> Shape:
+    """(role, tool-call ids, tool-result ids, incomplete): what the unanswered-call scan reads."""
+    calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
+    results = [p.call_id for p in m.parts if type(p) is ToolResult] if m.role == "tool" else ()
+    return m.role, calls, results, m.incomplete
 
 
 class _TwoParts(Sequence[Message]):
@@ -74,14 +85,18 @@ class StoredHistory(_TwoParts):
     """Stored messages (decoded on first need) followed by the ones added since loading."""
 
     def __init__(self, *, ids: Sequence[str], forms: Mapping[str, tuple[bytes, str]], plan: str,
-                 load: Callable[[], Sequence[Message]]) -> None:
+                 load: Callable[[], Sequence[Message]],
+                 scan: tuple[list[str], dict[int, list[str]]] | None = None) -> None:
         self._ids = tuple(ids)
+        #: The unanswered-call scan after the stored messages, when it was stored with them:
+        #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
+        self.scan = None if scan is None else (len(self._ids), scan[0], scan[1])
         self._forms = forms
         self._plan = plan
         self._load = load
         self._messages: list[Message] | None = None
         self._metas: dict[int, dict[str, Any]] = {}
-        self._shapes: list[tuple[str, Sequence[str], Sequence[str], bool]] | None = None
+        self._shapes: list[Shape] | None = None
         self._tail: list[Message] = []
 
     # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
@@ -142,11 +157,18 @@ class StoredHistory(_TwoParts):
             self._metas[index] = known
         return known
 
-    def shapes(self) -> list[tuple[str, Sequence[str], Sequence[str], bool]]:
-        """(role, tool-call ids, tool-result ids, incomplete) of every stored message, from the
-        stored ``meta`` where there is one (nothing decoded)."""
+    def shapes(self, start: int = 0) -> Iterator[Shape]:
+        """The shape of every message from ``start`` (see ``shape_of``): the stored ones from
+        their ``meta`` (nothing decoded), then the ones added since loading."""
+        stored = len(self._ids)
+        if start < stored:
+            yield from itertools.islice(self._stored_shapes(), start, None)
+        for message in self._tail[max(start - stored, 0):]:
+            yield shape_of(message)
+
+    def _stored_shapes(self) -> list[Shape]:
         if self._shapes is None:
-            seen: dict[str, tuple[str, Sequence[str], Sequence[str], bool]] = {}
+            seen: dict[str, Shape] = {}
             out = []
             forms, loads = self._forms, orjson.loads
             for index, mid in enumerate(self._ids):

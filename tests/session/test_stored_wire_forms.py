@@ -128,3 +128,79 @@ def test_a_damaged_canonical_row_is_found_when_decoded_and_never_sent(tmp_path: 
         assert resumed.problems and all("corrupt" in p.detail for p in resumed.problems)
         body = resumed.request_bytes([PENDING], stream=True)
     assert b"gAAAA-blob" not in body and b"tampered" not in body
+
+
+DEEPSEEK = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",
+                          model="deepseek-reasoner")
+
+
+def _call(call_id: str) -> Message:
+    from thoughtline.messages import ToolCall
+
+    return Message(role="assistant", parts=(ToolCall(id=call_id, name="f", arguments="{}"),))
+
+
+def _answered_loop(n: int) -> list[Message]:
+    from thoughtline.messages import ToolResult, tool_results
+
+    out: list[Message] = []
+    for i in range(n):
+        out += [user(f"q{i}"), _call(f"call_{i}"),
+                tool_results([ToolResult(call_id=f"call_{i}", content="ok")])]
+    return out
+
+
+def test_a_resume_starts_the_unanswered_call_scan_where_the_stored_one_ended(
+        tmp_path: Path) -> None:
+    history = _answered_loop(5)
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, DEEPSEEK)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, DEEPSEEK)
+        assert resumed._history._shapes is None  # no stored turn's meta was read to scan
+        assert resumed._history.decoded is False
+
+
+def test_the_stored_scan_keeps_an_unanswered_call_in_the_middle(tmp_path: Path) -> None:
+    # The tool-results request of call_x failed; the user went on: every later request answers
+    # call_x with an error result, also after a resume that reads the scan instead of the turns.
+    history = [*_answered_loop(2), user("q"), _call("call_x"), user("never mind"),
+               *_answered_loop(1)]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, DEEPSEEK)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        body = resumed.request_bytes([PENDING], stream=True)
+    assert body == _fresh_bytes(history, DEEPSEEK)
+    assert body.count(b'"tool_call_id":"call_x"') == 1
+
+
+def test_a_damaged_stored_scan_is_ignored_and_the_turns_are_scanned(tmp_path: Path) -> None:
+    history = [*_answered_loop(2), user("q"), _call("call_x"), user("go on")]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, DEEPSEEK)
+        session.append(history)
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    changed = raw.execute("UPDATE wire_forms SET data = ? WHERE plan LIKE 'scan:%'",
+                          (b'{"p":[],"r":[]}',)).rowcount
+    raw.close()
+    assert changed >= 1
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        assert resumed._history.scan is None  # its digest failed: not used
+        body = resumed.request_bytes([PENDING], stream=True)
+    assert body == _fresh_bytes(history, DEEPSEEK)
+    assert b'"tool_call_id":"call_x"' in body
+
+
+def test_an_unanswered_call_added_after_a_resume_is_answered(tmp_path: Path) -> None:
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, DEEPSEEK)
+        session.append(_answered_loop(1))
+        resumed = Session.resume(store, session.id)
+        resumed.append([user("q2"), _call("call_late")])  # its results' request then failed
+        body = resumed.request_bytes([PENDING], stream=True)
+        expected = _fresh_bytes([*_answered_loop(1), user("q2"), _call("call_late")], DEEPSEEK)
+    assert body == expected
+    assert b'"tool_call_id":"call_late"' in body

@@ -7,11 +7,16 @@ once. On load every form is checked against its digest; a form that fails is lef
 canonical row: a form is its own verified copy of what the message encodes to, and the canonical
 history is verified when it is decoded. Deleting messages deletes
 their forms (``history._collect``).
+
+One more kind of row rides on the same table: the unanswered-call scan of a whole visible history
+(``replay.scan_state``), keyed by the history's last message and ``scan:`` plus a digest of every
+visible message id in order, so it is found only for exactly that history (any branch or session
+holding it) and collected with that message. A resume reads it instead of every turn's ``meta``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from thoughtline.messages import digest
@@ -36,6 +41,17 @@ class StoredForms:
     entries: tuple[tuple[int, str], ...]  # (seq, message id), in order
     forms: Mapping[str, tuple[bytes, str]]  # message id -> (data, meta), only verified ones
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
+    scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
+
+
+def scan_key(ids: Sequence[str]) -> str:
+    """The key of the scan of the visible history ``ids`` (in order)."""
+    return "scan:" + digest("\n".join(ids).encode())[len("sha256:"):][:40]
+
+
+def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
+    """The row storing ``data``, the scan state after the visible history ``ids`` (not empty)."""
+    return WireForm(message_id=ids[-1], plan=scan_key(ids), meta="", data=data)
 
 
 def put(tx: Tx, forms: Iterable[WireForm]) -> None:
@@ -71,4 +87,15 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                 problems.append(mid)
                 continue
             forms[mid] = (data, meta)
-    return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems))
+    return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
+                       scan=_scan(tx, [mid for _, mid in entries]))
+
+
+def _scan(tx: Tx, ids: list[str]) -> bytes | None:
+    if not ids:
+        return None
+    row = tx.one("SELECT digest, data FROM wire_forms WHERE message_id = ? AND plan = ?",
+                 (ids[-1], scan_key(ids)))
+    if row is None or row[0] != digest(data := bytes(row[1])):
+        return None  # a cache: without it the history's metas are scanned
+    return data
