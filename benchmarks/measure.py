@@ -10,12 +10,15 @@ interleaves ours and the floor call by call, so drift on a shared machine hits b
 from __future__ import annotations
 
 import gc
+import os
 import resource
 import statistics
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 #: A measured call: ``prepare()`` (untimed) makes the argument ``run(arg)`` (timed) consumes.
@@ -86,12 +89,23 @@ class Process:
     cpu: float
 
 
+def child_env() -> dict[str, str]:
+    """The environment of measured child processes: bytecode is written and read (from a cache
+    of the benchmark's own, not the source tree), as for an installed package — pip compiles it
+    at install time. A PYTHONDONTWRITEBYTECODE left in the environment would otherwise make
+    every child compile every module it imports, and time that."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir(), "thoughtline-bench-pycache"))
+    return env
+
+
 def process(argv: Sequence[str], *, cwd: str | None = None) -> Process:
     """Run ``argv`` to completion (it must succeed); CPU time comes from the child's rusage, so
     it stays meaningful when other work shares the machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, check=False)
+    done = subprocess.run(list(argv), cwd=cwd, capture_output=True, text=True, check=False,
+                          env=child_env())
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
