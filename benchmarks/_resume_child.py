@@ -45,6 +45,11 @@ def main() -> None:
     if sys.argv[3:] == ["memory"]:
         memory(path, session_id)
         return
+    if sys.argv[3:] == ["process"]:  # what a chat -r process does before it sends: nothing more
+        store = open_store(path, path.parent)
+        Session.resume(store, session_id).request_bytes([user("And the next step?")], stream=True)
+        store.close()
+        return
     c0 = time.process_time()
     t0 = time.perf_counter()
     store = open_store(path, path.parent)

@@ -61,9 +61,10 @@ def child_memory(db: Path, session_id: str) -> dict[str, Any]:
 
 
 def run_child(db: Path, session_id: str) -> tuple[dict[str, Any], float]:
-    """The child's own numbers, with its whole-process wall and CPU seconds added."""
-    done = process([sys.executable, str(CHILD), str(db), session_id])
-    numbers = json.loads(done.stdout)
+    """The child's own numbers (its floors read after the resume, in the same process), with the
+    whole-process wall and CPU seconds of a child that only resumes and builds (no floors)."""
+    numbers = json.loads(process([sys.executable, str(CHILD), str(db), session_id]).stdout)
+    done = process([sys.executable, str(CHILD), str(db), session_id, "process"])
     numbers["process_cpu_s"] = done.cpu
     return numbers, done.wall
 
