@@ -119,9 +119,7 @@ class StoredHistory(_TwoParts):
         return self._tail
 
     def __iter__(self) -> Iterator[Message]:
-        if self._ids:
-            yield from self._decoded()
-        yield from self._tail
+        return itertools.chain(self._decoded(), self._tail) if self._ids else iter(self._tail)
 
     def extend(self, messages: Sequence[Message]) -> None:
         self._tail.extend(messages)
@@ -215,8 +213,7 @@ class Joined(_TwoParts):
         return self.extra
 
     def __iter__(self) -> Iterator[Message]:
-        yield from self.base
-        yield from self.extra
+        return itertools.chain(self.base, self.extra)
 
     def wire(self, index: int, plan: str) -> bytes | None:
         wire = getattr(self.base, "wire", None)

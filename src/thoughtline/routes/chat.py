@@ -13,7 +13,7 @@ import re
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 from thoughtline.codecs.gemini import scope
@@ -262,7 +262,20 @@ def _native(table: RouteTable, row: str, provider: str, hostname: str, model: st
 def resolve_chat(provider: str, base_url: str | None = None, model: str = "", *,
                  echo: Echo = "auto", table: RouteTable | None = None) -> Route:
     """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo override."""
-    table = table or default_table()
+    if table is None:
+        return _resolve_default(provider, base_url, model, echo)
+    return _resolve(table, provider, base_url, model, echo)
+
+
+@lru_cache(maxsize=256)
+def _resolve_default(provider: str, base_url: str | None, model: str, echo: Echo) -> Route:
+    """The built-in table's answer, remembered: every request resolves its route (a Route is
+    immutable, so sharing one is safe)."""
+    return _resolve(default_table(), provider, base_url, model, echo)
+
+
+def _resolve(table: RouteTable, provider: str, base_url: str | None, model: str,
+             echo: Echo) -> Route:
     provider_id = provider.strip().lower()
     hostname = hostname_of(base_url)
     row = _match_row(table, provider_id, hostname)

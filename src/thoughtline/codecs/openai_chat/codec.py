@@ -64,7 +64,7 @@ class OpenAIChat:
                               params=spec.params, stream=spec.stream, cache=cache)
         tally = cache.tally_of(body["messages"]) if cache is not None else None
         index = ChatIndex(tally=tally, body_extras=body_extras(body)) if tally else None
-        if any(type(m) is orjson.Fragment for m in body["messages"]):
+        if cache is not None and cache.spliced(body["messages"]):
             # Spliced from stored wire forms: the bytes are the request; a dict view of them is
             # parsed only if something asks for it (a rejection, a test).
             return Encoded(raw=orjson.dumps(body), index=index)

@@ -111,7 +111,8 @@ class WireCache:
         self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
         self._last: dict[Any, tuple[list[Message], list[dict[str, Any]], Tally]] = {}
         self._returned: tuple[list[Any], Tally] | None = None
-        self._stored: dict[Any, tuple[Any, int, list[Any], Tally]] = {}
+        self._spliced_list: list[Any] | None = None  # the last returned list, if it has bytes
+        self._stored: dict[Any, tuple[Any, int, list[Any], Tally, bool]] = {}
         self._digests: dict[Any, str] = {}
 
     def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
@@ -145,33 +146,40 @@ class WireCache:
                 tally.add(item)
         self._last[plan.key] = (turns, wire.copy(), tally)  # the caller's list may be edited
         self._returned = (wire, tally)
+        self._spliced_list = None
         return wire
 
     def _spliced(self, history: Any, base: Any, plan: ReplayPlan) -> list[Any]:
         digest = self.plan_digest(plan)
         last = self._stored.get(plan.key)
         if last is not None and last[0] is base and last[1] <= len(base):
-            start, wire, tally = last[1], list(last[2]), last[3].copy()
+            kept = last[3]
+            if kept.stored:  # counted from the stored metas once, after the first request
+                kept.source = (base, digest)
+                kept.settle()
+            start, wire, tally, spliced = last[1], list(last[2]), kept.copy(), last[4]
         else:
-            start, wire, tally = 0, [], Tally()
+            start, wire, tally, spliced = 0, [], Tally(), False
         split = len(base)
         stored = history.stored_wire(digest) if start < split else []
         fragment = orjson.Fragment
         for index in range(start, len(history)):
             if index == split:
-                self._stored[plan.key] = (base, split, list(wire), tally.copy())
+                self._stored[plan.key] = (base, split, list(wire), tally.copy(), spliced)
             data = stored[index] if index < len(stored) else None
             if data is not None:
                 wire.append(fragment(data))
                 tally.stored.append(index)
+                spliced = True
                 continue
             for item in self.get(history[index], plan):
                 wire.append(item)
                 tally.add(item)
         if len(history) == split:
-            self._stored[plan.key] = (base, split, list(wire), tally.copy())
+            self._stored[plan.key] = (base, split, list(wire), tally.copy(), spliced)
         tally.source = (history, digest)
         self._returned = (wire, tally)
+        self._spliced_list = wire if spliced else None
         return wire
 
     def plan_digest(self, plan: ReplayPlan) -> str:
@@ -179,6 +187,10 @@ class WireCache:
         if found is None:
             found = self._digests[plan.key] = plan_digest(plan, api=API, version=WIRE_VERSION)
         return found
+
+    def spliced(self, messages: Any) -> bool:
+        """Does ``messages`` (the list last returned) hold stored wire bytes?"""
+        return messages is self._spliced_list
 
     def tally_of(self, messages: Any) -> Tally | None:
         """The counts kept while building ``messages``, if it is the list last returned."""
