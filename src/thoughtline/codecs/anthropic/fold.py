@@ -35,6 +35,10 @@ _DELTA_FIELDS = {"text_delta": "text", "thinking_delta": THINKING,
                  "signature_delta": "signature", "input_json_delta": "partial_json"}
 
 
+_SHOWN: dict[str, type[ReasoningDelta] | type[TextDelta]] = {THINKING: ReasoningDelta,
+                                                            "text": TextDelta}
+
+
 class _Block:
     """One content block being streamed: its start object and the fragments of each field."""
 
@@ -135,10 +139,9 @@ class StreamFold:
             block.pieces[field] = [text]
         else:
             pieces.append(text)
-        if field == THINKING:
-            return [ReasoningDelta(text)]
-        if field == "text":
-            return [TextDelta(text)]
+        shown = _SHOWN.get(field)
+        if shown is not None:
+            return [shown(text)]
         if field == "partial_json" and block.tool is not None:
             return [ToolCallDelta(index=block.tool, text=text)]
         return []

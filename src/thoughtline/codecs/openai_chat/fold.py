@@ -186,7 +186,8 @@ class StreamFold:
         if text:
             events.append(TextDelta(text))
         if others:
-            events.extend(e for e in others if not shown or type(e) is not ReasoningDelta)
+            events.extend(others if not shown else
+                          [e for e in others if type(e) is not ReasoningDelta])
 
     def _merge_chunks(self, chunks: list[Any]) -> list[Delta]:
         # Mistral Magistral streams its thinking as content-chunk lists, one fragment per delta,
@@ -259,14 +260,14 @@ class StreamFold:
         return text if type(text) is str else ""
 
     def _merge_call(self, raw: Any, events: list[Delta]) -> list[Delta]:
-        if not _is_map(raw):
+        if type(raw) is not dict and not isinstance(raw, Mapping):
             raise ProtocolError(f"tool_calls delta is not an object: {raw!r:.80}")
         index = raw.get("index", len(self._calls))
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _Call()
         function = raw.get("function")
-        if not _is_map(function):
+        if type(function) is not dict and not isinstance(function, Mapping):
             function = {}
         started = False
         if not call.id:
@@ -288,9 +289,10 @@ class StreamFold:
         signature = function.get("thought_signature")
         if type(signature) is str and signature:
             call.signature = signature
-        extra = raw.get("extra_content")
-        if extra is not None and _is_map(extra) and _is_map(extra.get("google")):
-            call.google = {**(call.google or {}), **extra["google"]}
+        if "extra_content" in raw:
+            extra = raw["extra_content"]
+            if _is_map(extra) and _is_map(extra.get("google")):
+                call.google = {**(call.google or {}), **extra["google"]}
         return events
 
     def wire_message(self) -> dict[str, Any]:
