@@ -72,7 +72,7 @@ def history(n: int, pool: int) -> tuple[Message, ...]:
 def request_bytes(messages: Sequence[Message], cache: WireCache | None) -> bytes:
     route = CODEC.resolve("anthropic", None, MODEL)
     plan = replay.plan(route, ())
-    return orjson.dumps(CODEC.encode_request(messages, plan, SPEC, cache).body)
+    return CODEC.encode_request(messages, plan, SPEC, cache).raw  # the bytes sent
 
 
 def _build_rows(n: int, pool: int, budget: Budget) -> list[Row]:

@@ -309,14 +309,17 @@ def _measure_litellm(binary: str, upstream: str, home: Path, full: list[Any],
                       "      api_key: sk-bench\n")
     port = _free_port()
     log = home / "litellm.log"
+    # Newer LiteLLM proxies refuse to start without a master key; the clients then send it.
+    key = "sk-bench-" + os.urandom(16).hex()
     process = subprocess.Popen([binary, "--config", str(config), "--port", str(port)],
                                stdout=subprocess.DEVNULL, stderr=log.open("wb"),
-                               env={**os.environ, "LITELLM_LOG": "ERROR"})
+                               env={**os.environ, "LITELLM_LOG": "ERROR",
+                                    "LITELLM_MASTER_KEY": key})
     proxy = f"http://127.0.0.1:{port}/v1"
     try:
         _wait(lambda: httpx.get(f"http://127.0.0.1:{port}/health/liveliness", timeout=2),
-              process)
-        headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+              process, log)
+        headers = {"content-type": "application/json", "authorization": f"Bearer {key}"}
         with httpx.Client(headers=headers, timeout=60) as client:
             out: dict[str, Any] = {}
             for mode in ("whole", "stream"):
@@ -338,13 +341,15 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def _wait(probe: Callable[[], Any], process: subprocess.Popen[bytes],
+def _wait(probe: Callable[[], Any], process: subprocess.Popen[bytes], log: Path,
           seconds: float = 90) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError("LiteLLM's proxy exited at start (it needs 'litellm[proxy]', "
-                               "the bench extra)")
+            lines = [ln for ln in log.read_text("utf-8", "replace").splitlines() if ln.strip()]
+            last = lines[-1][:200] if lines else "no output"
+            raise RuntimeError(f"LiteLLM's proxy exited at start (it needs 'litellm[proxy]', "
+                               f"the bench extra); its last line: {last}")
         try:
             if probe().status_code == 200:
                 return
