@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import splice
 from thoughtline.codecs.common import deep_merge
 from thoughtline.codecs.openai_chat.wire import (
     API,
@@ -24,9 +23,9 @@ from thoughtline.codecs.openai_chat.wire import (
     RD,
     R,
 )
+from thoughtline.codecs.splice import SplicingCache
 from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolSpec
-from thoughtline.replay import ReplayPlan, plan_digest
-from thoughtline.stored import meta_of
+from thoughtline.replay import ReplayPlan
 
 
 def _encode_call(call: ToolCall, plan: ReplayPlan, *, own: bool,
@@ -98,107 +97,43 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     return [{"role": message.role, "content": message.text}]
 
 
-class WireCache:
-    """Each stored turn's wire form per plan, derived once and reused (turns are immutable).
+class Tally(splice.Tally):
+    """Running counts of reasoning fields on assistant wire messages (the request log's view)."""
 
-    Turns are keyed by object identity (the cache holds each message so its identity stays valid).
-    Per plan it also remembers the last history it encoded and that history's wire list: a history
-    that only grew since (the normal case, one turn per request) reuses the list and encodes just
-    the new turns. Equal messages have equal wire forms, so a prefix that compares equal is safe.
-    """
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
-        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]], Tally]] = {}
-        self._returned: tuple[list[Any], Tally] | None = None
-        self._spliced_list: list[Any] | None = None  # the last returned list, if it has bytes
-        self._stored: dict[Any, tuple[Any, int, list[Any], Tally, bool]] = {}
-        self._digests: dict[Any, str] = {}
+    def add(self, message: Mapping[str, Any]) -> None:
+        if message.get("role") != "assistant":
+            return
+        self.assistant += 1
+        carriers, native = self.carriers, self.native
+        for key in (RC, R, RD):
+            if key in message:
+                carriers[key] = carriers.get(key, 0) + 1
+        if message.get(RC) == PAD:
+            self.pads += 1
+        for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
+            if key in message:
+                native[key] = native.get(key, 0) + 1
+        for call in message.get("tool_calls") or ():
+            if "extra_content" in call:
+                native["tool_calls.extra_content"] = native.get("tool_calls.extra_content", 0) + 1
+            if "thought_signature" in call.get("function", {}):
+                native["function.thought_signature"] = (
+                    native.get("function.thought_signature", 0) + 1)
 
-    def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
-        key = (id(message), plan.key)
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        wire = encode_message(message, plan)
-        self._entries[key] = (message, wire)
-        return wire
+
+class WireCache(SplicingCache):
+    """Each stored turn's wire messages per plan (see ``codecs.splice``)."""
+
+    api = API
+    version = "chat-1"  # bump when encode_message's output for a stored turn changes
+    tally = Tally
+    encode_message = staticmethod(encode_message)
 
     def messages(self, history: Sequence[Message], plan: ReplayPlan) -> list[Any]:
-        """The wire messages of ``history`` (a new list; its items are shared, read-only).
-
-        A resumed history that holds stored wire forms (``thoughtline.stored``) is spliced: each
-        stored turn goes in as its verified bytes (an ``orjson.Fragment``), nothing is decoded.
-        """
-        base = getattr(history, "base", history)
-        if not getattr(base, "decoded", True):
-            return self._spliced(history, base, plan)
-        turns = list(history)
-        last = self._last.get(plan.key)
-        start = 0
-        wire: list[dict[str, Any]] = []
-        tally = Tally()
-        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
-            start, wire, tally = len(last[0]), last[1].copy(), last[2].copy()
-        for message in turns[start:]:
-            for item in self.get(message, plan):
-                wire.append(item)
-                tally.add(item)
-        self._last[plan.key] = (turns, wire.copy(), tally)  # the caller's list may be edited
-        self._returned = (wire, tally)
-        self._spliced_list = None
-        return wire
-
-    def _spliced(self, history: Any, base: Any, plan: ReplayPlan) -> list[Any]:
-        digest = self.plan_digest(plan)
-        last = self._stored.get(plan.key)
-        if last is not None and last[0] is base and last[1] <= len(base):
-            kept = last[3]
-            if kept.stored:  # counted from the stored metas once, after the first request
-                kept.source = (base, digest)
-                kept.settle()
-            start, wire, tally, spliced = last[1], list(last[2]), kept.copy(), last[4]
-        else:
-            start, wire, tally, spliced = 0, [], Tally(), False
-        split = len(base)
-        stored = history.stored_wire(digest) if start < split else []
-        fragment = orjson.Fragment
-        for index in range(start, len(history)):
-            if index == split:
-                self._stored[plan.key] = (base, split, list(wire), tally.copy(), spliced)
-            data = stored[index] if index < len(stored) else None
-            if data is not None:
-                wire.append(fragment(data))
-                tally.stored.append(index)
-                spliced = True
-                continue
-            for item in self.get(history[index], plan):
-                wire.append(item)
-                tally.add(item)
-        if len(history) == split:
-            self._stored[plan.key] = (base, split, list(wire), tally.copy(), spliced)
-        tally.source = (history, digest)
-        self._returned = (wire, tally)
-        self._spliced_list = wire if spliced else None
-        return wire
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        found = self._digests.get(plan.key)
-        if found is None:
-            found = self._digests[plan.key] = plan_digest(plan, api=API, version=WIRE_VERSION)
-        return found
-
-    def spliced(self, messages: Any) -> bool:
-        """Does ``messages`` (the list last returned) hold stored wire bytes?"""
-        return messages is self._spliced_list
-
-    def tally_of(self, messages: Any) -> Tally | None:
-        """The counts kept while building ``messages``, if it is the list last returned."""
-        returned = self._returned
-        return returned[1] if returned is not None and returned[0] is messages else None
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        """The wire messages of ``history``; a resumed one is spliced from its stored bytes."""
+        return self.items(history, plan)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -239,82 +174,12 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     return body
 
 
-class Tally:
-    """Running counts of reasoning fields on assistant wire messages (the request log's view)."""
-
-    __slots__ = ("assistant", "carriers", "native", "pads", "source", "stored")
-
-    def __init__(self) -> None:
-        self.assistant = self.pads = 0
-        self.carriers: dict[str, int] = {}
-        self.native: dict[str, int] = {}
-        # Turns spliced from stored forms whose counts are still to be added (from their meta),
-        # on first need: the log wants them after the request is sent, not before.
-        self.stored: list[int] = []
-        self.source: Any = None
-
-    def settle(self) -> Tally:
-        """Add the counts of the stored turns (read from their meta) and return self."""
-        if self.stored and self.source is not None:
-            history, digest = self.source
-            for index in self.stored:
-                self.merge(history.tally(index, digest))
-            self.stored = []
-        return self
-
-    def to_json(self) -> dict[str, Any]:
-        return {"a": self.assistant, "p": self.pads, "c": self.carriers, "n": self.native}
-
-    def merge(self, raw: Any) -> None:
-        """Add counts stored with a wire form (``to_json``'s shape)."""
-        if not raw:
-            return
-        self.assistant += raw.get("a", 0)
-        self.pads += raw.get("p", 0)
-        for mine, theirs in ((self.carriers, raw.get("c", {})), (self.native, raw.get("n", {}))):
-            for key, count in theirs.items():
-                mine[key] = mine.get(key, 0) + count
-
-    def copy(self) -> Tally:
-        other = Tally()
-        other.assistant, other.pads = self.assistant, self.pads
-        other.carriers, other.native = dict(self.carriers), dict(self.native)
-        other.stored, other.source = list(self.stored), self.source
-        return other
-
-    def add(self, message: Mapping[str, Any]) -> None:
-        if message.get("role") != "assistant":
-            return
-        self.assistant += 1
-        carriers, native = self.carriers, self.native
-        for key in (RC, R, RD):
-            if key in message:
-                carriers[key] = carriers.get(key, 0) + 1
-        if message.get(RC) == PAD:
-            self.pads += 1
-        for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
-            if key in message:
-                native[key] = native.get(key, 0) + 1
-        for call in message.get("tool_calls") or ():
-            if "extra_content" in call:
-                native["tool_calls.extra_content"] = native.get("tool_calls.extra_content", 0) + 1
-            if "thought_signature" in call.get("function", {}):
-                native["function.thought_signature"] = (
-                    native.get("function.thought_signature", 0) + 1)
-
-
-WIRE_VERSION = "chat-1"  # bump when encode_message's output for a stored turn changes
+WIRE_VERSION = WireCache.version
 
 
 def wire_form(message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
-    """One turn's stored wire form for ``plan``: its wire items as comma-joined JSON (spliced
-    into the ``messages`` array as they are), and its ``meta`` with the log's counts."""
-    items = encode_message(message, plan)
-    tally = Tally()
-    for item in items:
-        tally.add(item)
-    meta = {**meta_of(message), "k": tally.to_json()}
-    return b",".join(orjson.dumps(item) for item in items), orjson.dumps(meta)
+    """One turn's stored wire form for ``plan`` (``codecs.splice.wire_form``)."""
+    return splice.wire_form(encode_message(message, plan), message, Tally)
 
 
 def tally_summary(tally: Tally, body_extras: Sequence[str]) -> dict[str, Any]:
