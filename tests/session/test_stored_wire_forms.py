@@ -21,6 +21,8 @@ from hypothesis import strategies as st
 
 from test_properties_openai_chat import HISTORIES
 from thoughtline import ProviderConfig, Session, open_store
+from thoughtline.codecs import registry
+from thoughtline.codecs.base import RequestSpec
 from thoughtline.codecs.openai_chat import encode_request
 from thoughtline.messages import Message, user
 from thoughtline.replay import answered
@@ -34,16 +36,26 @@ PROVIDERS = st.sampled_from([
     ProviderConfig(id="mistral", base_url="https://api.mistral.ai/v1", model="magistral"),
     ProviderConfig(id="gemini-openai", base_url="https://generativelanguage.googleapis.com/"
                    "v1beta/openai", model="gemini-3-pro"),
+    # Responses stores its turns' input items the same way (codecs/splice.py).
+    ProviderConfig(id="openai-responses", api="openai-responses",
+                   base_url="https://api.openai.com/v1", model="gpt-5.5"),
+    ProviderConfig(id="xai-responses", api="openai-responses", base_url="https://api.x.ai/v1",
+                   model="grok-4"),
 ])
 PENDING = user("and the next step?")
 
 
 def _fresh_bytes(history: list[Message], provider: ProviderConfig) -> bytes:
     """What a fresh session builds: the same view (unanswered calls answered), encoded anew."""
-    route = resolve_chat(provider.id, provider.base_url, provider.model)
     view = list(answered(history, [PENDING]))
-    return orjson.dumps(encode_request(view, make_plan(route), model=provider.model,
-                                       stream=True))
+    if provider.api == "openai-chat":
+        route = resolve_chat(provider.id, provider.base_url, provider.model)
+        return orjson.dumps(encode_request(view, make_plan(route), model=provider.model,
+                                           stream=True))
+    codec = registry.codec(provider.api)
+    route = codec.resolve(provider.route_id, provider.base_url, provider.model)
+    return codec.encode_request(view, make_plan(route), RequestSpec(model=provider.model,
+                                                                    stream=True)).raw
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,

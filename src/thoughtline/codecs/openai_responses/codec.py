@@ -8,16 +8,24 @@ offending ones, retry once without them).
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
+
+import orjson
 
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
 from thoughtline.codecs.openai_responses.decode import decode_response
 from thoughtline.codecs.openai_responses.encode import (
+    Tally,
     WireCache,
+    body_extras,
     encode_request,
     origins_of,
+    tally_summary,
+    wire_form,
     wire_summary,
 )
 from thoughtline.codecs.openai_responses.fold import StreamFold
@@ -26,8 +34,19 @@ from thoughtline.codecs.openai_responses.wire import API
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
-from thoughtline.replay import ReplayPlan
+from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.routes.resolve import Route
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponsesIndex:
+    """What a rejection or the log needs about a body, kept while encoding it: the history it
+    was built from (its first ``size`` messages, read only on a rejection) and the counts."""
+
+    history: Sequence[Message]
+    size: int
+    tally: Tally | None = None
+    extras: tuple[str, ...] = ()
 
 
 class OpenAIResponses:
@@ -48,8 +67,22 @@ class OpenAIResponses:
         body = encode_request(history, plan, model=spec.model, tools=spec.tools,
                               params=spec.params, settings=settings, stream=spec.stream,
                               cache=cache)
-        # the history, to map a rejected body's items back to their origins (classify only)
-        return Encoded(body=body, index=tuple(history))
+        items = body["input"]
+        index = ResponsesIndex(history=history, size=len(history),
+                               tally=cache.tally_of(items) if cache is not None else None,
+                               extras=body_extras(body))
+        if cache is not None and cache.spliced(items):
+            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
+            # parsed only if something asks for it (a rejection, a test).
+            return Encoded(raw=orjson.dumps(body), index=index)
+        return Encoded(body=body, index=index)
+
+    def wire_form(self, message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
+        """A stored turn's wire bytes for ``plan`` (``thoughtline.stored``)."""
+        return wire_form(message, plan)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return plan_digest(plan, api=API, version=WireCache.version)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -65,12 +98,17 @@ class OpenAIResponses:
         return provider.auth or "bearer"
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        index = encoded.index
+        if isinstance(index, ResponsesIndex) and index.tally is not None:
+            return tally_summary(index.tally, index.extras)
         return wire_summary(encoded.body)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         provider = plan.target.provider if plan.target is not None else "the provider"
-        origins = origins_of(encoded.index) if encoded.index else None
+        index = encoded.index
+        origins = (origins_of(itertools.islice(index.history, index.size))
+                   if isinstance(index, ResponsesIndex) else None)
         return rejections.classify(status, body, encoded.body, provider=provider,
                                    origins=origins, target=plan.target)
 

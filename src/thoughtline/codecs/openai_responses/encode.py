@@ -13,11 +13,13 @@ reuses the list it built for its prefix.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from thoughtline.codecs import splice
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
 from thoughtline.codecs.openai_responses.wire import (
+    API,
     ENCRYPTED,
     FUNCTION_CALL,
     FUNCTION_CALL_OUTPUT,
@@ -31,6 +33,7 @@ from thoughtline.codecs.openai_responses.wire import (
     is_map,
     text_of,
 )
+from thoughtline.codecs.splice import SplicingCache
 from thoughtline.messages import (
     Message,
     Opaque,
@@ -51,17 +54,17 @@ _REASONING_PARAMS = {"reasoning_effort": "effort", "effort": "effort",
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
 
 
-def origins_of(history: Sequence[Message]) -> dict[int, Origin]:
-    """``id()`` of each stored replayable item object → where it was made. Replayed items are
-    the stored objects themselves (sent verbatim), so a rejected body maps back exactly."""
-    out: dict[int, Origin] = {}
+def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
+    """``item_fingerprint`` of each stored replayable item → where it was made. Replayed items
+    go out verbatim (also when spliced from stored bytes), so a rejected body maps back exactly."""
+    out: dict[str, Origin] = {}
     for message in history:
         for part in message.parts:
             if isinstance(part, Reasoning | Opaque):
                 item = part.native.get(NS)
                 origin = part.origin or message.origin
                 if item is not None and origin is not None:
-                    out[id(item)] = origin
+                    out[item_fingerprint(item)] = origin
     return out
 
 
@@ -193,39 +196,40 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     return [{"role": message.role, "content": message.text}]
 
 
-class WireCache:
-    """Each stored turn's input items per plan, derived once (turns are immutable).
+class Tally(splice.Tally):
+    """What the request log counts on input items: assistant turns, encrypted reasoning items
+    and phases (the carriers), readable reasoning and other replayed items (native)."""
 
-    Keyed by message identity (the cache holds the message so the identity stays valid). Per plan
-    it remembers the last history and its input list: a history that only grew reuses the list.
-    """
+    __slots__ = ()
 
-    def __init__(self) -> None:
-        self._entries: dict[tuple[int, Any], tuple[Message, list[dict[str, Any]]]] = {}
-        self._last: dict[Any, tuple[list[Message], list[dict[str, Any]]]] = {}
+    def add(self, item: Mapping[str, Any]) -> None:
+        kind = item.get("type")
+        if kind == REASONING:
+            encrypted = bool(item.get(ENCRYPTED))
+            into = self.carriers if encrypted else self.native
+            name = ENCRYPTED if encrypted else "readable reasoning items"
+            into[name] = into.get(name, 0) + 1
+        elif kind == MESSAGE or item.get("role") == "assistant":
+            self.assistant += 1
+            if PHASE in item:
+                self.carriers[PHASE] = self.carriers.get(PHASE, 0) + 1
+        elif kind not in (None, FUNCTION_CALL, FUNCTION_CALL_OUTPUT):
+            self.native["other items"] = self.native.get("other items", 0) + 1
 
-    def get(self, message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
-        key = (id(message), plan.key)
-        hit = self._entries.get(key)
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        wire = encode_message(message, plan)
-        self._entries[key] = (message, wire)
-        return wire
 
-    def items(self, history: Sequence[Message], plan: ReplayPlan) -> list[dict[str, Any]]:
-        turns = list(history)
-        last = self._last.get(plan.key)
-        start, wire = 0, []
-        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
-            start, wire = len(last[0]), last[1].copy()
-        for message in turns[start:]:
-            wire.extend(self.get(message, plan))
-        self._last[plan.key] = (turns, wire.copy())
-        return wire
+class WireCache(SplicingCache):
+    """Each stored turn's input items per plan (see ``codecs.splice``); a resumed history is
+    spliced from its stored wire forms."""
 
-    def __len__(self) -> int:
-        return len(self._entries)
+    api = API
+    version = "responses-1"  # bump when encode_message's output for a stored turn changes
+    tally = Tally
+    encode_message = staticmethod(encode_message)
+
+
+def wire_form(message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
+    """One turn's stored wire form for ``plan`` (``codecs.splice.wire_form``)."""
+    return splice.wire_form(encode_message(message, plan), message, Tally)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -284,23 +288,19 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
 def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """What the request log records: how many assistant items went back, the reasoning carriers
     on them (encrypted items, phases) and the other replayed items, and the stateless switches."""
-    carriers: dict[str, int] = {}
-    native: dict[str, int] = {}
-    assistant = 0
-
-    def count(into: dict[str, int], name: str) -> None:
-        into[name] = into.get(name, 0) + 1
-
+    tally = Tally()
     for item in body.get("input", ()):
-        kind = item.get("type")
-        if kind == REASONING:
-            count(carriers if item.get(ENCRYPTED) else native,
-                  ENCRYPTED if item.get(ENCRYPTED) else "readable reasoning items")
-        elif kind == MESSAGE or item.get("role") == "assistant":
-            assistant += 1
-            if PHASE in item:
-                count(carriers, PHASE)
-        elif kind not in (None, FUNCTION_CALL, FUNCTION_CALL_OUTPUT):
-            count(native, "other items")
-    return {"assistant_turns": assistant, "carriers": carriers, "pads": 0, "native": native,
-            "body_extras": sorted(k for k in ("store", "include", "reasoning") if k in body)}
+        tally.add(item)
+    return tally_summary(tally, body_extras(body))
+
+
+def body_extras(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The stateless switches a body carries (for the log)."""
+    return tuple(sorted(k for k in ("store", "include", "reasoning") if k in body))
+
+
+def tally_summary(tally: Tally, extras: Sequence[str]) -> dict[str, Any]:
+    """``wire_summary`` from the counts the cache kept while encoding (no item is read again)."""
+    tally.settle()
+    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers), "pads": 0,
+            "native": dict(tally.native), "body_extras": list(extras)}

@@ -132,7 +132,7 @@ def _named(message: str, sent: Sequence[_Sent]) -> list[_Sent]:
         s.item[ENCRYPTED].startswith(t) for t in tokens if len(t) >= 12)]
 
 
-def _unnamed(sent: Sequence[_Sent], loop: int, *, origins: Mapping[int, Origin] | None,
+def _unnamed(sent: Sequence[_Sent], loop: int, *, origins: Mapping[str, Origin] | None,
              target: Origin | None) -> list[_Sent]:
     encrypted = [s for s in sent if s.item.get("type") == REASONING and s.item.get(ENCRYPTED)]
     if len(encrypted) <= 1:
@@ -140,7 +140,8 @@ def _unnamed(sent: Sequence[_Sent], loop: int, *, origins: Mapping[int, Origin] 
     if origins and target is not None:
         # made by another model than the one asked (the scope let a sibling snapshot or model
         # through): the likeliest items the target cannot read
-        other = [s for s in encrypted if (o := origins.get(id(s.item))) is not None
+        other = [s for s in encrypted
+                 if (o := origins.get(item_fingerprint(s.item))) is not None
                  and o.model.lower() != target.model.lower()]
         if other and len(other) < len(encrypted):
             return other
@@ -190,12 +191,13 @@ def _switch_lesson(message: str, target: Origin | None) -> Lesson | None:
 
 
 def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
-             provider: str = "the provider", origins: Mapping[int, Origin] | None = None,
+             provider: str = "the provider", origins: Mapping[str, Origin] | None = None,
              target: Origin | None = None) -> Lesson | None:
     """The lesson of a rejected request, or None when it is not about replayed items.
 
-    ``origins`` maps ``id()`` of each replayed item object in ``sent_body`` to where it was made
-    (``encode.origins_of``); with ``target`` it sharpens the guess when the error names no item.
+    ``origins`` maps the ``item_fingerprint`` of each replayed item in ``sent_body`` to where it
+    was made (``encode.origins_of``); with ``target`` it sharpens the guess when the error names
+    no item.
     """
     if status is not None and not 400 <= status < 500:
         return None
