@@ -55,6 +55,55 @@ def write_session(home: Path, n: int) -> str:
         store.close()
 
 
+def _other_apis() -> list[tuple[str, Any, list[Any]]]:
+    """(label, provider, history) of a TARGET_N-turn session on each other API with rows here:
+    Responses (stored wire forms, spliced like Chat) and Anthropic (no stored forms yet: its
+    resume decodes the canonical history and encodes it)."""
+    from dataclasses import replace
+
+    from benchmarks import anthropic_rows, responses_rows
+    from thoughtline import config
+
+    presets = config.presets()
+    anthropic = replace(presets["anthropic"], model=anthropic_rows.MODEL)
+    return [
+        ("responses openai (spliced)", presets["openai-responses"],
+         responses_rows.history(TARGET_N)),
+        ("anthropic (decoded and encoded)", anthropic,
+         list(anthropic_rows.history(TARGET_N, 50))),
+    ]
+
+
+def write_other(home: Path, provider: Any, history: list[Any]) -> str:
+    store = open_store(None, home)
+    try:
+        session = Session.create(store, provider, title="bench other API")
+        session.append(history)
+        return session.id
+    finally:
+        store.close()
+
+
+def other_rows(tmp: str, runs: int) -> list[Row]:
+    rows: list[Row] = []
+    for label, provider, history in _other_apis():
+        home = Path(tmp, label.split()[0])
+        session_id = write_other(home, provider, history)
+        run_child(home / "state.db", session_id)  # warm the page cache and bytecode
+        samples = [run_child(home / "state.db", session_id)[0] for _ in range(runs)]
+        inproc = statistics.median(s["inproc_s"] for s in samples)
+        floor = statistics.median(s["floor_s"] for s in samples)
+        rows.append(Row(scenario=SCENARIO, case=f"open → load → first request bytes (in process), "
+                        f"{label}", size=f"N={TARGET_N:,}", ours=inproc, floor=floor,
+                        floor_kind="sqlite3 read of the session's rows + orjson.dumps",
+                        ratio=ratio(inproc, floor), reps=runs,
+                        note=_breakdown({k: statistics.median(s[k] for s in samples)
+                                         for k in ("open_s", "load_s", "build_s", "dumps_s",
+                                                   "cpu_s")}),
+                        extra={"turns": TARGET_N, "same_bytes": samples[0]["same_bytes"]}))
+    return rows
+
+
 def child_memory(db: Path, session_id: str) -> dict[str, Any]:
     return json.loads(process([sys.executable, str(CHILD), str(db), session_id,
                                "memory"]).stdout)
@@ -85,6 +134,8 @@ def run(*, quick: bool) -> list[Row]:
                 continue  # the empty session is the baseline of "what the history adds"
             memory = child_memory(home / "state.db", session_id)
             rows.extend(_rows(n, samples, bare, runs, walls[0], memory))
+        if not quick:
+            rows.extend(other_rows(tmp, runs))
     return rows
 
 
