@@ -280,10 +280,10 @@ class Session:
     def _store_wire_forms(self, start: int) -> None:
         """Store the wire forms of the turns from ``start`` on, for the plan the next request
         uses — or of every turn, once, when that plan changed (a verdict, a new model)."""
-        form_of = getattr(self.codec, "wire_form", None)
+        forms_of = getattr(self.codec, "wire_forms", None)  # codecs.base.StoresWireForms
         put = getattr(self.store, "put_wire_forms", None)
         ids = self._ids
-        if form_of is None or put is None or ids is None:
+        if forms_of is None or put is None or ids is None:
             return
         from thoughtline.store.wireforms import WireForm, scan_form
 
@@ -291,11 +291,8 @@ class Session:
         digest = self.codec.plan_digest(plan)  # type: ignore[attr-defined]
         if digest != self._forms_plan:
             start = 0
-        forms = []
-        for index in range(start, len(self._history)):
-            data, meta = form_of(self._history[index], plan)
-            forms.append(WireForm(message_id=ids[index], plan=digest,
-                                  meta=meta.decode(), data=data))
+        forms = [WireForm(message_id=ids[index], plan=digest, meta=meta.decode(), data=data)
+                 for index, (data, meta) in sorted(forms_of(self._history, start, plan).items())]
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
             forms.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
         try:

@@ -187,3 +187,21 @@ class Codec(Protocol):
                  plan: ReplayPlan) -> Lesson | None:
         """Read a rejected request's error body: what to learn before the one retry, if any."""
         ...
+
+
+class StoresWireForms(Protocol):
+    """Optional: a codec whose turns' wire forms are stored, so a resume splices bytes.
+
+    ``plan_digest`` names everything a stored form depends on (stable across processes).
+    ``wire_forms`` gives the forms of ``history[start:]`` under ``plan``: index -> (the turn's
+    bytes as they go into the request, its ``meta``: ``stored.meta_of`` plus the codec's own
+    keys). It may also give earlier turns whose form has changed since it was stored, and leave
+    out a turn that has no form of its own; the codec's cache splices what it finds and encodes
+    the rest.
+    """
+
+    def plan_digest(self, plan: ReplayPlan) -> str: ...
+
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> Mapping[int, tuple[bytes, bytes]]: ...
+

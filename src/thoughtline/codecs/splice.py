@@ -81,6 +81,14 @@ def wire_form(items: Items, message: Message, tally: type[Tally]) -> tuple[bytes
     return b",".join(orjson.dumps(item) for item in items), orjson.dumps(meta)
 
 
+def wire_forms(history: Sequence[Message], start: int, plan: ReplayPlan,
+               encode_message: Callable[[Message, ReplayPlan], Items],
+               tally: type[Tally]) -> dict[int, tuple[bytes, bytes]]:
+    """``StoresWireForms.wire_forms`` for an API whose turns encode on their own."""
+    return {index: wire_form(encode_message(history[index], plan), history[index], tally)
+            for index in range(start, len(history))}
+
+
 class SplicingCache:
     """Each stored turn's items per plan, derived once and reused (turns are immutable).
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from thoughtline import fallback
+from thoughtline.codecs import splice
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
@@ -21,9 +22,9 @@ from thoughtline.codecs.openai_chat.encode import (
     Tally,
     WireCache,
     body_extras,
+    encode_message,
     encode_request,
     tally_summary,
-    wire_form,
     wire_summary,
 )
 from thoughtline.codecs.openai_chat.fold import StreamFold
@@ -70,9 +71,10 @@ class OpenAIChat:
             return Encoded(raw=orjson.dumps(body), index=index)
         return Encoded(body=body, index=index)
 
-    def wire_form(self, message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
-        """A stored turn's wire bytes for ``plan`` (``thoughtline.stored``)."""
-        return wire_form(message, plan)
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        return splice.wire_forms(history, start, plan, encode_message, Tally)
 
     def plan_digest(self, plan: ReplayPlan) -> str:
         return plan_digest(plan, api=API, version=WIRE_VERSION)

@@ -177,11 +177,6 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
 WIRE_VERSION = WireCache.version
 
 
-def wire_form(message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
-    """One turn's stored wire form for ``plan`` (``codecs.splice.wire_form``)."""
-    return splice.wire_form(encode_message(message, plan), message, Tally)
-
-
 def tally_summary(tally: Tally, body_extras: Sequence[str]) -> dict[str, Any]:
     tally.settle()
     return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers),

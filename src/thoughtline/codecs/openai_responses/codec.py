@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import splice
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
 from thoughtline.codecs.openai_responses.decode import decode_response
@@ -22,10 +23,10 @@ from thoughtline.codecs.openai_responses.encode import (
     Tally,
     WireCache,
     body_extras,
+    encode_message,
     encode_request,
     origins_of,
     tally_summary,
-    wire_form,
     wire_summary,
 )
 from thoughtline.codecs.openai_responses.fold import StreamFold
@@ -77,9 +78,10 @@ class OpenAIResponses:
             return Encoded(raw=orjson.dumps(body), index=index)
         return Encoded(body=body, index=index)
 
-    def wire_form(self, message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
-        """A stored turn's wire bytes for ``plan`` (``thoughtline.stored``)."""
-        return wire_form(message, plan)
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        return splice.wire_forms(history, start, plan, encode_message, Tally)
 
     def plan_digest(self, plan: ReplayPlan) -> str:
         return plan_digest(plan, api=API, version=WireCache.version)

@@ -227,11 +227,6 @@ class WireCache(SplicingCache):
     encode_message = staticmethod(encode_message)
 
 
-def wire_form(message: Message, plan: ReplayPlan) -> tuple[bytes, bytes]:
-    """One turn's stored wire form for ``plan`` (``codecs.splice.wire_form``)."""
-    return splice.wire_form(encode_message(message, plan), message, Tally)
-
-
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return [{"type": "function", "name": t.name, "description": t.description,
              "parameters": dict(t.parameters)} for t in tools]
