@@ -11,7 +11,7 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +96,13 @@ def cli(home: Path, *args: str, timeout: float = 60) -> subprocess.CompletedProc
 def raw_contains(record: Received, value: Any) -> bool:
     """True when the serialized ``value`` occurs byte for byte in the raw request body."""
     return orjson.dumps(value) in record.raw
+
+
+def reject_next_item(emu: ResponsesEmulator, item: Mapping[str, Any]) -> None:
+    """The next request fails with OpenAI's wording for one unreadable encrypted item (the real
+    wording, hermes-agent #32617), naming ``item``."""
+    emu.fail_next(400, {"error": {
+        "message": f"The encrypted content for item {item['id']} could not be verified. "
+                   "Reason: Encrypted content could not be decrypted or parsed.",
+        "type": "invalid_request_error", "param": None, "code": "invalid_encrypted_content"}})
+

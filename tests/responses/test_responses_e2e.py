@@ -25,6 +25,7 @@ from responses_support import (
     provider_at,
     raw_contains,
     reasoning_in,
+    reject_next_item,
     store_at,
     turn,
 )
@@ -102,11 +103,7 @@ def test_a_rejected_item_is_repaired_with_one_retry_dropping_only_it(
     second = done_of(turn(session, "and in Bergen?"))
     assert len(emu.issued_items) == 3
     victim = emu.issued_items[1]
-    # The real wording (hermes-agent #32617), naming one of the items the next request carries.
-    emu.fail_next(400, {"error": {
-        "message": f"The encrypted content for item {victim['id']} could not be verified. "
-                   "Reason: Encrypted content could not be decrypted or parsed.",
-        "type": "invalid_request_error", "param": None, "code": "invalid_encrypted_content"}})
+    reject_next_item(emu, victim)
     before = len(emu.received)
     events = turn(session, answer_calls(second, "snow"))
     done = done_of(events)

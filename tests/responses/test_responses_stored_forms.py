@@ -16,6 +16,7 @@ from responses_support import (
     notices,
     provider_at,
     reasoning_in,
+    reject_next_item,
     store_at,
     turn,
 )
@@ -53,10 +54,7 @@ def test_a_rejected_item_of_a_spliced_request_is_repaired_once(emu: ResponsesEmu
     session_id = _two_loops(emu, home)
     resumed = Session.resume(store_at(home), session_id)
     victim = emu.issued_items[1]
-    emu.fail_next(400, {"error": {
-        "message": f"The encrypted content for item {victim['id']} could not be verified. "
-                   "Reason: Encrypted content could not be decrypted or parsed.",
-        "type": "invalid_request_error", "param": None, "code": "invalid_encrypted_content"}})
+    reject_next_item(emu, victim)
     before = len(emu.received)
     events = turn(resumed, "thanks, and tomorrow?")
     assert done_of(events).message.text and notices(events)

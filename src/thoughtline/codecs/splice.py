@@ -193,3 +193,19 @@ class SplicingCache:
 
     def __len__(self) -> int:
         return len(self._entries)
+
+
+class SplicedForms:
+    """The ``StoresWireForms`` hooks of a codec whose cache is a ``SplicingCache`` (a mixin)."""
+
+    cache: ClassVar[type[SplicingCache]]
+
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        cache = self.cache
+        return wire_forms(history, start, plan, cache.encode_message, cache.tally)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return plan_digest(plan, api=self.cache.api, version=self.cache.version)
+

@@ -14,26 +14,24 @@ from typing import Any
 import orjson
 
 from thoughtline import fallback
-from thoughtline.codecs import splice
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
-    WIRE_VERSION,
     Tally,
     WireCache,
     body_extras,
-    encode_message,
     encode_request,
     tally_summary,
     wire_summary,
 )
 from thoughtline.codecs.openai_chat.fold import StreamFold
 from thoughtline.codecs.openai_chat.wire import API
+from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
-from thoughtline.replay import ReplayPlan, plan_digest
+from thoughtline.replay import ReplayPlan
 from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
@@ -47,10 +45,11 @@ class ChatIndex:
     body_extras: list[str]
 
 
-class OpenAIChat:
+class OpenAIChat(SplicedForms):
     """OpenAI-compatible Chat Completions (``POST {base_url}/chat/completions``, SSE streams)."""
 
     api = API
+    cache = WireCache  # stored wire forms: codecs.splice
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
@@ -70,14 +69,6 @@ class OpenAIChat:
             # parsed only if something asks for it (a rejection, a test).
             return Encoded(raw=orjson.dumps(body), index=index)
         return Encoded(body=body, index=index)
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
-        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
-        return splice.wire_forms(history, start, plan, encode_message, Tally)
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        return plan_digest(plan, api=API, version=WIRE_VERSION)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)

@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs import splice
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
 from thoughtline.codecs.openai_responses.decode import decode_response
@@ -23,7 +22,6 @@ from thoughtline.codecs.openai_responses.encode import (
     Tally,
     WireCache,
     body_extras,
-    encode_message,
     encode_request,
     origins_of,
     tally_summary,
@@ -32,10 +30,11 @@ from thoughtline.codecs.openai_responses.encode import (
 from thoughtline.codecs.openai_responses.fold import StreamFold
 from thoughtline.codecs.openai_responses.profile import resolve_responses
 from thoughtline.codecs.openai_responses.wire import API
+from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
-from thoughtline.replay import ReplayPlan, plan_digest
+from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route
 
 
@@ -50,10 +49,11 @@ class ResponsesIndex:
     extras: tuple[str, ...] = ()
 
 
-class OpenAIResponses:
+class OpenAIResponses(SplicedForms):
     """OpenAI Responses (``POST {base_url}/responses``), stateless, SSE streams."""
 
     api = API
+    cache = WireCache  # stored wire forms: codecs.splice
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
@@ -77,14 +77,6 @@ class OpenAIResponses:
             # parsed only if something asks for it (a rejection, a test).
             return Encoded(raw=orjson.dumps(body), index=index)
         return Encoded(body=body, index=index)
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
-        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
-        return splice.wire_forms(history, start, plan, encode_message, Tally)
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        return plan_digest(plan, api=API, version=WireCache.version)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
