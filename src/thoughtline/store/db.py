@@ -7,7 +7,7 @@ SQL with ``?`` placeholders and never imports a driver.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeAlias
@@ -42,6 +42,11 @@ class Tx(Protocol):
     def one(self, sql: str, params: Sequence[Any] = ()) -> Row | None: ...
 
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]: ...
+
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
+        """The result rows one at a time (consume them inside the transaction): a large read
+        need not hold every row at once where the driver streams them (sqlite3 does)."""
+        ...
 
     def lock(self, name: str, *, shared: bool = False) -> None:
         """Hold a named lock until the transaction ends (a no-op where writers are serialized)."""

@@ -10,7 +10,7 @@ session references any more.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from thoughtline.errors import CorruptPayload
 from thoughtline.messages import Message
@@ -56,8 +56,10 @@ def chain(tx: Tx, session_id: str) -> list[tuple[str, int]]:
             for sid, lim in tx.all(_CHAIN, (session_id,))]
 
 
-def visible_rows(tx: Tx, session_id: str) -> list[Row]:
-    return [row for sid, lim in chain(tx, session_id) for row in tx.all(_ROWS, (sid, lim))]
+def visible_rows(tx: Tx, session_id: str) -> Iterator[Row]:
+    """Each visible row in order, read as it is consumed (inside ``tx``)."""
+    for sid, lim in chain(tx, session_id):
+        yield from tx.rows(_ROWS, (sid, lim))
 
 
 def visible_entries(tx: Tx, session_id: str) -> list[tuple[int, str]]:

@@ -110,6 +110,10 @@ class _PgTx:
         # Binary results: payload bytes arrive as they are, not hex-encoded and parsed back.
         return self._conn.execute(_pg(sql), params, binary=True).fetchall()
 
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
+        # A client-side cursor: libpq has the whole result already; rows are handed out as read.
+        return iter(self._conn.execute(_pg(sql), params, binary=True))
+
     def lock(self, name: str, *, shared: bool = False) -> None:
         """A transaction-scoped advisory lock, per schema so separate stores never contend."""
         fn = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"

@@ -48,6 +48,9 @@ class _SqliteTx:
     def all(self, sql: str, params: Sequence[Any] = ()) -> list[Row]:
         return self._conn.execute(sql, params).fetchall()
 
+    def rows(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Row]:
+        return iter(self._conn.execute(sql, params))  # the cursor steps as it is read
+
     def lock(self, name: str, *, shared: bool = False) -> None:
         """SQLite writers already hold the database's single write lock."""
 

@@ -78,7 +78,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     forms: dict[str, tuple[bytes, str]] = {}
     problems: list[str] = []
     for member, bound in history.chain(tx, session_id):
-        for seq, mid, meta, stored, data in tx.all(_FORMS, (plan, member, bound)):
+        for seq, mid, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
             entries.append((seq, mid))
             if data is None:
                 continue  # no form for this plan: the codec encodes the turn
