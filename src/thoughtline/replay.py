@@ -96,8 +96,16 @@ def loop_start(history: Sequence[Message]) -> int:
     """Index of the first turn of the current tool loop.
 
     "In-loop" is every assistant turn after the last user message that is not only tool results
-    (provider-contracts §5); a history with no such user message is all in the loop.
+    (provider-contracts §5); a history with no such user message is all in the loop. A resumed
+    history is read from its stored ``meta`` ("u": such a user message), decoding nothing.
     """
+    base = getattr(history, "base", history)
+    meta = getattr(history, "meta", None)
+    if meta is not None and not getattr(base, "decoded", True):
+        for index in range(len(history) - 1, -1, -1):
+            if meta(index).get("u"):
+                return index + 1
+        return 0
     for index in range(len(history) - 1, -1, -1):
         message = history[index]
         if message.role == "user" and any(not isinstance(p, ToolResult) for p in message.parts):

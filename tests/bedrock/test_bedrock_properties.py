@@ -13,10 +13,10 @@ import itertools
 from typing import Any
 
 import orjson
-from hypothesis import given
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from thoughtline import replay
+from thoughtline import ProviderConfig, Session, open_store, replay
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.codecs.bedrock import CODEC
 from thoughtline.messages import (
@@ -31,6 +31,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
+from thoughtline.turn import TurnEngine
 
 CLAUDE = "us.anthropic.claude-sonnet-4-5-20250929-v1:0"
 TARGETS = (CLAUDE, "us.deepseek.r1-v1:0", "us.openai.gpt-5.6-luna", "openai.gpt-oss-120b-1:0",
@@ -124,3 +125,59 @@ def test_each_model_receives_only_what_its_policy_allows(history: list[Message],
     again = CODEC.encode_request(replay.answered([loads(dumps(m)) for m in history]), plan,
                                  RequestSpec(model=target)).body
     assert orjson.dumps(again) == orjson.dumps(body)
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(history=histories(), target=st.sampled_from(TARGETS), pending_user=st.booleans())
+def test_a_resumed_session_splices_its_stored_turns_byte_identical(
+        tmp_path_factory: Any, history: list[Message], target: str, pending_user: bool) -> None:
+    """Issue 17 on Converse: the turns before the loop are spliced from their stored forms
+    (merged by role, opaque blocks located for ``classify``) — byte-identical to a fresh encode,
+    nothing decoded; a resume inside a tool loop encodes the loop's turns from the history."""
+    provider = ProviderConfig(id="bedrock", api="bedrock", base_url="", model=target,
+                              auth="sigv4:bedrock", region="us-east-1")
+    # A new question (the loop starts after every stored turn) or none: the request continues
+    # the stored history, whose last tool loop is then encoded from the canonical turns.
+    pending = [user("and next?")] if pending_user else []
+    home = tmp_path_factory.mktemp("bedrock-forms")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, provider)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        plan = TurnEngine.plan(resumed._turn(pending))
+        spliced = CODEC.encode_request(replay.answered(resumed.view, pending), plan,
+                                       RequestSpec(model=target), resumed.wire_cache)
+        fresh = CODEC.encode_request(replay.answered(history, pending), plan,
+                                     RequestSpec(model=target))
+        assert spliced.raw == orjson.dumps(fresh.body)
+        assert CODEC.summary(spliced) == CODEC.summary(fresh)
+        sent = spliced.index.sent if hasattr(spliced.index, "sent") else spliced.index
+        assert tuple(sent) == tuple(fresh.index)  # classify finds each opaque block in place
+        if pending_user:  # every generated call is answered: nothing needs the canonical turns
+            assert resumed._history.decoded is False
+
+
+def test_merged_turns_keep_each_opaque_block_where_classify_looks(tmp_path: Any) -> None:
+    """Two Claude turns in a row are one Converse message: the second turn's signed block is
+    block 2 of it, spliced or not (a rejection names it by that place)."""
+    origin = ORIGINS[0]
+    turns = [Message(role="assistant", origin=origin, parts=(
+        Reasoning(kind="signed", text=f"thought {n}", signature=f"Esig{n}", origin=origin),
+        Text(text=f"answer {n}"))) for n in range(2)]
+    history = [user("q"), *turns]
+    provider = ProviderConfig(id="bedrock", api="bedrock", base_url="", model=CLAUDE,
+                              auth="sigv4:bedrock", region="us-east-1")
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, provider)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        pending = [user("next")]
+        plan = TurnEngine.plan(resumed._turn(pending))
+        spliced = CODEC.encode_request(replay.answered(resumed.view, pending), plan,
+                                       RequestSpec(model=CLAUDE), resumed.wire_cache)
+    assert resumed._history.decoded is False
+    assert [(s.message, s.block) for s in spliced.index.sent] == [(1, 0), (1, 2)]
+    body = orjson.loads(spliced.raw)
+    assert body["messages"][1]["content"][2]["reasoningContent"]["reasoningText"][
+        "signature"] == "Esig1"

@@ -41,6 +41,11 @@ PROVIDERS = st.sampled_from([
                    base_url="https://api.openai.com/v1", model="gpt-5.5"),
     ProviderConfig(id="xai-responses", api="openai-responses", base_url="https://api.x.ai/v1",
                    model="grok-4"),
+    # Bedrock Converse: turns merged by role, forms spliced into messages (codecs/bedrock/forms).
+    ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
+                   model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
+    ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
+                   model="openai.gpt-oss-120b-1:0"),
 ])
 PENDING = user("and the next step?")
 
@@ -56,6 +61,12 @@ def _fresh_bytes(history: list[Message], provider: ProviderConfig) -> bytes:
     route = codec.resolve(provider.route_id, provider.base_url, provider.model)
     return codec.encode_request(view, make_plan(route), RequestSpec(model=provider.model,
                                                                     stream=True)).raw
+
+
+def test_the_property_covers_every_api_that_stores_forms() -> None:
+    """Each codec with stored wire forms is in PROVIDERS (a new one must join the property)."""
+    storing = {api for api in registry.apis() if hasattr(registry.codec(api), "wire_forms")}
+    assert storing <= {p.api for p in PROVIDERS.elements}
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow,

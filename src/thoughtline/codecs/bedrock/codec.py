@@ -11,13 +11,22 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
+import orjson
+
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
-from thoughtline.codecs.bedrock import rejections
+from thoughtline.codecs.bedrock import forms, rejections
 from thoughtline.codecs.bedrock.decode import decode_response
-from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
+from thoughtline.codecs.bedrock.encode import (
+    WireCache,
+    encode_request,
+    request_body,
+    summary_of,
+    wire_summary,
+)
 from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import resolve
 from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING
@@ -64,9 +73,26 @@ class Bedrock:
 
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
                        cache: WireCache | None = None) -> Encoded:
+        base = getattr(history, "base", None)
+        if base is not None and not getattr(base, "decoded", True):
+            found = forms.spliced_messages(history, base, plan, cache)
+            if found is not None:  # a resumed history: its turns' stored bytes, spliced
+                system, messages, spliced = found
+                body = request_body(system, messages, plan, tools=spec.tools,
+                                    params=spec.params)
+                extras = tuple(body.get("additionalModelRequestFields", {}))
+                return Encoded(raw=orjson.dumps(body), index=replace(spliced, extras=extras))
         body, sent = encode_request(history, plan, tools=spec.tools, params=spec.params,
                                     cache=cache)
         return Encoded(body=body, index=tuple(sent))
+
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        return forms.wire_forms(history, start, plan)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return forms.digest_of(plan)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -89,12 +115,16 @@ class Bedrock:
         return region_of(provider)
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+        index = encoded.index
+        if isinstance(index, forms.Spliced):
+            return summary_of(index.assistant_turns, index.carriers, index.extras)
         return wire_summary(encoded.body)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         target = plan.target
-        sent = encoded.index or ()
+        index = encoded.index
+        sent = index.sent if isinstance(index, forms.Spliced) else (index or ())
         reading = rejections.read(status, body, sent)
         if reading is None or target is None:
             return None

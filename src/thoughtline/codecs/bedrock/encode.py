@@ -15,7 +15,7 @@ Each stored turn's wire form is derived once per (plan, inside-the-loop) and reu
 from __future__ import annotations
 
 import base64
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,9 @@ class WireCache:
     def __init__(self) -> None:
         self._entries: dict[tuple[Any, bool], dict[int, tuple[Message, Blocks]]] = {}
         self._marks: dict[Any, _Mark] = {}
+        #: A resumed history's turns before the loop, spliced from their stored forms
+        #: (``forms``): (plan key, id of the stored history) -> (it, how many, the assembly).
+        self.spliced: dict[Any, tuple[Any, int, Any]] = {}
 
     def __len__(self) -> int:
         return sum(len(turns) for turns in self._entries.values())
@@ -79,7 +82,7 @@ class WireCache:
         self._marks[plan.key] = mark
 
 
-def _blocks_of(message: Message, plan: ReplayPlan, in_loop: bool,
+def blocks_of(message: Message, plan: ReplayPlan, in_loop: bool,
                memo: dict[int, tuple[Message, Blocks]] | None) -> Blocks:
     if memo is None:
         return turn_blocks(message, plan, in_loop=in_loop)
@@ -252,7 +255,7 @@ def messages_of(history: Sequence[Message], plan: ReplayPlan,
         if index == start and cache is not None:
             cache.remember(plan, assembly.mark(view[:start]))
         in_loop = index >= start
-        assembly.add(_blocks_of(view[index], plan, in_loop, looped if in_loop else prior))
+        assembly.add(blocks_of(view[index], plan, in_loop, looped if in_loop else prior))
     if start == len(view) and cache is not None:
         cache.remember(plan, assembly.mark(view))
     out = assembly.out
@@ -315,11 +318,18 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *,
                    cache: WireCache | None = None) -> tuple[dict[str, Any], list[Sent]]:
     """The Converse body for ``history`` and where its opaque values sit (for ``classify``)."""
     system, messages, sent = messages_of(history, plan, cache)
+    return request_body(system, messages, plan, tools=tools, params=params), sent
+
+
+def request_body(system: Sequence[Any], messages: list[dict[str, Any]], plan: ReplayPlan, *,
+                 tools: Sequence[ToolSpec] = (),
+                 params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The Converse body around ``system`` blocks and ``messages``."""
     if not messages:
         messages = [{"role": "user", "content": [{TEXT: USER_LAST}]}]
     body: dict[str, Any] = {"messages": messages}
     if system:
-        body["system"] = system
+        body["system"] = list(system)
     inference, extra = request_fields(plan.profile, params or {}, tools=bool(tools))
     if inference:
         body["inferenceConfig"] = inference
@@ -327,26 +337,41 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *,
         body["toolConfig"] = tool_config(tools)
     if extra:
         body["additionalModelRequestFields"] = extra
-    return body, sent
+    return body
+
+
+def block_carriers(blocks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """How many of each reasoning carrier ``blocks`` hold (for the request log)."""
+    counts: dict[str, int] = {}
+    for block in blocks:
+        reasoning = block.get(REASONING)
+        if not isinstance(reasoning, Mapping):
+            continue
+        if REDACTED in reasoning:
+            counts[REDACTED] = counts.get(REDACTED, 0) + 1
+        item = reasoning.get(REASONING_TEXT)
+        if isinstance(item, Mapping):
+            counts[REASONING_TEXT] = counts.get(REASONING_TEXT, 0) + 1
+            if SIGNATURE in item:
+                counts[SIGNATURE] = counts.get(SIGNATURE, 0) + 1
+    return counts
+
+
+def summary_of(assistant_turns: int, counts: Mapping[str, int],
+               extras: Iterable[str]) -> dict[str, Any]:
+    return {"assistant_turns": assistant_turns,
+            "carriers": {k: counts[k] for k in sorted(CARRIERS) if counts.get(k)},
+            "body_extras": sorted(extras)}
 
 
 def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """Which reasoning went on the wire, on how many assistant turns (for the request log)."""
-    carriers: dict[str, int] = dict.fromkeys(sorted(CARRIERS), 0)
+    counts: dict[str, int] = {}
     turns = 0
     for message in body.get("messages", ()):
         if message.get("role") != "assistant":
             continue
         turns += 1
-        for block in message.get("content", ()):
-            reasoning = block.get(REASONING)
-            if not isinstance(reasoning, Mapping):
-                continue
-            if REDACTED in reasoning:
-                carriers[REDACTED] += 1
-            item = reasoning.get(REASONING_TEXT)
-            if isinstance(item, Mapping):
-                carriers[REASONING_TEXT] += 1
-                carriers[SIGNATURE] += SIGNATURE in item
-    return {"assistant_turns": turns, "carriers": {k: v for k, v in carriers.items() if v},
-            "body_extras": sorted(body.get("additionalModelRequestFields", {}))}
+        for key, count in block_carriers(message.get("content", ())).items():
+            counts[key] = counts.get(key, 0) + count
+    return summary_of(turns, counts, body.get("additionalModelRequestFields", {}))
