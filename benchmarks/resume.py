@@ -57,18 +57,20 @@ def write_session(home: Path, n: int) -> str:
 
 def _other_apis() -> list[tuple[str, Any, list[Any]]]:
     """(label, provider, history) of a TARGET_N-turn session on each other API with rows here:
-    Responses (stored wire forms, spliced like Chat) and Anthropic (no stored forms yet: its
+    Responses and Bedrock (stored wire forms, spliced) and Anthropic (no stored forms yet: its
     resume decodes the canonical history and encodes it)."""
     from dataclasses import replace
 
-    from benchmarks import anthropic_rows, responses_rows
+    from benchmarks import anthropic_rows, bedrock_rows, responses_rows
     from thoughtline import config
 
     presets = config.presets()
     anthropic = replace(presets["anthropic"], model=anthropic_rows.MODEL)
+    bedrock = replace(presets["bedrock"], region="us-east-1")
     return [
         ("responses openai (spliced)", presets["openai-responses"],
          responses_rows.history(TARGET_N)),
+        ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, TARGET_N)),
         ("anthropic (decoded and encoded)", anthropic,
          list(anthropic_rows.history(TARGET_N, 50))),
     ]
