@@ -219,12 +219,17 @@ class WireCache:
     Per plan it also keeps the last history it encoded and what that built: a history that only
     grew since (one turn per request, the normal case) reuses it and encodes just the new turns.
     Equal messages have equal wire forms, so a prefix that compares equal is safe to reuse.
+    A resumed history is spliced from its stored forms instead (``forms``), which keeps here,
+    per plan, what it built from them and the plan's digest.
     """
 
     def __init__(self) -> None:
         self._turns: dict[tuple[int, int], tuple[Message, dict[str, Any], Sent, bool]] = {}
         self._last: dict[Any, tuple[list[Message], Built]] = {}
         self._tokens: dict[Any, int] = {}
+        #: plan key -> (the stored history spliced, how many turns it stores, what they built)
+        self.spliced: dict[Any, tuple[Any, int, Built]] = {}
+        self.digests: dict[Any, str] = {}
 
     def token(self, key: Any) -> int:
         """A small int standing for a plan key (hashed once per request, not once per turn)."""
