@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 import orjson
 from hypothesis import strategies as st
 
-from thoughtline import ProviderConfig, Session, config
+from thoughtline import Session, config
 from thoughtline.codecs.base import Lesson
 from thoughtline.messages import (
     Message,
@@ -25,6 +25,7 @@ from thoughtline.messages import (
     ToolCall,
     ToolResult,
     fingerprint,
+    tool_results,
 )
 from thoughtline.verdicts import Verdict
 
@@ -79,50 +80,76 @@ _TURN = st.one_of(
     _model_turn(), _model_turn(),
     st.lists(_RESULT, min_size=1, max_size=3).map(
         lambda rs: Message(role="tool", parts=tuple(rs))),
+    # One result turn that recurs (one content id) after calls of different names or modes.
+    st.sampled_from(CALL_IDS).map(lambda c: tool_results([ToolResult(call_id=c, content="ok")])),
     st.tuples(_TEXT, _RESULT).map(  # a user turn that also answers a call
         lambda p: Message(role="user", parts=(Text(text=p[0]), p[1]))),
     _TEXT.map(lambda t: Message(role="user", parts=(Text(text=t),))),
     _TEXT.map(lambda t: Message(role="system", parts=(Text(text=t),))),
     st.just(Message(role="user", parts=())),
 )
-HISTORIES = st.lists(_TURN, max_size=10)
+
+
+@st.composite
+def _step(draw: st.DrawFn) -> list[Message]:
+    """A model turn that calls tools and the turn answering its calls: two steps that reuse an
+    id for calls of another name (or mode) share their result turn's content id."""
+    turn = draw(_model_turn())
+    calls = tuple(ToolCall(id=draw(st.sampled_from(CALL_IDS)), name=draw(st.sampled_from(NAMES)),
+                           arguments="{}", native=draw(_SIGNED))
+                  for _ in range(draw(st.integers(1, 2))))
+    turn = replace(turn, parts=turn.parts + calls)
+    return [turn, tool_results([ToolResult(call_id=c.id, content="ok") for c in calls])]
+
+
+HISTORIES = st.lists(st.one_of(_TURN.map(lambda m: [m]), _step()), max_size=10).map(
+    lambda turns: [m for group in turns for m in group])
 
 
 # --- plans ----------------------------------------------------------------------------------
 
+PROVIDERS = {
+    "pro": replace(config.presets()["gemini"], model="gemini-3-pro-preview"),
+    "flash": replace(config.presets()["gemini"], model="gemini-3-flash-preview"),
+    "vertex": replace(config.presets()["vertex-gemini"], project="proj-a"),
+    "deepseek": config.presets()["deepseek"],
+}
+LESSONS = ("none", "calls-as-text", "sign-every", "fingerprinted")
+
+
+def learn(session: Session, lesson: str) -> None:
+    """What a rejection on the session's route would have taught (``lesson`` of ``LESSONS``)."""
+    route = session.route
+    if lesson == "calls-as-text":
+        session._learned(Lesson(notice="learned", verdict=Verdict(
+            provider=route.provider, host=route.host, model=route.model,
+            drop=frozenset({"gemini.dummy_signature"}), reason="rejects the dummy")))
+    elif lesson == "sign-every":
+        session._learned(Lesson(notice="learned",
+                                settings={"gemini": {"sign_every_call": True}}))
+    elif lesson == "fingerprinted":
+        session._learned(Lesson(notice="learned", fingerprints=frozenset(
+            fingerprint(SIG, s) for s in SIGNATURES[:2])))
+
 
 @dataclass(frozen=True, slots=True)
 class Setup:
-    """A provider and what the session learned for it: one plan a session may be under."""
+    """A plan a session may be under: a provider (None: the one it has) and one lesson."""
 
-    name: str
-    provider: ProviderConfig
-    lesson: Lesson | None = None
+    provider: str | None
+    lesson: str
+
+    @property
+    def name(self) -> str:
+        return f"{self.provider or 'same'}+{self.lesson}"
 
     def apply(self, session: Session) -> None:
-        session.set_provider(self.provider)
-        if self.lesson is not None:
-            session._learned(self.lesson)
+        if self.provider is not None:
+            session.set_provider(PROVIDERS[self.provider])
+        learn(session, self.lesson)
 
 
-def _gemini(model: str = "gemini-3-pro-preview") -> ProviderConfig:
-    return replace(config.presets()["gemini"], model=model)
-
-
-def _lesson(**kw: object) -> Lesson:
-    return Lesson(notice="learned", **kw)  # type: ignore[arg-type]
-
-
-SETUPS: tuple[Setup, ...] = (
-    Setup("pro", _gemini()),
-    Setup("flash", _gemini("gemini-3-flash-preview")),
-    Setup("vertex", replace(config.presets()["vertex-gemini"], project="proj-a")),
-    Setup("calls-as-text", _gemini(), _lesson(verdict=Verdict(
-        provider="gemini", host=AI_STUDIO, model="gemini-3-pro-preview",
-        drop=frozenset({"gemini.dummy_signature"}), reason="rejects the dummy"))),
-    Setup("sign-every", _gemini(), _lesson(settings={"gemini": {"sign_every_call": True}})),
-    Setup("fingerprinted", _gemini(), _lesson(fingerprints=frozenset(
-        fingerprint(SIG, s) for s in SIGNATURES[:2]))),
-    Setup("deepseek", config.presets()["deepseek"]),
-)
+SETUPS = tuple(Setup(p, lesson) for p in PROVIDERS for lesson in LESSONS)
 SETUP = st.sampled_from(SETUPS)
+#: A plan change: another provider, or a lesson on the route the session is on.
+CHANGE = st.one_of(SETUP, st.sampled_from(LESSONS).map(lambda lesson: Setup(None, lesson)))

@@ -18,8 +18,20 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gemini_histories import HISTORIES, PRO, SETUP, SETUPS, SIG, SIGNATURES, Setup
+from gemini_histories import (
+    CHANGE,
+    HISTORIES,
+    LESSONS,
+    PRO,
+    PROVIDERS,
+    SETUP,
+    SIG,
+    SIGNATURES,
+    Setup,
+    learn,
+)
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from thoughtline import Session, open_store
 from thoughtline.codecs.gemini import forms
@@ -29,7 +41,7 @@ from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
 
 PENDING = user("and the next step?")
-SETTINGS = settings(max_examples=60, deadline=None,
+SETTINGS = settings(max_examples=300, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 
@@ -59,13 +71,16 @@ def splices(session: Session, history: list[Message]) -> bool:
 
 
 @SETTINGS
-@given(first=HISTORIES, then=HISTORIES, setup=SETUP, other=SETUP)
+@given(whole=HISTORIES, cut=st.integers(0, 64), setup=SETUP, other=CHANGE)
 def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
-        tmp_path_factory, first: list[Message], then: list[Message],  # type: ignore[no-untyped-def]
+        tmp_path_factory, whole: list[Message], cut: int,  # type: ignore[no-untyped-def]
         setup: Setup, other: Setup) -> None:
+    # Resumed after ``first``, the session goes on with ``then`` (often the results of calls
+    # stored before the resume), is resumed again, and changes its plan.
+    first, then = whole[:cut % (len(whole) + 1)], whole[cut % (len(whole) + 1):]
     home = tmp_path_factory.mktemp("gemini-forms")
     with open_store(home / "state.db", home) as store:
-        session = Session.create(store, setup.provider)
+        session = Session.create(store, PROVIDERS[setup.provider or "pro"])
         setup.apply(session)
         session.append(first)
         resumed = Session.resume(store, session.id)
@@ -85,6 +100,8 @@ def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
         # A plan change re-encodes (correctly), stores every form anew, and splices next time.
         other.apply(again)
         assert again.request_bytes([PENDING], stream=True) == fresh(again, both)
+        changed = Session.resume(store, session.id)  # the forms stored are the old plan's
+        assert changed.request_bytes([PENDING], stream=True) == fresh(changed, both)
         again.append([user("more")])
         last = Session.resume(store, session.id)
         everything = [*both, user("more")]
@@ -112,7 +129,7 @@ def _signed_turn() -> list[Message]:
 def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
     history = _signed_turn()
     with open_store(tmp_path / "state.db", tmp_path) as store:
-        session = Session.create(store, SETUPS[0].provider)
+        session = Session.create(store, PROVIDERS["pro"])
         session.append(history)
     raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
     [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms")
@@ -135,7 +152,7 @@ def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: st
     # One tool-result turn (one content id, one stored row per plan) answers, in two sessions,
     # calls that differ: by name, or own (a functionResponse) against foreign and sent as text.
     # The session written last owns the row; the other one must not send it.
-    setup = SETUPS[3]  # calls-as-text: foreign calls and their results go as text
+    setup = Setup("pro", "calls-as-text")  # foreign calls and their results go as text
     result = tool_results([ToolResult(call_id="call_1", content="sunny")])
     mine = [user("q"), _call("call_1", "weather", SIGNATURES[0]), result]
     if sides == "another name":
@@ -145,7 +162,7 @@ def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: st
     with open_store(tmp_path / "state.db", tmp_path) as store:
         sessions = []
         for history in (mine, theirs):
-            session = Session.create(store, setup.provider)
+            session = Session.create(store, PROVIDERS["pro"])
             setup.apply(session)
             session.append(history)
             sessions.append(session)
@@ -164,7 +181,7 @@ def test_turns_added_after_a_resume_answer_the_calls_stored_before_them(tmp_path
     tail = [tool_results([ToolResult(call_id="call_1", content="sunny")]),
             Message(role="assistant", origin=PRO, parts=(Text(text="Sunny."),))]
     with open_store(tmp_path / "state.db", tmp_path) as store:
-        session = Session.create(store, SETUPS[0].provider)
+        session = Session.create(store, PROVIDERS["pro"])
         session.append(head)
         resumed = Session.resume(store, session.id)
         resumed.append(tail)  # its form needs the call's name: read from the stored meta
@@ -175,6 +192,36 @@ def test_turns_added_after_a_resume_answer_the_calls_stored_before_them(tmp_path
         assert body == fresh(again, [*head, *tail])
     assert b'"functionResponse":{"name":"weather","response":{"output":"sunny"},"id":"call_1"}' \
         in body
+
+
+def test_forms_stored_before_every_call_had_to_be_signed_are_not_spliced_after(
+        tmp_path: Path) -> None:
+    # Gemini's own unsigned call (the second of a step) and a foreign step of two calls: with
+    # the learned setting every one of them carries the dummy, which the stored forms lack.
+    history = [user("q"), Message(role="assistant", origin=PRO, parts=(
+        ToolCall(id="call_1", name="weather", arguments="{}", native={"gemini": {SIG: "s1"}}),
+        ToolCall(id="call_2", name="clock", arguments="{}"))),
+        tool_results([ToolResult(call_id="call_1", content="a"),
+                      ToolResult(call_id="call_2", content="b")]),
+        user("q2"), Message(role="assistant", parts=(
+            ToolCall(id="x_1", name="weather", arguments="{}"),
+            ToolCall(id="x_2", name="clock", arguments="{}"))),
+        tool_results([ToolResult(call_id="x_1", content="c"),
+                      ToolResult(call_id="x_2", content="d")])]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        before = resumed.request_bytes([PENDING], stream=True)
+        learn(resumed, "sign-every")
+        after = resumed.request_bytes([PENDING], stream=True)
+        assert after == fresh(resumed, history) != before
+        assert after.count(b"skip_thought_signature_validator") == 3
+        resumed.append([user("more")])  # the plan changed: every form is stored anew
+        again = Session.resume(store, session.id)
+        assert again.request_bytes([PENDING], stream=True) == fresh(
+            again, [*history, user("more")])
+        assert again._history.decoded is False
 
 
 REJECTIONS = {
@@ -188,13 +235,15 @@ REJECTIONS = {
 
 
 @pytest.mark.parametrize("wording", sorted(REJECTIONS))
-@pytest.mark.parametrize("setup", SETUPS[:5], ids=lambda s: s.name)
+@pytest.mark.parametrize("setup", [*(Setup("pro", lesson) for lesson in LESSONS),
+                                   Setup("flash", "none"), Setup("vertex", "none")],
+                         ids=lambda s: s.name)
 def test_summary_and_rejections_of_a_spliced_request_are_those_of_the_unspliced_one(
         tmp_path: Path, wording: str, setup: Setup) -> None:
     history = [*_signed_turn(), user("and Oslo?"), _call("call_2", "weather", origin=None),
                tool_results([ToolResult(call_id="call_2", content="rain")])]
     with open_store(tmp_path / "state.db", tmp_path) as store:
-        session = Session.create(store, setup.provider)
+        session = Session.create(store, PROVIDERS["pro"])
         setup.apply(session)
         session.append(history)
         resumed = Session.resume(store, session.id)
@@ -207,7 +256,7 @@ def test_summary_and_rejections_of_a_spliced_request_are_those_of_the_unspliced_
                                             cache=codec.new_cache()), stream=True)
         assert spliced.raw == plain.raw
         assert summary == codec.summary(plain, None)
-        assert summary["carriers"] or setup.name != "pro"
+        assert summary["carriers"] or setup.name != "pro+none"
         assert resumed._history.decoded is False
         body = REJECTIONS[wording]
         assert codec.classify(400, body, spliced, plan) == codec.classify(400, body, plain, plan)
