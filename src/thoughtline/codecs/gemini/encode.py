@@ -11,7 +11,9 @@ Rules (provider-contracts §6, provider-updates §1b):
   its calls and their results travel as plain text;
 - tool results answer their call by name (and by id when Gemini issued one).
 
-``WireCache`` keeps each stored turn's wire form per plan: turns are immutable.
+``WireCache`` keeps each stored turn's wire form per plan: turns are immutable. A resumed history
+is spliced from the forms stored with it instead (``forms``), through the same ``Built`` and
+``Contents``: results answer calls by ``(name, sent as text)``, whichever way the call was read.
 """
 
 from __future__ import annotations
