@@ -11,6 +11,8 @@ Owns every Gemini wire name (``contents``, ``parts``, ``thought``, ``thoughtSign
 - ``scope``: which Gemini models can read a signature (shared with the Chat
   ``gemini-openai`` route);
 - ``profile``: the typed route profile made from ``routes/gemini.toml``;
+- ``forms``: each turn's stored wire form with the context it was encoded under, and the
+  splice of a resumed history from them (a form is used only where its context holds);
 - ``rejections``: the 400 wordings and what each teaches;
 - ``codec``: the ``Codec`` object (``CODEC``) the core talks to.
 

@@ -1,7 +1,8 @@
 """The Gemini codec object the core talks to (``thoughtline.codecs.base.Codec``).
 
 Binds the pure modules to the protocol: routes from ``routes/gemini.toml``, the AI Studio and
-Vertex endpoint shapes, the authentication each expects, and the reading of a rejection.
+Vertex endpoint shapes, the authentication each expects, the reading of a rejection, and the
+stored wire forms a resumed session splices (``forms``; ``codecs.base.StoresWireForms``).
 """
 
 from __future__ import annotations
@@ -11,10 +12,21 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+import orjson
+
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
-from thoughtline.codecs.gemini import rejections
+from thoughtline.codecs.gemini import forms, rejections
 from thoughtline.codecs.gemini.decode import decode_response
-from thoughtline.codecs.gemini.encode import Sent, WireCache, encode_request, summary
+from thoughtline.codecs.gemini.encode import (
+    Sent,
+    WireCache,
+    body_extras,
+    encode_request,
+    request_body,
+    sign_every_of,
+    summary,
+    summary_of,
+)
 from thoughtline.codecs.gemini.fold import StreamFold
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import API
@@ -93,9 +105,28 @@ class Gemini:
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
                        cache: WireCache | None = None) -> Encoded:
         settings = {**plan.settings, **spec.settings}
+        if cache is not None:
+            built = forms.splice(history, plan, sign_every_of(settings), cache)
+            if built is not None:
+                # Spliced from stored wire forms: the bytes are the request; a dict view of them
+                # is parsed only if something asks for it (a test).
+                body = request_body(built.contents, built.system, plan, model=spec.model,
+                                    tools=spec.tools, params=spec.params)
+                index = forms.Spliced(counts=built.tally(), extras=body_extras(body),
+                                      history=history, size=len(history), plan=plan,
+                                      sign_every=sign_every_of(settings))
+                return Encoded(raw=orjson.dumps(body), index=index)
         body, sent = encode_request(history, plan, model=spec.model, tools=spec.tools,
                                     params=spec.params, settings=settings, cache=cache)
         return Encoded(body=body, index=sent)
+
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        return forms.wire_forms(history, start, plan)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return forms.digest(plan, sign_every_of(plan.settings))
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -113,12 +144,20 @@ class Gemini:
         return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
-        sent = encoded.index if isinstance(encoded.index, Sent) else Sent()
-        return summary(sent, encoded.body)
+        index = encoded.index
+        if isinstance(index, forms.Spliced):  # counted from the stored metas: nothing parsed
+            return summary_of(index.counts, index.extras)
+        return summary(index if isinstance(index, Sent) else Sent(), encoded.body)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        sent = encoded.index if isinstance(encoded.index, Sent) else Sent()
+        index = encoded.index
+        if isinstance(index, forms.Spliced):
+            if rejections.wording_of(status, body, plan) is None:
+                return None
+            sent = index.resent()  # rare: decodes the history to know the signatures it sent
+        else:
+            sent = index if isinstance(index, Sent) else Sent()
         return rejections.lesson(status, body, sent, plan)
 
 

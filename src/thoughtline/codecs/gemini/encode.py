@@ -11,7 +11,9 @@ Rules (provider-contracts §6, provider-updates §1b):
   its calls and their results travel as plain text;
 - tool results answer their call by name (and by id when Gemini issued one).
 
-``WireCache`` keeps each stored turn's wire form per plan: turns are immutable.
+``WireCache`` keeps each stored turn's wire form per plan: turns are immutable. A resumed history
+is spliced from the forms stored with it instead (``forms``), through the same ``Built`` and
+``Contents``: results answer calls by ``(name, sent as text)``, whichever way the call was read.
 """
 
 from __future__ import annotations
@@ -69,6 +71,21 @@ class Sent:
     model_turns: int = 0
     as_text: int = 0
     sign_every: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Counts:
+    """What the request log records about a request: counts only (``summary_of``)."""
+
+    signatures: int = 0
+    dummies: int = 0
+    thoughts: int = 0
+    model_turns: int = 0
+    as_text: int = 0
+
+
+def sign_every_of(settings: Mapping[str, Any] | None) -> bool:
+    return bool((settings or {}).get(SIGN_EVERY_CALL, False))
 
 
 def signatures_of(message: Message) -> list[str]:
@@ -162,29 +179,40 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
     return parts
 
 
-class _Built:
-    """The contents built for one history prefix, and what they carried (extended in place)."""
+class Built:
+    """The contents built for one history prefix, and what they carried (extended in place).
+
+    ``contents`` and ``system`` may hold ``orjson.Fragment`` values (turns spliced from their
+    stored wire forms, ``forms``); the signatures of those turns are known by count only.
+    """
 
     __slots__ = ("calls", "contents", "counts", "signatures", "system")
 
     def __init__(self) -> None:
-        self.contents: list[dict[str, Any]] = []
-        self.system: list[dict[str, Any]] = []
+        self.contents: list[Any] = []
+        self.system: list[Any] = []
         self.signatures: list[str] = []
-        self.counts = [0, 0, 0, 0]  # dummies, thoughts, model turns, calls sent as text
-        self.calls: dict[str, tuple[ToolCall, bool]] = {}  # id -> (call, sent as text)
+        # signatures known by count only, dummies, thoughts, model turns, calls sent as text
+        self.counts = [0, 0, 0, 0, 0]
+        self.calls: dict[str, tuple[str, bool]] = {}  # call id -> (name, sent as text)
 
-    def copy(self) -> _Built:
-        other = _Built()
+    def copy(self) -> Built:
+        other = Built()
         other.contents, other.system = self.contents.copy(), self.system.copy()
         other.signatures, other.counts = self.signatures.copy(), self.counts.copy()
         other.calls = self.calls.copy()
         return other
 
     def sent(self, sign_every: bool) -> Sent:
-        dummies, thoughts, turns, as_text = self.counts
+        _, dummies, thoughts, turns, as_text = self.counts
         return Sent(signatures=tuple(self.signatures), dummies=dummies, thoughts=thoughts,
                     model_turns=turns, as_text=as_text, sign_every=sign_every)
+
+    def tally(self) -> Counts:
+        """The request log's counts (``summary_of``)."""
+        stored, dummies, thoughts, turns, as_text = self.counts
+        return Counts(signatures=stored + len(self.signatures), dummies=dummies,
+                      thoughts=thoughts, model_turns=turns, as_text=as_text)
 
 
 class WireCache:
@@ -193,12 +221,17 @@ class WireCache:
     Per plan it also keeps the last history it encoded and what that built: a history that only
     grew since (one turn per request, the normal case) reuses it and encodes just the new turns.
     Equal messages have equal wire forms, so a prefix that compares equal is safe to reuse.
+    A resumed history is spliced from its stored forms instead (``forms``), which keeps here,
+    per plan, what it built from them and the plan's digest.
     """
 
     def __init__(self) -> None:
         self._turns: dict[tuple[int, int], tuple[Message, dict[str, Any], Sent, bool]] = {}
-        self._last: dict[Any, tuple[list[Message], _Built]] = {}
+        self._last: dict[Any, tuple[list[Message], Built]] = {}
         self._tokens: dict[Any, int] = {}
+        #: plan key -> (the stored history spliced, how many turns it stores, what they built)
+        self.spliced: dict[Any, tuple[Any, int, Built]] = {}
+        self.digests: dict[Any, str] = {}
 
     def token(self, key: Any) -> int:
         """A small int standing for a plan key (hashed once per request, not once per turn)."""
@@ -213,23 +246,23 @@ class WireCache:
         self._turns[(id(message), key)] = (message, wire, sent, own)
         return wire, sent, own
 
-    def resume(self, key: Any, turns: list[Message]) -> tuple[int, _Built]:
+    def resume(self, key: Any, turns: list[Message]) -> tuple[int, Built]:
         last = self._last.get(key)
         if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
             return len(last[0]), last[1].copy()
-        return 0, _Built()
+        return 0, Built()
 
-    def remember(self, key: Any, turns: list[Message], built: _Built) -> None:
+    def remember(self, key: Any, turns: list[Message], built: Built) -> None:
         self._last[key] = (turns, built)
 
     def __len__(self) -> int:
         return len(self._turns)
 
 
-class _Contents:
-    """Encodes one turn at a time into a ``_Built``: names calls so results can answer them."""
+class Contents:
+    """Encodes one turn at a time into a ``Built``: names calls so results can answer them."""
 
-    def __init__(self, plan: ReplayPlan, sign_every: bool, built: _Built) -> None:
+    def __init__(self, plan: ReplayPlan, sign_every: bool, built: Built) -> None:
         self.plan = plan
         self.profile: GeminiProfile = plan.profile
         self.sign_every = sign_every
@@ -251,8 +284,7 @@ class _Contents:
     def add(self, message: Message, key: int, cache: WireCache | None) -> None:
         built = self.built
         if message.role == "system":
-            built.system.extend({"text": p.text} for p in message.parts
-                                if isinstance(p, Text) and p.text)
+            built.system.extend(system_parts(message))
             return
         if message.role != "assistant":
             wire = self.user_turn(message)
@@ -265,15 +297,28 @@ class _Contents:
             wire, sent, own = self.model_turn(message)
         built.contents.append(wire)
         built.signatures.extend(sent.signatures)
-        counts = built.counts
-        counts[0] += sent.dummies
-        counts[1] += sent.thoughts
-        counts[2] += sent.model_turns
-        counts[3] += sent.as_text
+        self.count(sent)
+        self.offer(message, own)
+
+    def count(self, sent: Sent) -> None:
+        counts = self.built.counts
+        counts[1] += sent.dummies
+        counts[2] += sent.thoughts
+        counts[3] += sent.model_turns
+        counts[4] += sent.as_text
+
+    def offer(self, message: Message, own: bool) -> None:
+        """Make a model turn's calls answerable by the results that follow."""
         if not message.incomplete:  # an interrupted turn's calls were never sent
             text_mode = self.profile.foreign_calls == "text" and not own
+            calls = self.built.calls
             for call in message.tool_calls:
-                built.calls[call.id] = (call, text_mode)
+                calls[call.id] = (call.name, text_mode)
+
+    def answering(self, call_id: str) -> tuple[str, bool]:
+        """``(name, as text)`` a result for ``call_id`` is sent with: its call's, found in an
+        earlier model turn, or the id itself (sent as a function response) when there is none."""
+        return self.built.calls.get(call_id, (call_id, False))
 
     def user_turn(self, message: Message) -> dict[str, Any] | None:
         parts: list[dict[str, Any]] = []
@@ -285,8 +330,7 @@ class _Contents:
         return {"role": "user", "parts": parts} if parts else None
 
     def _result(self, result: ToolResult) -> dict[str, Any]:
-        call, as_text = self.built.calls.get(result.call_id, (None, False))
-        name = call.name if call is not None else result.call_id
+        name, as_text = self.answering(result.call_id)
         if as_text:
             label = "error" if result.is_error else "result"
             return {"text": f"[{label} of tool {name}: {result.content}]"}
@@ -295,6 +339,11 @@ class _Contents:
         if result.call_id and not result.call_id.startswith(SYNTHETIC_ID):
             wire["id"] = result.call_id
         return {FR: wire}
+
+
+def system_parts(message: Message) -> list[dict[str, Any]]:
+    """A system turn's parts in ``systemInstruction`` (it is not one of the contents)."""
+    return [{"text": p.text} for p in message.parts if isinstance(p, Text) and p.text]
 
 
 def encode_contents(history: Sequence[Message], plan: ReplayPlan, *, sign_every: bool = False,
@@ -306,8 +355,8 @@ def encode_contents(history: Sequence[Message], plan: ReplayPlan, *, sign_every:
     """
     key = (plan.key, sign_every)
     turns = list(history)
-    start, built = cache.resume(key, turns) if cache is not None else (0, _Built())
-    builder = _Contents(plan, sign_every, built)
+    start, built = cache.resume(key, turns) if cache is not None else (0, Built())
+    builder = Contents(plan, sign_every, built)
     token = cache.token(key) if cache is not None else 0
     for message in turns[start:]:
         builder.add(message, token, cache)
@@ -320,8 +369,6 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     declarations = [{"name": t.name, "description": t.description,
                      "parameters": dict(t.parameters)} for t in tools]
     return [{"functionDeclarations": declarations}]
-
-
 
 
 def generation_config(profile: GeminiProfile, model: str,
@@ -351,17 +398,11 @@ def generation_config(profile: GeminiProfile, model: str,
     return config
 
 
-def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
-                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
-                   settings: Mapping[str, Any] | None = None,
-                   cache: WireCache | None = None) -> tuple[dict[str, Any], Sent]:
-    """The request body for ``history`` on a Gemini route, and what it carried.
-
-    The body shares read-only native values with the history: serialize it, never edit it.
-    """
+def request_body(contents: list[Any], system: list[Any], plan: ReplayPlan, *, model: str,
+                 tools: Sequence[ToolSpec] = (),
+                 params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The request body around ``contents`` and the system parts (shared, never edited)."""
     params = params or {}
-    sign_every = bool((settings or {}).get(SIGN_EVERY_CALL, False))
-    contents, system, sent = encode_contents(history, plan, sign_every=sign_every, cache=cache)
     body: dict[str, Any] = {"contents": contents}
     if system:
         body["systemInstruction"] = {"parts": system}
@@ -378,13 +419,41 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
             body[name] = merged
         elif value is not None:
             body[name] = value
-    return body, sent
+    return body
+
+
+def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
+                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
+                   settings: Mapping[str, Any] | None = None,
+                   cache: WireCache | None = None) -> tuple[dict[str, Any], Sent]:
+    """The request body for ``history`` on a Gemini route, and what it carried.
+
+    The body shares read-only native values with the history: serialize it, never edit it.
+    """
+    contents, system, sent = encode_contents(history, plan, sign_every=sign_every_of(settings),
+                                             cache=cache)
+    return request_body(contents, system, plan, model=model, tools=tools, params=params), sent
+
+
+def body_extras(body: Mapping[str, Any]) -> tuple[str, ...]:
+    """The caller's top-level body keys the request carried (``generationConfig`` …)."""
+    return tuple(sorted(k for k in body if k in _BODY_KEYS))
+
+
+def counts_of(sent: Sent) -> Counts:
+    return Counts(signatures=len(sent.signatures), dummies=sent.dummies, thoughts=sent.thoughts,
+                  model_turns=sent.model_turns, as_text=sent.as_text)
+
+
+def summary_of(counts: Counts, extras: Sequence[str]) -> dict[str, Any]:
+    """What the request log records about the reasoning a request carried."""
+    return {"assistant_turns": counts.model_turns,
+            "carriers": {SIG: counts.signatures} if counts.signatures else {},
+            "pads": counts.dummies,
+            "native": {"thought": counts.thoughts} if counts.thoughts else {},
+            "calls_as_text": counts.as_text, "body_extras": list(extras)}
 
 
 def summary(sent: Sent, body: Mapping[str, Any]) -> dict[str, Any]:
-    """What the request log records about the reasoning a request carried."""
-    return {"assistant_turns": sent.model_turns,
-            "carriers": {SIG: len(sent.signatures)} if sent.signatures else {},
-            "pads": sent.dummies, "native": {"thought": sent.thoughts} if sent.thoughts else {},
-            "calls_as_text": sent.as_text,
-            "body_extras": sorted(k for k in body if k in _BODY_KEYS)}
+    """``summary_of`` a request encoded from decoded turns."""
+    return summary_of(counts_of(sent), body_extras(body))

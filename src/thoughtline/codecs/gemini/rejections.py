@@ -70,11 +70,16 @@ def match(body: str) -> Wording | None:
     return next((w for w in WORDINGS if w.pattern.search(text)), None)
 
 
-def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesson | None:
-    """What a rejected request teaches, or None when it teaches nothing (the error surfaces)."""
+def wording_of(status: int | None, body: str, plan: ReplayPlan) -> Wording | None:
+    """The signature wording a rejection matches, if it may teach anything at all."""
     if status is not None and not 400 <= status <= 499:
         return None
-    wording = match(body)
+    return match(body) if plan.target is not None else None
+
+
+def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesson | None:
+    """What a rejected request teaches, or None when it teaches nothing (the error surfaces)."""
+    wording = wording_of(status, body, plan)
     target = plan.target
     if wording is None or target is None:
         return None

@@ -1,0 +1,263 @@
+"""Issue 17 on Gemini: a resumed session splices each turn's stored wire form (``codecs/gemini/
+forms.py``), byte-identical to a fresh encode, and uses a form only in the context it records.
+
+- a property over random histories with Gemini's native parts and plan changes: the spliced
+  request equals a fresh encode of the same history, and nothing was decoded unless something
+  forced it (an unanswered call, or a form shared with a turn of another context);
+- a corrupt stored form is reported and never sent;
+- a form whose recorded context is not the one here (a shared tool-result turn answering a call
+  of another name, or a call sent as text) is not used, and the request stays byte-identical;
+- the request log's summary of a spliced request comes from the stored metas (the body is not
+  parsed), and a rejection of it teaches exactly what it teaches for the unspliced request.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from gemini_histories import (
+    CHANGE,
+    HISTORIES,
+    LESSONS,
+    PRO,
+    PROVIDERS,
+    SETUP,
+    SIG,
+    SIGNATURES,
+    Setup,
+    learn,
+)
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from thoughtline import Session, open_store
+from thoughtline.codecs.gemini import forms
+from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
+from thoughtline.replay import answered
+from thoughtline.stored import Joined
+from thoughtline.turn import TurnEngine
+
+PENDING = user("and the next step?")
+SETTINGS = settings(max_examples=300, deadline=None,
+                    suppress_health_check=[HealthCheck.too_slow,
+                                           HealthCheck.function_scoped_fixture])
+
+
+def fresh(session: Session, history: list[Message]) -> bytes:
+    """What the session's next request is when its history is encoded anew (a plain list, a new
+    cache, the same model config and lessons)."""
+    turn = replace(session._turn([PENDING]), history=list(history),
+                   cache=session.codec.new_cache())
+    return TurnEngine.build(turn, stream=True)[0].raw
+
+
+def splices(session: Session, history: list[Message]) -> bool:
+    """Should a resume of ``history`` under the session's plan be spliced, nothing decoded? Not
+    when a call is unanswered (the view is rebuilt from decoded turns), nor when two turns with one
+    content id have different forms (the row is shared: one of them does not fit its context)."""
+    if not history or not isinstance(answered(history, [PENDING]), Joined):
+        return False  # (an empty stored history has nothing to decode: it counts as decoded)
+    plan = TurnEngine.plan(session._turn([]))
+    ids = session._ids
+    assert ids is not None and len(ids) == len(history)
+    seen: dict[str, tuple[bytes, bytes]] = {}
+    for index, form in session.codec.wire_forms(history, 0, plan).items():
+        if seen.setdefault(ids[index], form) != form:
+            return False
+    return True
+
+
+@SETTINGS
+@given(whole=HISTORIES, cut=st.integers(0, 64), setup=SETUP, other=CHANGE)
+def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
+        tmp_path_factory, whole: list[Message], cut: int,  # type: ignore[no-untyped-def]
+        setup: Setup, other: Setup) -> None:
+    # Resumed after ``first``, the session goes on with ``then`` (often the results of calls
+    # stored before the resume), is resumed again, and changes its plan.
+    first, then = whole[:cut % (len(whole) + 1)], whole[cut % (len(whole) + 1):]
+    home = tmp_path_factory.mktemp("gemini-forms")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, PROVIDERS[setup.provider or "pro"])
+        setup.apply(session)
+        session.append(first)
+        resumed = Session.resume(store, session.id)
+        assert resumed.request_bytes([PENDING], stream=True) == fresh(resumed, first)
+        assert resumed._history.decoded is not splices(session, first)
+        # Turns added after the resume: their forms are encoded against the calls the stored
+        # turns made (read from their metas), and the next request splices on.
+        decoded = resumed._history.decoded
+        resumed.append(then)
+        both = [*first, *then]
+        assert resumed.request_bytes([PENDING], stream=True) == fresh(resumed, both)
+        assert resumed._history.decoded is (decoded or not isinstance(
+            answered(both, [PENDING]), Joined))
+        again = Session.resume(store, session.id)
+        assert again.request_bytes([PENDING], stream=True) == fresh(again, both)
+        assert again._history.decoded is not splices(again, both)
+        # A plan change re-encodes (correctly), stores every form anew, and splices next time.
+        other.apply(again)
+        assert again.request_bytes([PENDING], stream=True) == fresh(again, both)
+        changed = Session.resume(store, session.id)  # the forms stored are the old plan's
+        assert changed.request_bytes([PENDING], stream=True) == fresh(changed, both)
+        again.append([user("more")])
+        last = Session.resume(store, session.id)
+        everything = [*both, user("more")]
+        assert last.request_bytes([PENDING], stream=True) == fresh(last, everything)
+        assert last._history.decoded is not splices(last, everything)
+
+
+def _call(call_id: str, name: str, signature: str | None = None, origin=PRO) -> Message:  # type: ignore[no-untyped-def]
+    native = {"gemini": {SIG: signature}} if signature else {}
+    return Message(role="assistant", origin=origin, parts=(
+        ToolCall(id=call_id, name=name, arguments='{"city":"Rome"}', native=native),))
+
+
+def _signed_turn() -> list[Message]:
+    return [user("weather in Rome?"),
+            Message(role="assistant", origin=PRO, parts=(
+                Reasoning(kind="text", text="thinking", native={"gemini": {SIG: SIGNATURES[0]}}),
+                ToolCall(id="call_1", name="weather", arguments='{"city":"Rome"}',
+                         native={"gemini": {SIG: SIGNATURES[1]}}))),
+            tool_results([ToolResult(call_id="call_1", content="sunny")]),
+            Message(role="assistant", origin=PRO, parts=(
+                Text(text="It is sunny.", native={"gemini": {SIG: SIGNATURES[2]}}),))]
+
+
+def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
+    history = _signed_turn()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        session.append(history)
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms")
+              if b"It is sunny." in bytes(d)]
+    raw.execute("UPDATE wire_forms SET data = ? WHERE data = ?",
+                (data.replace(b"It is sunny.", b"FORGED"), data))
+    raw.close()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        assert [p.detail for p in resumed.problems] == [
+            "its stored wire form failed its digest: it was left out and is rebuilt from the "
+            "canonical history"]
+        body = resumed.request_bytes([PENDING], stream=True)
+        assert b"FORGED" not in body and b'"text":"It is sunny."' in body
+        assert body == fresh(resumed, history)
+
+
+@pytest.mark.parametrize("sides", ["another name", "sent as text"])
+def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: str) -> None:
+    # One tool-result turn (one content id, one stored row per plan) answers, in two sessions,
+    # calls that differ: by name, or own (a functionResponse) against foreign and sent as text.
+    # The session written last owns the row; the other one must not send it.
+    setup = Setup("pro", "calls-as-text")  # foreign calls and their results go as text
+    result = tool_results([ToolResult(call_id="call_1", content="sunny")])
+    mine = [user("q"), _call("call_1", "weather", SIGNATURES[0]), result]
+    if sides == "another name":
+        theirs = [user("q2"), _call("call_1", "clock", SIGNATURES[1]), result]
+    else:
+        theirs = [user("q2"), _call("call_1", "weather", origin=None), result]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        sessions = []
+        for history in (mine, theirs):
+            session = Session.create(store, PROVIDERS["pro"])
+            setup.apply(session)
+            session.append(history)
+            sessions.append(session)
+        resumed = Session.resume(store, sessions[0].id)
+        body = resumed.request_bytes([PENDING], stream=True)
+        assert body == fresh(resumed, mine)
+        assert b'"functionResponse":{"name":"weather"' in body
+        assert resumed._history.decoded  # the shared form did not fit: encoded from the turns
+        other = Session.resume(store, sessions[1].id)
+        assert other.request_bytes([PENDING], stream=True) == fresh(other, theirs)
+        assert other._history.decoded is False  # its own context: spliced
+
+
+def test_turns_added_after_a_resume_answer_the_calls_stored_before_them(tmp_path: Path) -> None:
+    head = [user("q"), _call("call_1", "weather", SIGNATURES[0])]
+    tail = [tool_results([ToolResult(call_id="call_1", content="sunny")]),
+            Message(role="assistant", origin=PRO, parts=(Text(text="Sunny."),))]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        session.append(head)
+        resumed = Session.resume(store, session.id)
+        resumed.append(tail)  # its form needs the call's name: read from the stored meta
+        assert resumed._history.decoded is False
+        again = Session.resume(store, session.id)
+        body = again.request_bytes([PENDING], stream=True)
+        assert again._history.decoded is False
+        assert body == fresh(again, [*head, *tail])
+    assert b'"functionResponse":{"name":"weather","response":{"output":"sunny"},"id":"call_1"}' \
+        in body
+
+
+def test_forms_stored_before_every_call_had_to_be_signed_are_not_spliced_after(
+        tmp_path: Path) -> None:
+    # Gemini's own unsigned call (the second of a step) and a foreign step of two calls: with
+    # the learned setting every one of them carries the dummy, which the stored forms lack.
+    history = [user("q"), Message(role="assistant", origin=PRO, parts=(
+        ToolCall(id="call_1", name="weather", arguments="{}", native={"gemini": {SIG: "s1"}}),
+        ToolCall(id="call_2", name="clock", arguments="{}"))),
+        tool_results([ToolResult(call_id="call_1", content="a"),
+                      ToolResult(call_id="call_2", content="b")]),
+        user("q2"), Message(role="assistant", parts=(
+            ToolCall(id="x_1", name="weather", arguments="{}"),
+            ToolCall(id="x_2", name="clock", arguments="{}"))),
+        tool_results([ToolResult(call_id="x_1", content="c"),
+                      ToolResult(call_id="x_2", content="d")])]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        before = resumed.request_bytes([PENDING], stream=True)
+        learn(resumed, "sign-every")
+        after = resumed.request_bytes([PENDING], stream=True)
+        assert after == fresh(resumed, history) != before
+        assert after.count(b"skip_thought_signature_validator") == 3
+        resumed.append([user("more")])  # the plan changed: every form is stored anew
+        again = Session.resume(store, session.id)
+        assert again.request_bytes([PENDING], stream=True) == fresh(
+            again, [*history, user("more")])
+        assert again._history.decoded is False
+
+
+REJECTIONS = {
+    "corrupted": '{"error":{"code":400,"message":"Corrupted thought signature.",'
+                 '"status":"INVALID_ARGUMENT"}}',
+    "missing": '{"error":{"code":400,"message":"Function call is missing a thought_signature '
+               'in functionCall parts.","status":"INVALID_ARGUMENT"}}',
+    "other": '{"error":{"code":400,"message":"Request contains an invalid argument.",'
+             '"status":"INVALID_ARGUMENT"}}',
+}
+
+
+@pytest.mark.parametrize("wording", sorted(REJECTIONS))
+@pytest.mark.parametrize("setup", [*(Setup("pro", lesson) for lesson in LESSONS),
+                                   Setup("flash", "none"), Setup("vertex", "none")],
+                         ids=lambda s: s.name)
+def test_summary_and_rejections_of_a_spliced_request_are_those_of_the_unspliced_one(
+        tmp_path: Path, wording: str, setup: Setup) -> None:
+    history = [*_signed_turn(), user("and Oslo?"), _call("call_2", "weather", origin=None),
+               tool_results([ToolResult(call_id="call_2", content="rain")])]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        setup.apply(session)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        spliced, plan = TurnEngine.build(resumed._turn([PENDING]), stream=True)
+        assert isinstance(spliced.index, forms.Spliced)
+        codec = resumed.codec
+        summary = codec.summary(spliced, resumed.wire_cache)
+        assert spliced._body is None  # the log's counts came from the metas, not the body
+        plain, _ = TurnEngine.build(replace(resumed._turn([PENDING]), history=history,
+                                            cache=codec.new_cache()), stream=True)
+        assert spliced.raw == plain.raw
+        assert summary == codec.summary(plain, None)
+        assert summary["carriers"] or setup.name != "pro+none"
+        assert resumed._history.decoded is False
+        body = REJECTIONS[wording]
+        assert codec.classify(400, body, spliced, plan) == codec.classify(400, body, plain, plan)
+        assert codec.classify(503, body, spliced, plan) is None
