@@ -46,6 +46,10 @@ PROVIDERS = st.sampled_from([
                    model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
                    model="openai.gpt-oss-120b-1:0"),
+    # Gemini: forms carry the call names they answer (codecs/gemini/forms; its own property in
+    # tests/gemini covers Gemini-shaped histories).
+    ProviderConfig(id="gemini", api="gemini", auth="x-goog-api-key", model="gemini-3-pro-preview",
+                   base_url="https://generativelanguage.googleapis.com/v1beta"),
 ])
 PENDING = user("and the next step?")
 
