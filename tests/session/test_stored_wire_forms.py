@@ -231,3 +231,22 @@ def test_an_unanswered_call_added_after_a_resume_is_answered(tmp_path: Path) -> 
         expected = _fresh_bytes([*_answered_loop(1), user("q2"), _call("call_late")], DEEPSEEK)
     assert body == expected
     assert b'"tool_call_id":"call_late"' in body
+
+
+def test_a_tampered_meta_fails_the_form_digest_like_tampered_bytes(tmp_path: Path) -> None:
+    # A codec trusts a form's meta (counts, roles, the context it was encoded under) as much as
+    # its bytes: the digest covers both, so a changed meta is reported and rebuilt, never used.
+    history = _answered_loop(2)
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, DEEPSEEK)
+        session.append(history)
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    changed = raw.execute("UPDATE wire_forms SET meta = replace(meta, '\"u\":1', '\"u\":0') "
+                          "WHERE meta LIKE '%\"u\":1%' AND plan NOT LIKE 'scan:%'").rowcount
+    raw.close()
+    assert changed == 2  # the two questions' forms
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        assert len(resumed.problems) == 2
+        assert all("failed its digest" in p.detail for p in resumed.problems)
+        assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, DEEPSEEK)

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from thoughtline.messages import digest
 from thoughtline.store.db import Row, Tx
 from thoughtline.store.engine import SqlStore
+from thoughtline.store.wireforms import form_digest
 
 _SESSION_COLUMNS = "id, title, created_at, updated_at, parent_id, fork_point, model_config, tenant"
 _GENERATION_COLUMNS = ("session_id, generation, created_at, archived_at, parent_id, fork_point, "
@@ -146,7 +147,7 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
             continue
         payloads[key] = data
     # Stored wire forms are a cache (rebuilt from the history when missing): copy the good ones.
-    wire_forms = sorted(f for f in forms if digest(f[4]) == f[3])
+    wire_forms = sorted(f for f in forms if form_digest(f[2], f[4]) == f[3])
     return SessionRows(session=session, entries=entries, messages=messages, links=links,
                        payloads=payloads, wire_forms=wire_forms, generations=generations,
                        generation_entries=generation_entries)

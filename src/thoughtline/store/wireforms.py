@@ -44,6 +44,13 @@ class StoredForms:
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
 
 
+def form_digest(meta: str, data: bytes) -> str:
+    """A form's digest covers its ``meta`` as well as its bytes: a codec trusts the meta (the
+    context a form was encoded under, its counts) as much as the bytes. (``meta`` is compact
+    JSON, which holds no raw newline, so the two parts cannot run into each other.)"""
+    return digest(meta.encode("utf-8") + b"\n" + data)
+
+
 def scan_key(ids: Sequence[str]) -> str:
     """The key of the scan of the visible history ``ids`` (in order)."""
     return "scan:" + digest("\n".join(ids).encode())[len("sha256:"):][:40]
@@ -60,7 +67,7 @@ def put(tx: Tx, forms: Iterable[WireForm]) -> None:
         "ON CONFLICT (message_id, plan) DO UPDATE SET meta = excluded.meta, "
         "digest = excluded.digest, data = excluded.data "
         "WHERE wire_forms.digest <> excluded.digest OR wire_forms.data <> excluded.data",
-        [(f.message_id, f.plan, f.meta, digest(f.data), f.data) for f in forms])
+        [(f.message_id, f.plan, f.meta, form_digest(f.meta, f.data), f.data) for f in forms])
 
 
 # One chain member's visible entries with their forms for one plan, in primary-key order: one index
@@ -83,7 +90,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
             if data is None:
                 continue  # no form for this plan: the codec encodes the turn
             data = bytes(data)  # PostgreSQL gives memoryview
-            if stored != digest(data):
+            if stored != form_digest(meta, data):
                 problems.append(mid)
                 continue
             forms[mid] = (data, meta)
@@ -94,8 +101,8 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
 def _scan(tx: Tx, ids: list[str]) -> bytes | None:
     if not ids:
         return None
-    row = tx.one("SELECT digest, data FROM wire_forms WHERE message_id = ? AND plan = ?",
+    row = tx.one("SELECT meta, digest, data FROM wire_forms WHERE message_id = ? AND plan = ?",
                  (ids[-1], scan_key(ids)))
-    if row is None or row[0] != digest(data := bytes(row[1])):
+    if row is None or row[1] != form_digest(row[0], data := bytes(row[2])):
         return None  # a cache: without it the history's metas are scanned
     return data
