@@ -71,6 +71,7 @@ class Session:
         self._ids: list[str] | None = list(ids) if ids is not None else (
             [] if not history else None)
         self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
+        self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
         #: Automatic compaction before a request that would not fit (``compaction``); None: off.
         self.compaction: AutoCompaction | None = None
 
@@ -289,7 +290,7 @@ class Session:
 
         plan = TurnEngine.plan(self._turn([]))
         digest = self.codec.plan_digest(plan)  # type: ignore[attr-defined]
-        if digest != self._forms_plan:
+        if digest != self._forms_plan or self._forms_stale():
             start = 0
         forms = [WireForm(message_id=ids[index], plan=digest, meta=meta.decode(), data=data)
                  for index, (data, meta) in sorted(forms_of(self._history, start, plan).items())]
@@ -300,6 +301,16 @@ class Session:
         except StoreError:
             return  # a cache: the next resume re-encodes what is missing
         self._forms_plan = digest
+
+    def _forms_stale(self) -> bool:
+        """True once after a resumed history had to be decoded: a stored form may not have fit
+        here (a row shared by content id, written under another session's context), so this
+        session's forms are written again — the next resume splices instead of decoding."""
+        history = self._history
+        if isinstance(history, StoredHistory) and history.decoded and not self._forms_rewritten:
+            self._forms_rewritten = True
+            return True
+        return False
 
     def branch(self, at: int | None = None, title: str = "") -> Session:
         """A new session sharing the first ``at`` turns (default all), reasoning untouched."""

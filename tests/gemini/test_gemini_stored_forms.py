@@ -174,6 +174,12 @@ def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: st
         other = Session.resume(store, sessions[1].id)
         assert other.request_bytes([PENDING], stream=True) == fresh(other, theirs)
         assert other._history.decoded is False  # its own context: spliced
+        # The session that had to decode writes its forms again with its next turn: its next
+        # resume splices (and the other session, whose row it took over, now falls back).
+        resumed.append([PENDING])
+        again = Session.resume(store, sessions[0].id)
+        assert again.request_bytes([PENDING], stream=True) == fresh(again, [*mine, PENDING])
+        assert again._history.decoded is False
 
 
 def test_turns_added_after_a_resume_answer_the_calls_stored_before_them(tmp_path: Path) -> None:
