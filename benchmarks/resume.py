@@ -57,11 +57,11 @@ def write_session(home: Path, n: int) -> str:
 
 def _other_apis() -> list[tuple[str, Any, list[Any]]]:
     """(label, provider, history) of a TARGET_N-turn session on each other API with rows here:
-    Responses and Bedrock (stored wire forms, spliced) and Anthropic (no stored forms yet: its
-    resume decodes the canonical history and encodes it)."""
+    Responses, Gemini and Bedrock (stored wire forms, spliced) and Anthropic (no stored forms
+    yet: its resume decodes the canonical history and encodes it)."""
     from dataclasses import replace
 
-    from benchmarks import anthropic_rows, bedrock_rows, responses_rows
+    from benchmarks import anthropic_rows, bedrock_rows, gemini_rows, responses_rows
     from thoughtline import config
 
     presets = config.presets()
@@ -70,6 +70,7 @@ def _other_apis() -> list[tuple[str, Any, list[Any]]]:
     return [
         ("responses openai (spliced)", presets["openai-responses"],
          responses_rows.history(TARGET_N)),
+        ("gemini (spliced)", presets["gemini"], list(gemini_rows.history(TARGET_N))),
         ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, TARGET_N)),
         ("anthropic (decoded and encoded)", anthropic,
          list(anthropic_rows.history(TARGET_N, 50))),
