@@ -11,6 +11,7 @@ Owns every Anthropic wire name (``thinking``, ``redacted_thinking``, ``signature
   it depends on besides itself, the walk over a history; ``encode``: history + plan → body +
   index;
 - ``binding``: per-turn prefix digests (which stored blocks an edit has unbound);
+- ``forms``: each turn's stored wire form, and the splice of a resumed history from them;
 - ``rejections``: 400 wordings → one-retry lessons; ``codec``: the protocol object ``CODEC``
   (with the optional hooks ``stamp`` and ``reported`` the turn engine calls after a success).
 

@@ -17,7 +17,8 @@ The policy (one table, README "Anthropic"; facts provider-contracts §5, provide
 The encoder records where each wire block came from (``Index``), so a 400 naming
 ``messages.N.content.M`` maps back to the canonical part. Stored history is never mutated: the
 body shares frozen values and cached wire turns; serialize it, never edit it. The turn by turn
-rules are ``walk``'s.
+rules are ``walk``'s; a resumed history that was not decoded is spliced from its stored wire
+forms (``forms``) when every form fits the request, else decoded and walked here.
 """
 
 from __future__ import annotations
@@ -28,10 +29,11 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, models, params
+from thoughtline.codecs.anthropic import binding, forms, models, params
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.walk import (
     Chain,
+    Counts,
     Rules,
     Turn,
     Walk,
@@ -57,7 +59,9 @@ class Index:
     """Wire block → canonical (history index, part index), and the fingerprint of thinking ones.
 
     Kept per wire message (one entry per message, the turns' own tuples shared with the cache);
-    the per-block maps are derived when a rejection or the request log asks.
+    the per-block maps are derived when a rejection or the request log asks. A request spliced
+    from stored wire forms has ``counts`` (its stored turns' blocks per kind) and no wire
+    locations: reading a rejection of it needs the ordinary index of the decoded history.
     """
 
     turns: tuple[tuple[int, Turn], ...] = ()
@@ -67,25 +71,42 @@ class Index:
     #: how many stored turns were stamped under another prefix (their blocks left out).
     prefix: str = ""
     stale: int = 0
+    counts: Counts | None = None
+
+    @property
+    def spliced(self) -> bool:
+        return self.counts is not None
 
     @property
     def parts(self) -> dict[Location, tuple[int, int]]:
+        self._located()
         return {(n, m): (history, position) for n, (history, turn) in enumerate(self.turns)
                 for m, position in enumerate(turn.parts)}
 
     @property
     def fingerprints(self) -> dict[Location, str]:
+        self._located()
         return {(n, m): part_fingerprint(part) for n, (_, turn) in enumerate(self.turns)
                 for m, part in enumerate(turn.reasoning) if part is not None}
 
     @property
     def sent(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
+        counts = dict(self.counts.get()[0]) if self.counts is not None else {}
         for _, turn in self.turns:
             for block in turn.blocks:
                 kind = block["type"]
                 counts[kind] = counts.get(kind, 0) + 1
         return counts
+
+    @property
+    def left_out(self) -> int:
+        """Thinking blocks left out, spliced turns' included."""
+        return self.omitted + (self.counts.get()[1] if self.counts is not None else 0)
+
+    def _located(self) -> None:
+        if self.spliced:
+            raise ValueError("a spliced request has no wire locations: index the decoded "
+                             "history's request instead")
 
 
 def _last_assistant(history: Sequence[Message]) -> int:
@@ -110,6 +131,11 @@ def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
     memo = cache if cache is not None else WireCache()
     entries = memo.for_plan(plan.key)
     context = (target, behavior, orjson.dumps(tools))
+    base = getattr(history, "base", history)
+    if not getattr(base, "decoded", True):
+        spliced = forms.splice(history, base, plan, memo, context=context, tools=tools)
+        if spliced is not None:
+            return spliced.system, spliced.messages, _index(spliced, binds)
     rules = Rules(plan=plan, loop=loop_start(history), last=_last_assistant(history),
                   keep_prior=keep_prior, binds=binds, behavior=behavior)
     # Continuing the last walk is exact only when an earlier turn's wire form cannot depend on
@@ -130,7 +156,7 @@ def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
 
 def _index(walk: Walk, binds: bool) -> Index:
     return Index(turns=tuple(walk.turns), omitted=walk.omitted, stale=walk.stale,
-                 prefix=walk.running.hex() if binds else "")
+                 prefix=walk.running.hex() if binds else "", counts=walk.counts)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -177,7 +203,7 @@ def wire_summary(index: Index | None) -> dict[str, Any]:
     if index is None:
         return {"api": API, "blocks": {}, "thinking_omitted": 0}
     out = {"api": API, "blocks": dict(sorted(index.sent.items())),
-           "thinking_omitted": index.omitted}
+           "thinking_omitted": index.left_out}
     if index.stale:
         out["stale_turns"] = index.stale  # stamped under another prefix: blocks left out
     return out

@@ -4,13 +4,14 @@ Owns the replay policy block by block (README "Anthropic"; provider-contracts §
 provider-updates §1a) and what an assistant turn's blocks depend on besides the turn: whether
 it keeps its thinking (``Rules.keep``: the current tool loop, the model's rule for earlier
 turns, the last assistant turn; never a turn stamped under another prefix) and the binding
-chain state carried from turn to turn (``Chain``). ``encode`` walks a history with it. Nothing
-here builds a request body.
+chain state carried from turn to turn (``Chain``). ``encode`` walks a decoded history with it;
+``forms`` walks a resumed one from its stored wire forms and continues here for the turns that
+have none. Nothing here builds a request body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -208,10 +209,30 @@ class Rules:
         return self.binds and bool(self.plan.fingerprints)
 
 
+class Counts:
+    """The blocks per kind, and the thinking blocks left out, of a request's spliced turns:
+    known while splicing, or read from the stored forms' meta on first need (the request log
+    asks after the request is sent)."""
+
+    __slots__ = ("_known", "_read")
+
+    def __init__(self, known: tuple[dict[str, int], int] | None = None,
+                 read: Callable[[], tuple[dict[str, int], int]] | None = None) -> None:
+        self._known, self._read = known, read
+
+    def get(self) -> tuple[dict[str, int], int]:
+        if self._known is None:
+            assert self._read is not None
+            self._known, self._read = self._read(), None
+        return self._known
+
+
 @dataclass(slots=True)
 class Walk:
     """The state of encoding a history, message by message (and what the next request reuses).
 
+    ``messages`` may hold stored wire forms as ``orjson.Fragment`` (spliced, see ``forms``);
+    ``counts`` then counts those (``turns`` holds only the turns encoded from messages).
     """
 
     context: tuple[Any, ...]
@@ -223,12 +244,13 @@ class Walk:
     omitted: int = 0
     stale: int = 0
     running: bytes = b""
+    counts: Counts | None = None
 
     def copy(self) -> Walk:
         return Walk(context=self.context, chain=self.chain.copy(), history=list(self.history),
                     system=list(self.system), messages=list(self.messages),
                     turns=list(self.turns), omitted=self.omitted, stale=self.stale,
-                    running=self.running)
+                    running=self.running, counts=self.counts)
 
 
 Entries = dict[int, tuple[Message, tuple[bool, ...], Turn]]
@@ -241,7 +263,7 @@ class WireCache:
     derived afresh), keyed by the message's identity and what else its wire form depends on.
     """
 
-    __slots__ = ("_last", "_plan", "_turns", "_visible")
+    __slots__ = ("_last", "_plan", "_turns", "_visible", "spliced")
 
     def __init__(self) -> None:
         self._plan: tuple[Any, ...] | None = None
@@ -250,6 +272,8 @@ class WireCache:
         #: What encoding the last history left behind: a history that only grew since (one turn
         #: per request) continues from it instead of walking every stored turn again.
         self._last: Walk | None = None
+        #: A resumed history's walk over its stored forms, kept for the next request (``forms``).
+        self.spliced: Any = None
 
     def __len__(self) -> int:
         return len(self._turns)
@@ -257,7 +281,7 @@ class WireCache:
     def for_plan(self, key: tuple[Any, ...]) -> Entries:
         """The entries valid under the plan ``key`` (all entries are dropped when it changes)."""
         if self._plan != key:
-            self._plan, self._turns, self._last = key, {}, None
+            self._plan, self._turns, self._last, self.spliced = key, {}, None, None
         return self._turns
 
     def resume(self, history: Sequence[Message], context: tuple[Any, ...]) -> Walk | None:
