@@ -169,7 +169,7 @@ def _forced(store: Any, session_id: str, pending: list[Message]) -> bool:
     return encoded.index.stale > 0
 
 
-@settings(max_examples=80, deadline=None, suppress_health_check=[
+@settings(max_examples=200, deadline=None, suppress_health_check=[
     HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(rounds=ROUNDS, more=ROUNDS, first=st.sampled_from(sorted(PROVIDERS)),
        second=st.sampled_from(sorted(PROVIDERS)), chunk=st.integers(1, 4),
