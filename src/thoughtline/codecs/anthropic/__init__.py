@@ -7,8 +7,11 @@ Owns every Anthropic wire name (``thinking``, ``redacted_thinking``, ``signature
 - ``wire``: names and constants; ``models``: Claude ids and per-model facts;
 - ``decode``: a whole response → canonical Message; ``fold``: SSE events → the same Message;
 - ``profile``: the typed route profile and the signature scope;
-- ``params``: thinking parameters and usage errors; ``encode``: history + plan → body + index;
+- ``params``: thinking parameters and usage errors; ``walk``: one turn on the wire, the rules
+  it depends on besides itself, the walk over a history; ``encode``: history + plan → body +
+  index;
 - ``binding``: per-turn prefix digests (which stored blocks an edit has unbound);
+- ``forms``: each turn's stored wire form, and the splice of a resumed history from them;
 - ``rejections``: 400 wordings → one-retry lessons; ``codec``: the protocol object ``CODEC``
   (with the optional hooks ``stamp`` and ``reported`` the turn engine calls after a success).
 

@@ -47,12 +47,6 @@ def stamp_of(message: Message) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def is_stale(message: Message, running: bytes) -> bool:
-    """True when the turn was stamped under a prefix other than the current one."""
-    stamp = stamp_of(message)
-    return stamp is not None and stamp != running.hex()
-
-
 def stamped(done: Done, prefix: str) -> Done:
     """``done`` with its message stamped with the prefix digest of the request that made it."""
     message = done.message

@@ -6,15 +6,22 @@ the Anthropic API, Vertex (``:rawPredict`` / ``:streamRawPredict``), Foundry, Be
 API and Anthropic-compatible vendors, the ``anthropic-version`` / ``anthropic-beta`` headers, and
 the reading of rejections (``rejections``). What is sent in place of reasoning that cannot go
 signed is nothing at all (see ``encode``): never transcribed thinking the model would imitate.
+Each stored turn's wire form is stored too (``wire_forms``, ``plan_digest``: see ``forms``), so a
+resumed session's request is spliced from bytes; a rejection of such a request is read against
+the ordinary request of the decoded history, which has the same bytes.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from thoughtline.codecs.anthropic import binding, models, rejections
+import orjson
+
+from thoughtline.codecs.anthropic import binding, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
 from thoughtline.codecs.anthropic.encode import Index, WireCache, encode_request, wire_summary
 from thoughtline.codecs.anthropic.fold import StreamFold
@@ -106,6 +113,38 @@ def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str)
     return headers
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SplicedIndex:
+    """A request spliced from stored wire forms: its index (counts and prefix, no wire
+    locations) and what it was built from (its first ``size`` messages), to rebuild the
+    ordinary request of the decoded history when a rejection or a report must be read."""
+
+    index: Index
+    history: Sequence[Message]
+    size: int
+    plan: ReplayPlan
+    spec: RequestSpec
+
+    def rebuilt(self) -> Encoded:
+        """The same request encoded from the decoded history (the same bytes), with its
+        ordinary index."""
+        history = list(itertools.islice(self.history, self.size))  # decodes the stored turns
+        return CODEC.encode_request(history, self.plan, self.spec)
+
+
+def _index(encoded: Encoded) -> Index | None:
+    index = encoded.index
+    if isinstance(index, SplicedIndex):
+        return index.index
+    return index if isinstance(index, Index) else None
+
+
+def _located(encoded: Encoded) -> Encoded:
+    """``encoded``, or the ordinary request with the same bytes when it was spliced."""
+    index = encoded.index
+    return index.rebuilt() if isinstance(index, SplicedIndex) else encoded
+
+
 class Anthropic:
     """Anthropic Messages (``POST …/v1/messages``, SSE streams with ``event:`` names)."""
 
@@ -126,7 +165,20 @@ class Anthropic:
         body, index = encode_request(history, plan, model=spec.model, tools=spec.tools,
                                      params_=spec.params, settings=spec.settings,
                                      stream=spec.stream, cache=cache)
+        if index.spliced:
+            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
+            # parsed only if something asks for it.
+            return Encoded(raw=orjson.dumps(body), index=SplicedIndex(
+                index=index, history=history, size=len(history), plan=plan, spec=spec))
         return Encoded(body=body, index=index)
+
+    def wire_forms(self, history: Sequence[Message], start: int,
+                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
+        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
+        return forms.wire_forms(history, start, plan)
+
+    def plan_digest(self, plan: ReplayPlan) -> str:
+        return forms.plan_digest(plan)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -147,21 +199,25 @@ class Anthropic:
         return provider.auth or profile_for(provider.route_id, provider.base_url).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
-        return wire_summary(encoded.index)
+        return wire_summary(_index(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        return rejections.classify(status, body, encoded, plan)
+        if rejections.wording_of(status, body) is None:
+            return None  # (without rebuilding a spliced request to read it)
+        return rejections.classify(status, body, _located(encoded), plan)
 
     def stamp(self, done: Done, encoded: Encoded) -> Done:
         """Hook: the answer stamped with its request's prefix digest (binding models only)."""
-        index = encoded.index
-        prefix = index.prefix if isinstance(index, Index) else ""
+        index = _index(encoded)
+        prefix = index.prefix if index is not None else ""
         return binding.stamped(done, prefix) if prefix else done
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """Hook: what a successful response's reports teach (blocks the API dropped)."""
-        return rejections.reported(done.reports, encoded)
+        if not done.reports:
+            return None
+        return rejections.reported(done.reports, _located(encoded))
 
 
 CODEC = Anthropic()

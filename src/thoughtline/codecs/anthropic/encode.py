@@ -16,43 +16,40 @@ The policy (one table, README "Anthropic"; facts provider-contracts §5, provide
 
 The encoder records where each wire block came from (``Index``), so a 400 naming
 ``messages.N.content.M`` maps back to the canonical part. Stored history is never mutated: the
-body shares frozen values and cached wire turns; serialize it, never edit it.
+body shares frozen values and cached wire turns; serialize it, never edit it. The turn by turn
+rules are ``walk``'s; a resumed history that was not decoded is spliced from its stored wire
+forms (``forms``) when every form fits the request, else decoded and walked here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, models, params
+from thoughtline.codecs.anthropic import binding, forms, models, params
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
-from thoughtline.codecs.anthropic.wire import (
-    API,
-    NS,
-    REDACTED,
-    SETTING_MISMATCH,
-    TEXT,
-    THINKING,
-    TOOL_RESULT,
-    TOOL_USE,
+from thoughtline.codecs.anthropic.walk import (
+    Chain,
+    Counts,
+    Rules,
+    Turn,
+    Walk,
+    WireCache,
+    keeps_prior,
+    part_fingerprint,
+    step,
+    system_blocks,
+    target_model,
 )
-from thoughtline.messages import (
-    FrozenDict,
-    FrozenList,
-    Message,
-    Opaque,
-    Reasoning,
-    Text,
-    ToolCall,
-    ToolResult,
-    ToolSpec,
-    fingerprint,
-    freeze,
-)
+from thoughtline.codecs.anthropic.wire import API, SETTING_MISMATCH
+from thoughtline.messages import Message, ToolSpec
 from thoughtline.replay import ReplayPlan, loop_start
+
+__all__ = ["Index", "WireCache", "encode_messages", "encode_request", "encode_tools",
+           "part_fingerprint", "wire_summary"]
 
 Location = tuple[int, int]  # (wire message index, block index) = ``messages.N.content.M``
 
@@ -62,204 +59,54 @@ class Index:
     """Wire block → canonical (history index, part index), and the fingerprint of thinking ones.
 
     Kept per wire message (one entry per message, the turns' own tuples shared with the cache);
-    the per-block maps are derived when a rejection or the request log asks.
+    the per-block maps are derived when a rejection or the request log asks. A request spliced
+    from stored wire forms has ``counts`` (its stored turns' blocks per kind) and no wire
+    locations: reading a rejection of it needs the ordinary index of the decoded history.
     """
 
-    turns: tuple[tuple[int, _Turn], ...] = ()
+    turns: tuple[tuple[int, Turn], ...] = ()
     #: Thinking blocks left out of this request (scope, rejection, incomplete, earlier turns).
     omitted: int = 0
     #: Binding models: the digest of this request's whole prefix (the stamp of its answer), and
     #: how many stored turns were stamped under another prefix (their blocks left out).
     prefix: str = ""
     stale: int = 0
+    counts: Counts | None = None
+
+    @property
+    def spliced(self) -> bool:
+        return self.counts is not None
 
     @property
     def parts(self) -> dict[Location, tuple[int, int]]:
+        self._located()
         return {(n, m): (history, position) for n, (history, turn) in enumerate(self.turns)
                 for m, position in enumerate(turn.parts)}
 
     @property
     def fingerprints(self) -> dict[Location, str]:
+        self._located()
         return {(n, m): part_fingerprint(part) for n, (_, turn) in enumerate(self.turns)
                 for m, part in enumerate(turn.reasoning) if part is not None}
 
     @property
     def sent(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
+        counts = dict(self.counts.get()[0]) if self.counts is not None else {}
         for _, turn in self.turns:
             for block in turn.blocks:
                 kind = block["type"]
                 counts[kind] = counts.get(kind, 0) + 1
         return counts
 
-
-def part_fingerprint(part: Reasoning) -> str:
-    """The identity of a thinking block the API may reject: its type and signature or data."""
-    if part.kind == "redacted":
-        return fingerprint(REDACTED, part.data or "")
-    return fingerprint(THINKING, part.signature or part.text or "")
-
-
-class WireCache:
-    """Per-session memo of stored turns' wire messages (turns are immutable).
-
-    Entries are kept per replay plan (a learned fingerprint makes a new plan, whose turns are
-    derived afresh), keyed by the message's identity and what else its wire form depends on.
-    """
-
-    __slots__ = ("_last", "_plan", "_turns", "_visible")
-
-    def __init__(self) -> None:
-        self._plan: tuple[Any, ...] | None = None
-        self._turns: dict[int, tuple[Message, tuple[bool, ...], _Turn]] = {}
-        self._visible: dict[int, tuple[_Turn, bytes]] = {}
-        #: What encoding the last history left behind: a history that only grew since (one turn
-        #: per request) continues from it instead of walking every stored turn again.
-        self._last: _Walk | None = None
-
-    def __len__(self) -> int:
-        return len(self._turns)
-
-    def for_plan(self, key: tuple[Any, ...]) -> dict[int, tuple[Message, tuple[bool, ...], _Turn]]:
-        """The entries valid under the plan ``key`` (all entries are dropped when it changes)."""
-        if self._plan != key:
-            self._plan, self._turns, self._last = key, {}, None
-        return self._turns
-
-    def resume(self, history: Sequence[Message], context: tuple[Any, ...]) -> _Walk | None:
-        """A copy of the last walk when ``history`` extends its history under ``context``."""
-        last = self._last
-        if last is None or last.context != context or len(last.history) > len(history):
-            return None
-        if list(history[:len(last.history)]) != last.history:  # identity first, in C
-            return None
-        return last.copy()
-
-    def remember(self, walk: _Walk) -> None:
-        self._last = walk.copy()
-
-    def visible(self, turn: _Turn) -> bytes:
-        found = self._visible.get(id(turn))
-        if found is not None and found[0] is turn:
-            return found[1]
-        digest = binding.visible(turn.wire)
-        self._visible[id(turn)] = (turn, digest)
-        return digest
-
-
-@dataclass(frozen=True, slots=True)
-class _Turn:
-    """One stored message on the wire: the wire message (None when nothing of it is sent), the
-    part behind each block, how many thinking blocks were left out, the binding chain after."""
-
-    wire: Any
-    parts: tuple[int, ...]
-    reasoning: tuple[Reasoning | None, ...]  # the thinking part behind each block, if any
-    omitted: int = 0
-    chain_after: tuple[bool, bool] = (False, False)  # the binding chain (started, cut) after
-
     @property
-    def blocks(self) -> Sequence[Any]:
-        return self.wire["content"] if self.wire is not None else ()
+    def left_out(self) -> int:
+        """Thinking blocks left out, spliced turns' included."""
+        return self.omitted + (self.counts.get()[1] if self.counts is not None else 0)
 
-
-def _turn(role: str, message: Message, blocks: list[Any], parts: list[int], omitted: int = 0,
-          chain_after: tuple[bool, bool] = (False, False)) -> _Turn:
-    reasoning = tuple(p if isinstance(p := message.parts[i], Reasoning) else None for i in parts)
-    # Cached and shared by later requests: read-only. Blocks hold strings and values that are
-    # frozen already (native blocks, tool input), so a shallow freeze is a whole one.
-    wire = FrozenDict({"role": role, "content": FrozenList(
-        b if type(b) is FrozenDict else FrozenDict(b) for b in blocks)}) if blocks else None
-    return _Turn(wire=wire, parts=tuple(parts), reasoning=reasoning, omitted=omitted,
-                 chain_after=chain_after)
-
-
-@dataclass(slots=True)
-class _Chain:
-    """Block binding state across turns: has a block gone out, has the chain been cut since."""
-
-    binds: bool
-    started: bool = False
-    cut: bool = False
-
-
-def _thinking_block(part: Reasoning, plan: ReplayPlan, profile: AnthropicProfile,
-                    keep: bool, chain: _Chain) -> dict[str, Any] | None:
-    signed = bool(part.signature or part.data) and part.complete
-    rejected = bool(plan.fingerprints) and plan.rejected(part_fingerprint(part))
-    if (keep and signed and profile.keeps_signed and not chain.cut and not rejected
-            and plan.may_replay(part.origin)):
-        chain.started = True
-        if part.kind == "redacted":
-            return {"type": REDACTED, "data": part.data}
-        return {"type": THINKING, THINKING: part.text or "", "signature": part.signature}
-    if chain.binds and chain.started and signed and rejected:
-        # §5: a block removed from the middle invalidates every later one. (Blocks left out by
-        # scope or as incomplete were left out of every request, so later blocks never saw them.)
-        chain.cut = True
-    if (keep and profile.keeps_unsigned and part.kind != "redacted"
-            and (part.text or "").strip() and not rejected):
-        return {"type": THINKING, THINKING: part.text}
-    return None
-
-
-def _tool_input(arguments: str) -> Any:
-    try:
-        value = orjson.loads(arguments) if arguments.strip() else {}
-    except orjson.JSONDecodeError:
-        return {}
-    return value if isinstance(value, dict) else {}
-
-
-def _assistant(message: Message, plan: ReplayPlan, keep: bool, chain: _Chain) -> _Turn:
-    profile: AnthropicProfile = plan.profile
-    blocks: list[Any] = []
-    parts: list[int] = []
-    omitted = 0
-    for position, part in enumerate(message.parts):
-        block: Any = None
-        match part:
-            case Reasoning():
-                block = _thinking_block(part, plan, profile, keep and not message.incomplete,
-                                        chain)
-                omitted += block is None
-            case Text(text=text) if text:
-                block = {"type": TEXT, TEXT: text}
-                citations = part.native.get(NS, {}).get("citations")
-                if citations and profile.replay == "signed":
-                    block["citations"] = citations
-            case ToolCall() if not message.incomplete:
-                block = {"type": TOOL_USE, "id": part.id, "name": part.name,
-                         "input": freeze(_tool_input(part.arguments))}
-            case Opaque() if part.namespace == NS and not message.incomplete:
-                if profile.replay == "signed" or plan.may_replay(part.origin):
-                    block = part.native[NS]
-        if block is not None:
-            blocks.append(block)
-            parts.append(position)
-    return _turn("assistant", message, blocks, parts, omitted, (chain.started, chain.cut))
-
-
-def _user(message: Message) -> _Turn:
-    blocks: list[Any] = []
-    parts: list[int] = []
-    for position, part in enumerate(message.parts):
-        if isinstance(part, ToolResult):
-            block: dict[str, Any] = {"type": TOOL_RESULT, "tool_use_id": part.call_id,
-                                     "content": part.content}
-            if part.is_error:
-                block["is_error"] = True
-        elif isinstance(part, Text) and part.text:
-            block = {"type": TEXT, TEXT: part.text}
-        else:
-            continue
-        blocks.append(block)
-        parts.append(position)
-    return _turn("user", message, blocks, parts)
-
-
-def _target_model(plan: ReplayPlan, model: str) -> str:
-    return plan.target.model if plan.target is not None and plan.target.model else model
+    def _located(self) -> None:
+        if self.spliced:
+            raise ValueError("a spliced request has no wire locations: index the decoded "
+                             "history's request instead")
 
 
 def _last_assistant(history: Sequence[Message]) -> int:
@@ -267,39 +114,6 @@ def _last_assistant(history: Sequence[Message]) -> int:
         if history[index].role == "assistant":
             return index
     return -1
-
-
-@dataclass(slots=True)
-class _Walk:
-    """The state of encoding a history, message by message (and what the next request reuses)."""
-
-    context: tuple[Any, ...]
-    history: list[Message] = field(default_factory=list)
-    system: list[Any] = field(default_factory=list)
-    messages: list[Any] = field(default_factory=list)
-    turns: list[tuple[int, _Turn]] = field(default_factory=list)
-    omitted: int = 0
-    stale: int = 0
-    started: bool = False
-    cut: bool = False
-    running: bytes = b""
-
-    def copy(self) -> _Walk:
-        return _Walk(context=self.context, history=list(self.history), system=list(self.system),
-                     messages=list(self.messages), turns=list(self.turns), omitted=self.omitted,
-                     stale=self.stale, started=self.started, cut=self.cut, running=self.running)
-
-
-def _last_assistant(history: Sequence[Message]) -> int:
-    for index in range(len(history) - 1, -1, -1):
-        if history[index].role == "assistant":
-            return index
-    return -1
-
-
-def _system_blocks(messages: Sequence[Message]) -> list[Any]:
-    return [{"type": TEXT, TEXT: p.text} for m in messages if m.role == "system"
-            for p in m.parts if isinstance(p, Text) and p.text]
 
 
 def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
@@ -311,56 +125,38 @@ def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
     only fail the prefix check — unless the session lets the API drop them (``drop_block``), which
     it then reports.
     """
-    target = _target_model(plan, model)
-    loop, last = loop_start(history), _last_assistant(history)
-    keep_prior = not models.is_claude(target) or models.keeps_prior_thinking(target)
-    chain = _Chain(binds=models.binds_blocks(target))
+    target = target_model(plan, model)
+    keep_prior = keeps_prior(target)
+    binds = models.binds_blocks(target)
     memo = cache if cache is not None else WireCache()
     entries = memo.for_plan(plan.key)
     context = (target, behavior, orjson.dumps(tools))
+    base = getattr(history, "base", history)
+    if not getattr(base, "decoded", True):
+        spliced = forms.splice(history, base, plan, memo, context=context, tools=tools)
+        if spliced is not None:
+            return spliced.system, spliced.messages, _index(spliced, binds)
+    rules = Rules(plan=plan, loop=loop_start(history), last=_last_assistant(history),
+                  keep_prior=keep_prior, binds=binds, behavior=behavior)
     # Continuing the last walk is exact only when an earlier turn's wire form cannot depend on
     # where the history now ends: every turn keeps its thinking, and no system message was added.
     walk = memo.resume(history, context) if keep_prior else None
     if walk is not None and any(m.role == "system" for m in history[len(walk.history):]):
         walk = None
     if walk is None:
-        walk = _Walk(context=context, system=_system_blocks(history))
-        walk.running = binding.seed(walk.system, tools) if chain.binds else b""
-    chain.started, chain.cut = walk.started, walk.cut
+        walk = Walk(context=context, chain=Chain(binds=binds), system=system_blocks(history))
+        walk.running = binding.seed(walk.system, tools) if binds else b""
     for index in range(len(walk.history), len(history)):
-        message = history[index]
-        role = message.role
-        if role == "system":
-            continue
-        key: tuple[bool, ...] = ()
-        keep = False
-        if role == "assistant":
-            old = chain.binds and behavior != "drop_block" and binding.is_stale(message,
-                                                                               walk.running)
-            walk.stale += old
-            keep = (index >= loop or keep_prior or index == last) and not old
-            key = (keep, chain.started, chain.cut)
-        found = entries.get(id(message))
-        if found is not None and found[0] is message and found[1] == key:
-            turn = found[2]
-            if role == "assistant":
-                chain.started, chain.cut = turn.chain_after
-        else:
-            turn = _assistant(message, plan, keep, chain) if role == "assistant" else _user(
-                message)
-            entries[id(message)] = (message, key, turn)
-        walk.omitted += turn.omitted
-        if turn.wire is not None:
-            walk.messages.append(turn.wire)
-            walk.turns.append((index, turn))
-            if chain.binds:
-                walk.running = binding.chain(walk.running, memo.visible(turn))
-    walk.history, walk.started, walk.cut = list(history), chain.started, chain.cut
+        step(walk, index, history[index], rules, memo, entries)
+    walk.history = list(history)
     if cache is not None and keep_prior:
         cache.remember(walk)
-    index_map = Index(turns=tuple(walk.turns), omitted=walk.omitted, stale=walk.stale,
-                      prefix=walk.running.hex() if chain.binds else "")
-    return walk.system, walk.messages, index_map
+    return walk.system, walk.messages, _index(walk, binds)
+
+
+def _index(walk: Walk, binds: bool) -> Index:
+    return Index(turns=tuple(walk.turns), omitted=walk.omitted, stale=walk.stale,
+                 prefix=walk.running.hex() if binds else "", counts=walk.counts)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -390,7 +186,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         body["anthropic_version"] = profile.body_version
     if not profile.model_in_url:
         body["model"] = model
-    body.update(params.thinking_fields(_target_model(plan, model), given, merged))
+    body.update(params.thinking_fields(target_model(plan, model), given, merged))
     if system:
         body["system"] = system
     body["messages"] = messages
@@ -407,7 +203,7 @@ def wire_summary(index: Index | None) -> dict[str, Any]:
     if index is None:
         return {"api": API, "blocks": {}, "thinking_omitted": 0}
     out = {"api": API, "blocks": dict(sorted(index.sent.items())),
-           "thinking_omitted": index.omitted}
+           "thinking_omitted": index.left_out}
     if index.stale:
         out["stale_turns"] = index.stale  # stamped under another prefix: blocks left out
     return out

@@ -78,17 +78,21 @@ def _located(index: Index, text: str) -> tuple[str, str] | None:
     return (fingerprint, f"messages.{location[0]}.content.{location[1]}") if fingerprint else None
 
 
-def classify(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
-    """The lesson of one rejected request, or None when retrying cannot help."""
+def wording_of(status: int | None, body: str) -> Wording | None:
+    """The documented wording a rejection names a stored block with, if it is one."""
     if status is not None and not 400 <= status < 500:
         return None
+    text = error_message(body)
+    return next((w for w in WORDINGS if w.pattern.search(text)), None)
+
+
+def classify(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
+    """The lesson of one rejected request, or None when retrying cannot help."""
+    wording = wording_of(status, body)
     index = encoded.index if isinstance(encoded.index, Index) else None
-    if index is None:
+    if wording is None or index is None:
         return None
     text = error_message(body)
-    wording = next((w for w in WORDINGS if w.pattern.search(text)), None)
-    if wording is None:
-        return None
     located = _located(index, text)
     if located is None or plan.rejected(located[0]):
         return None  # nothing new to leave out: the error surfaces
