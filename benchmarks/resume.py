@@ -57,8 +57,7 @@ def write_session(home: Path, n: int) -> str:
 
 def _other_apis() -> list[tuple[str, Any, list[Any]]]:
     """(label, provider, history) of a TARGET_N-turn session on each other API with rows here:
-    Responses, Gemini and Bedrock (stored wire forms, spliced) and Anthropic (no stored forms
-    yet: its resume decodes the canonical history and encodes it)."""
+    Responses, Gemini, Bedrock and Anthropic, each spliced from its stored wire forms."""
     from dataclasses import replace
 
     from benchmarks import anthropic_rows, bedrock_rows, gemini_rows, responses_rows
@@ -72,7 +71,7 @@ def _other_apis() -> list[tuple[str, Any, list[Any]]]:
          responses_rows.history(TARGET_N)),
         ("gemini (spliced)", presets["gemini"], list(gemini_rows.history(TARGET_N))),
         ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, TARGET_N)),
-        ("anthropic (decoded and encoded)", anthropic,
+        ("anthropic (spliced)", anthropic,
          list(anthropic_rows.history(TARGET_N, 50))),
     ]
 

@@ -50,6 +50,12 @@ PROVIDERS = st.sampled_from([
     # tests/gemini covers Gemini-shaped histories).
     ProviderConfig(id="gemini", api="gemini", auth="x-goog-api-key", model="gemini-3-pro-preview",
                    base_url="https://generativelanguage.googleapis.com/v1beta"),
+    # Anthropic: forms record the thinking and binding context they were encoded under
+    # (codecs/anthropic/forms; its own property in tests/anthropic covers Claude histories).
+    ProviderConfig(id="anthropic", api="anthropic", base_url="https://api.anthropic.com",
+                   model="claude-opus-4-5"),
+    ProviderConfig(id="anthropic", api="anthropic", base_url="https://api.anthropic.com",
+                   model="claude-sonnet-4-5"),
 ])
 PENDING = user("and the next step?")
 
