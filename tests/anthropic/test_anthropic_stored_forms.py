@@ -18,7 +18,6 @@ setting, learned fingerprints and model changes, appended in chunks as turns are
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -28,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers_forms import FORM_FAILED, forge_stored_form
 from thoughtline import Session, ToolSpec, config, open_store
 from thoughtline.codecs.anthropic import binding, models, part_fingerprint
 from thoughtline.codecs.anthropic.codec import SplicedIndex
@@ -230,16 +230,10 @@ def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, PROVIDERS["opus"])
         session.append(_conversation("claude-opus-4-5"))
-    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms") if b"sig-2" in d]
-    raw.execute("UPDATE wire_forms SET data = ? WHERE data = ?",
-                (data.replace(b"sig-2", b"FORGED"), data))
-    raw.close()
+    forge_stored_form(tmp_path / "state.db", b"sig-2", b"FORGED")
     with open_store(tmp_path / "state.db", tmp_path) as store:
         resumed = Session.resume(store, session.id)
-        assert [p.detail for p in resumed.problems] == [
-            "its stored wire form failed its digest: it was left out and is rebuilt from the "
-            "canonical history"]
+        assert [p.detail for p in resumed.problems] == [FORM_FAILED]
         body = resumed.request_bytes([PENDING], stream=True)
         assert b"FORGED" not in body and b'"signature":"sig-2"' in body
         assert body == _ordinary(store, session.id, [PENDING])

@@ -13,7 +13,6 @@ forms.py``), byte-identical to a fresh encode, and uses a form only in the conte
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from gemini_histories import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers_forms import FORM_FAILED, forge_stored_form
 from thoughtline import Session, open_store
 from thoughtline.codecs.gemini import forms
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
@@ -131,17 +131,10 @@ def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, PROVIDERS["pro"])
         session.append(history)
-    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms")
-              if b"It is sunny." in bytes(d)]
-    raw.execute("UPDATE wire_forms SET data = ? WHERE data = ?",
-                (data.replace(b"It is sunny.", b"FORGED"), data))
-    raw.close()
+    forge_stored_form(tmp_path / "state.db", b"It is sunny.", b"FORGED")
     with open_store(tmp_path / "state.db", tmp_path) as store:
         resumed = Session.resume(store, session.id)
-        assert [p.detail for p in resumed.problems] == [
-            "its stored wire form failed its digest: it was left out and is rebuilt from the "
-            "canonical history"]
+        assert [p.detail for p in resumed.problems] == [FORM_FAILED]
         body = resumed.request_bytes([PENDING], stream=True)
         assert b"FORGED" not in body and b'"text":"It is sunny."' in body
         assert body == fresh(resumed, history)

@@ -19,6 +19,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from helpers_forms import FORM_FAILED, forge_stored_form
 from test_properties_openai_chat import HISTORIES
 from thoughtline import ProviderConfig, Session, open_store
 from thoughtline.codecs import registry
@@ -116,16 +117,10 @@ def test_a_corrupt_wire_form_is_reported_rebuilt_and_never_sent(tmp_path: Path) 
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, provider)
         session.append(history)
-    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    [data] = [bytes(d) for (d,) in raw.execute("SELECT data FROM wire_forms") if b"answer" in d]
-    forged = bytes(data).replace(b"answer", b"FORGED")
-    raw.execute("UPDATE wire_forms SET data = ? WHERE data = ?", (forged, data))
-    raw.close()
+    forge_stored_form(tmp_path / "state.db", b"answer", b"FORGED")
     with open_store(tmp_path / "state.db", tmp_path) as store:
         resumed = Session.resume(store, session.id)
-        assert [p.detail for p in resumed.problems] == [
-            "its stored wire form failed its digest: it was left out and is rebuilt from the "
-            "canonical history"]
+        assert [p.detail for p in resumed.problems] == [FORM_FAILED]
         body = resumed.request_bytes([PENDING], stream=True)
     assert b"FORGED" not in body and b'"content":"answer"' in body
     assert body == _fresh_bytes(history, provider)

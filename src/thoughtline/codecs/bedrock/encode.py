@@ -191,18 +191,32 @@ class _Mark:
     last_len: int  # how many blocks the last message had at the mark (it may grow after)
 
 
-class _Assembly:
-    """Converse messages being put together: same-role turns merged, opaque positions noted."""
+class Assembly:
+    """Converse messages being put together: same-role turns merged, opaque positions noted.
+    ``sizes`` counts each message's blocks (a spliced stored form stands for several)."""
 
-    __slots__ = ("out", "sent", "system")
+    __slots__ = ("out", "sent", "sizes", "system")
 
     def __init__(self, mark: _Mark | None = None) -> None:
         self.system = list(mark.system) if mark else []
         self.out = list(mark.out) if mark else []
         self.sent = list(mark.sent) if mark else []
+        self.sizes = [len(m["content"]) for m in self.out]
         if mark is not None and self.out:  # the last message may grow: never edit a shared one
             last = self.out[-1]
             self.out[-1] = {"role": last["role"], "content": last["content"][:mark.last_len]}
+            self.sizes[-1] = mark.last_len
+
+    def open(self, role: str) -> list[Any]:
+        """The content of the message the next ``role`` turn goes into (a new one if needed)."""
+        out = self.out
+        if not out or out[-1]["role"] != role:
+            if not out and role == "assistant":
+                out.append({"role": "user", "content": [{TEXT: USER_FIRST}]})
+                self.sizes.append(1)
+            out.append({"role": role, "content": []})
+            self.sizes.append(0)
+        return out[-1]["content"]
 
     def add(self, blocks: Blocks) -> None:
         role, content_blocks, fps = blocks
@@ -211,16 +225,13 @@ class _Assembly:
             return
         if not content_blocks:
             return
-        out = self.out
-        if not out or out[-1]["role"] != role:
-            if not out and role == "assistant":
-                out.append({"role": "user", "content": [{TEXT: USER_FIRST}]})
-            out.append({"role": role, "content": []})
-        content = out[-1]["content"]
+        content = self.open(role)
         for block, fp in zip(content_blocks, fps, strict=True):
             if fp:
-                self.sent.append(Sent(message=len(out) - 1, block=len(content), fingerprint=fp))
+                self.sent.append(Sent(message=len(self.out) - 1, block=self.sizes[-1],
+                                      fingerprint=fp))
             content.append(block)
+            self.sizes[-1] += 1
 
     def mark(self, turns: Sequence[Message]) -> _Mark:
         return _Mark(turns=tuple(turns), system=tuple(self.system), out=tuple(self.out),
@@ -248,7 +259,7 @@ def messages_of(history: Sequence[Message], plan: ReplayPlan,
     mark = cache.mark(plan) if cache is not None else None
     if not _reusable(mark, view, start):
         mark = None
-    assembly = _Assembly(mark)
+    assembly = Assembly(mark)
     prior = cache.turns(plan, False) if cache is not None else None
     looped = cache.turns(plan, True) if cache is not None else None
     for index in range(len(mark.turns) if mark else 0, len(view)):

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.bedrock.encode import (
+    Assembly,
     Blocks,
     Sent,
     WireCache,
@@ -25,7 +26,7 @@ from thoughtline.codecs.bedrock.encode import (
     blocks_of,
     turn_blocks,
 )
-from thoughtline.codecs.bedrock.wire import API, TEXT, USER_FIRST, USER_LAST
+from thoughtline.codecs.bedrock.wire import API, TEXT, USER_LAST
 from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan, loop_start, plan_digest
 from thoughtline.stored import meta_of
@@ -65,17 +66,13 @@ class Spliced:
     extras: tuple[str, ...] = ()  # additionalModelRequestFields keys (the log's body_extras)
 
 
-class _Splice:
-    """Converse messages put together from stored forms and encoded turns (same-role turns
-    merged); ``sizes`` counts each message's blocks, a form standing for several."""
+class _Splice(Assembly):
+    """An assembly that also takes stored forms, and keeps the log's counts as it goes."""
 
-    __slots__ = ("carriers", "out", "sent", "sizes", "system")
+    __slots__ = ("carriers",)
 
     def __init__(self) -> None:
-        self.system: list[Any] = []
-        self.out: list[dict[str, Any]] = []
-        self.sizes: list[int] = []
-        self.sent: list[Sent] = []
+        super().__init__()
         self.carriers: dict[str, int] = {}
 
     def copy(self) -> _Splice:
@@ -84,16 +81,6 @@ class _Splice:
         other.out = [{"role": m["role"], "content": list(m["content"])} for m in self.out]
         other.sizes, other.carriers = list(self.sizes), dict(self.carriers)
         return other
-
-    def _open(self, role: str) -> list[Any]:
-        out = self.out
-        if not out or out[-1]["role"] != role:
-            if not out and role == "assistant":
-                out.append({"role": "user", "content": [{TEXT: USER_FIRST}]})
-                self.sizes.append(1)
-            out.append({"role": role, "content": []})
-            self.sizes.append(0)
-        return out[-1]["content"]
 
     def _count(self, counts: Mapping[str, int]) -> None:
         for key, count in counts.items():
@@ -107,7 +94,7 @@ class _Splice:
             return
         if not count:
             return
-        content = self._open(role)
+        content = self.open(role)
         at = self.sizes[-1]
         for offset, fp in meta.get("f", ()):
             self.sent.append(Sent(message=len(self.out) - 1, block=at + offset, fingerprint=fp))
@@ -116,21 +103,9 @@ class _Splice:
         self._count(meta.get("k", {}))
 
     def add(self, blocks: Blocks) -> None:
-        role, content_blocks, fps = blocks
-        if role == "system":
-            self.system.extend(content_blocks)
-            return
-        if not content_blocks:
-            return
-        content = self._open(role)
-        for block, fp in zip(content_blocks, fps, strict=True):
-            if fp:
-                self.sent.append(Sent(message=len(self.out) - 1, block=self.sizes[-1],
-                                      fingerprint=fp))
-            content.append(block)
-            self.sizes[-1] += 1
-        if role == "assistant":
-            self._count(block_carriers(content_blocks))
+        super().add(blocks)
+        if blocks[0] == "assistant":
+            self._count(block_carriers(blocks[1]))
 
 
 def spliced_messages(history: Sequence[Message], base: Any, plan: ReplayPlan,
