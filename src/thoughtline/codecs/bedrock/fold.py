@@ -142,7 +142,8 @@ class StreamFold:
         text = delta.get(TEXT)
         if text is not None:
             block.kind = block.kind or "text"
-            text = text_of(text)
+            if type(text) is not str:
+                text = ""  # a wrong type carries nothing
             block.pieces.append(text)
             return [TextDelta(text)] if text else []
         reasoning = delta.get(REASONING)
@@ -150,13 +151,14 @@ class StreamFold:
             block.kind = "reasoning"
             text = reasoning.get(TEXT)
             if text:
-                block.pieces.append(text_of(text))
-            signature = reasoning.get(SIGNATURE)
-            if signature is not None:
-                block.signature.append(text_of(signature))
-            redacted = reasoning.get(REDACTED)
-            if redacted is not None:
-                block.redacted.append(text_of(redacted))
+                block.pieces.append(text if type(text) is str else "")
+            if text is None or len(reasoning) > 1:  # most deltas are a text fragment alone
+                signature = reasoning.get(SIGNATURE)
+                if signature is not None:
+                    block.signature.append(text_of(signature))
+                redacted = reasoning.get(REDACTED)
+                if redacted is not None:
+                    block.redacted.append(text_of(redacted))
             return [ReasoningDelta(text)] if text and type(text) is str else []
         use = delta.get(TOOL_USE)
         if type(use) is dict or isinstance(use, Mapping):
