@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 
-from thoughtline import fallback
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
@@ -93,6 +92,8 @@ class OpenAIChat(SplicedForms):
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
+        from thoughtline import fallback  # its wording tables load only when a request fails
+
         profile = plan.profile
         target = plan.target
         sent = set(wire_summary(encoded.body)["carriers"])
