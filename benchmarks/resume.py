@@ -187,6 +187,11 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
             size=size, ours=build, floor=serialize, floor_kind="orjson.dumps of the same body",
             ratio=ratio(build, serialize), target=build_t, ok=build_ok, reps=runs,
             extra={"turns": n}),
+        Row(scenario=SCENARIO, case="peak memory per stored turn (resume and first request)",
+            size=size, ours=memory["peak_bytes"] / max(n, 1), unit="B/turn",
+            note=f"{memory['peak_bytes'] / max(n, 1) / 1024:.2f} KiB per turn at the peak "
+                 "(tracemalloc; the request's own bytes are part of it)",
+            extra={"turns": n, **memory}),
         Row(scenario=SCENARIO, case="memory kept per stored turn (resumed process)", size=size,
             ours=per_turn, unit="B/turn",
             note=f"{per_turn / 1024:.2f} KiB per turn ({memory['kept_bytes'] / 1e6:.1f} MB kept, "
