@@ -23,6 +23,7 @@ from benchmarks import synth
 from benchmarks.measure import Budget, Row, at_most, not_built, paired, ratio
 from thoughtline import config, replay
 from thoughtline.codecs import openai_chat, registry
+from thoughtline.codecs.base import RequestSpec
 from thoughtline.messages import Message
 from thoughtline.routes import resolve
 
@@ -67,7 +68,12 @@ def request_body(history: Sequence[Message], case: RouteCase,
 
 def request_bytes(history: Sequence[Message], case: RouteCase,
                   cache: openai_chat.WireCache | None) -> bytes:
-    return orjson.dumps(request_body(history, case, cache))
+    """The bytes one request sends, as the codec produces them for a session (with its cache,
+    the turns earlier requests carried are spliced as the bytes they were serialized to)."""
+    p = case.provider
+    route = resolve(p.api, p.id, p.base_url, p.model, echo=p.echo)  # type: ignore[arg-type]
+    spec = RequestSpec(model=p.model, tools=TOOLS, stream=True)
+    return openai_chat.CODEC.encode_request(history, replay.plan(route, ()), spec, cache).raw
 
 
 def _fresh(messages: Sequence[Message]) -> list[Message]:

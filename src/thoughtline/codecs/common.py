@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+import orjson
 
 
 def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
@@ -15,3 +18,35 @@ def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             base[key] = merged
         else:
             base[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+class SerializedPrefix:
+    """The bytes of a growing request array, serialized once per item.
+
+    A session's request carries the previous request's items again (the same objects, shared
+    by the wire cache) plus a few new ones. Serializing every item again on every request is
+    most of a steady build; this keeps the items already reused as ``orjson.Fragment`` chunks:
+    each request serializes, in one call, the items that were new in the request before it, and
+    splices the rest. ``parts`` gives what to put in the array instead of ``items``: the same
+    bytes as ``orjson.dumps(items)``. Any change to the prefix (an item replaced, a plan change)
+    starts over; nothing is serialized ahead of need, so a cold build costs what it did.
+    """
+
+    __slots__ = ("_chunks", "_covered", "_items")
+
+    def __init__(self) -> None:
+        self._items: list[Any] = []
+        self._chunks: list[Any] = []
+        self._covered = 0  # how many leading items the chunks hold
+
+    def parts(self, items: Sequence[Any]) -> list[Any]:
+        previous = self._items
+        if len(previous) <= len(items) and all(map(operator.is_, items, previous)):
+            if self._covered < len(previous):  # the last request's new items, reused now
+                self._chunks.append(orjson.Fragment(
+                    orjson.dumps(previous[self._covered:])[1:-1]))
+                self._covered = len(previous)
+        else:
+            self._chunks, self._covered = [], 0
+        self._items = list(items)  # held, so identities stay unique while compared
+        return [*self._chunks, *items[self._covered:]]

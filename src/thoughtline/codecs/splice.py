@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 import orjson
 
+from thoughtline.codecs.common import SerializedPrefix
 from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.stored import meta_of
@@ -110,6 +111,8 @@ class SplicingCache:
         self._spliced_list: list[Any] | None = None  # the last returned list, if it has bytes
         self._stored: dict[Any, tuple[Any, int, list[Any], Tally, bool]] = {}
         self._digests: dict[Any, str] = {}
+        #: The items earlier requests carried, serialized once (``codecs.common``).
+        self.prefix = SerializedPrefix()
 
     def get(self, message: Message, plan: ReplayPlan) -> Items:
         key = (id(message), plan.key)

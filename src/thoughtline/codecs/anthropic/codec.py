@@ -170,6 +170,10 @@ class Anthropic:
             # parsed only if something asks for it.
             return Encoded(raw=orjson.dumps(body), index=SplicedIndex(
                 index=index, history=history, size=len(history), plan=plan, spec=spec))
+        if cache is not None:  # the messages earlier requests carried go in as their bytes
+            parts = cache.prefix.parts
+            return Encoded(body=body, index=index, dump=lambda: orjson.dumps(
+                {**body, "messages": parts(body["messages"])}))
         return Encoded(body=body, index=index)
 
     def wire_forms(self, history: Sequence[Message], start: int,

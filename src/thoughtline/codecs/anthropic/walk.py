@@ -27,6 +27,7 @@ from thoughtline.codecs.anthropic.wire import (
     TOOL_RESULT,
     TOOL_USE,
 )
+from thoughtline.codecs.common import SerializedPrefix
 from thoughtline.messages import (
     FrozenDict,
     FrozenList,
@@ -263,7 +264,7 @@ class WireCache:
     derived afresh), keyed by the message's identity and what else its wire form depends on.
     """
 
-    __slots__ = ("_last", "_plan", "_turns", "_visible", "spliced")
+    __slots__ = ("_last", "_plan", "_turns", "_visible", "prefix", "spliced")
 
     def __init__(self) -> None:
         self._plan: tuple[Any, ...] | None = None
@@ -274,6 +275,8 @@ class WireCache:
         self._last: Walk | None = None
         #: A resumed history's walk over its stored forms, kept for the next request (``forms``).
         self.spliced: Any = None
+        #: The messages earlier requests carried, serialized once (``codecs.common``).
+        self.prefix = SerializedPrefix()
 
     def __len__(self) -> int:
         return len(self._turns)

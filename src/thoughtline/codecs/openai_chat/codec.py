@@ -67,6 +67,10 @@ class OpenAIChat(SplicedForms):
             # Spliced from stored wire forms: the bytes are the request; a dict view of them is
             # parsed only if something asks for it (a rejection, a test).
             return Encoded(raw=orjson.dumps(body), index=index)
+        if cache is not None:  # the messages earlier requests carried go in as their bytes
+            parts = cache.prefix.parts
+            return Encoded(body=body, index=index, dump=lambda: orjson.dumps(
+                {**body, "messages": parts(body["messages"])}))
         return Encoded(body=body, index=index)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
