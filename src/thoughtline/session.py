@@ -128,7 +128,7 @@ class Session:
         ids = [mid for _, mid in found.entries]
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
-                                      load=self._loader(self.id), scan=scan)
+                                      load=self._loader(self.id), scan=scan, wires=found.wires)
         self._ids = list(ids)
         self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(

@@ -86,7 +86,8 @@ class StoredHistory(_TwoParts):
 
     def __init__(self, *, ids: Sequence[str], forms: Mapping[str, tuple[bytes, str]], plan: str,
                  load: Callable[[], Sequence[Message]],
-                 scan: tuple[list[str], dict[int, list[str]]] | None = None) -> None:
+                 scan: tuple[list[str], dict[int, list[str]]] | None = None,
+                 wires: Sequence[bytes | None] | None = None) -> None:
         self._ids = tuple(ids)
         #: The unanswered-call scan after the stored messages, when it was stored with them:
         #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
@@ -97,6 +98,8 @@ class StoredHistory(_TwoParts):
         self._messages: list[Message] | None = None
         self._metas: dict[int, dict[str, Any]] = {}
         self._shapes: list[Shape] | None = None
+        #: ``stored_wire``: each stored message's bytes in order, as loaded (or made on first use)
+        self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
         self._tail: list[Message] = []
 
     # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
@@ -138,11 +141,15 @@ class StoredHistory(_TwoParts):
         return form[0] if form is not None else None
 
     def stored_wire(self, plan: str) -> list[bytes | None]:
-        """The stored wire bytes of every stored message for ``plan`` (None where missing)."""
+        """The stored wire bytes of every stored message for ``plan`` (None where missing);
+        made once and shared: read it, never edit it."""
         if plan != self._plan:
             return [None] * len(self._ids)
-        forms = self._forms
-        return [form[0] if (form := forms.get(mid)) is not None else None for mid in self._ids]
+        if self._wires is None:
+            forms = self._forms
+            self._wires = [form[0] if (form := forms.get(mid)) is not None else None
+                           for mid in self._ids]
+        return self._wires
 
     def meta(self, index: int) -> Mapping[str, Any]:
         stored = len(self._ids)

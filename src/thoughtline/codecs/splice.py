@@ -158,6 +158,11 @@ class SplicingCache:
         split = len(base)
         stored = history.stored_wire(digest) if start < split else []
         fragment = orjson.Fragment
+        if start == 0 and stored and None not in stored:
+            # The usual resume: every stored turn has its form — one pass, in C.
+            wire.extend([fragment(data) for data in stored if data])
+            tally.stored.extend(range(len(stored)))
+            spliced, start = True, len(stored)
         for index in range(start, len(history)):
             if index == split:
                 self._stored[plan.key] = (base, split, list(wire), tally.copy(), spliced)

@@ -42,6 +42,7 @@ class StoredForms:
     forms: Mapping[str, tuple[bytes, str]]  # message id -> (data, meta), only verified ones
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
+    wires: tuple[bytes | None, ...] = ()  # each entry's verified form bytes, in order (or None)
 
 
 def form_digest(meta: str, data: bytes) -> str:
@@ -83,19 +84,23 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     """The visible entries and every stored form for ``plan`` that matches its digest."""
     entries: list[tuple[int, str]] = []
     forms: dict[str, tuple[bytes, str]] = {}
+    wires: list[bytes | None] = []
     problems: list[str] = []
     for member, bound in history.chain(tx, session_id):
         for seq, mid, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
             entries.append((seq, mid))
             if data is None:
+                wires.append(None)
                 continue  # no form for this plan: the codec encodes the turn
             data = bytes(data)  # PostgreSQL gives memoryview
             if stored != form_digest(meta, data):
                 problems.append(mid)
+                wires.append(None)
                 continue
             forms[mid] = (data, meta)
+            wires.append(data)
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
-                       scan=_scan(tx, [mid for _, mid in entries]))
+                       scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires))
 
 
 def _scan(tx: Tx, ids: list[str]) -> bytes | None:
