@@ -31,12 +31,11 @@ from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallDelta, T
 from thoughtline.messages import Message, Origin, Part, ToolCall
 
 Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta
-_DELTA_FIELDS = {"text_delta": "text", "thinking_delta": THINKING,
-                 "signature_delta": "signature", "input_json_delta": "partial_json"}
-
-
-_SHOWN: dict[str, type[ReasoningDelta] | type[TextDelta]] = {THINKING: ReasoningDelta,
-                                                            "text": TextDelta}
+#: A delta's type -> the block field its fragment extends, and the event that shows it (None:
+#: not shown as text; a tool's input fragment is shown as a ToolCallDelta).
+_DELTAS: dict[str, tuple[str, type[ReasoningDelta] | type[TextDelta] | None]] = {
+    "text_delta": ("text", TextDelta), "thinking_delta": (THINKING, ReasoningDelta),
+    "signature_delta": ("signature", None), "input_json_delta": ("partial_json", None)}
 
 
 class _Block:
@@ -91,10 +90,34 @@ class StreamFold:
             raise ProtocolError("stream event is not a JSON object")
         kind = event_type or payload.get("type")
         self.saw_chunk = True
-        if kind == "content_block_delta":  # nearly every event: the fast path
-            return self._block_delta(payload)
-        handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
-        return handler(self, payload) if handler is not None else []
+        if kind != "content_block_delta":
+            handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
+            return handler(self, payload) if handler is not None else []
+        # Nearly every event is a block delta: handled here, without another call.
+        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        delta = payload.get("delta")
+        if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
+            raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
+        kind = delta.get("type")
+        found = _DELTAS.get(kind)  # type: ignore[arg-type]
+        if found is None:
+            if kind == "citations_delta":
+                block.citations.append(delta.get("citation"))
+            return []
+        field, shown = found
+        text = delta.get(field)
+        if type(text) is not str or not text:
+            return []
+        pieces = block.pieces.get(field)
+        if pieces is None:
+            block.pieces[field] = [text]
+        else:
+            pieces.append(text)
+        if shown is not None:
+            return [shown(text)]
+        if field == "partial_json" and block.tool is not None:
+            return [ToolCallDelta(index=block.tool, text=text)]
+        return []
 
     def _message_start(self, payload: Mapping[str, Any]) -> list[Delta]:
         message = payload.get("message")
@@ -119,32 +142,6 @@ class StreamFold:
             events.append(ReasoningDelta(block[THINKING]))
         self._blocks[_index(payload)] = _Block(block, tool)
         return events
-
-    def _block_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
-        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
-        delta = payload.get("delta")
-        if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
-            raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
-        kind = delta.get("type")
-        field = _DELTA_FIELDS.get(kind)  # type: ignore[arg-type]
-        if field is None:
-            if kind == "citations_delta":
-                block.citations.append(delta.get("citation"))
-            return []
-        text = delta.get(field)
-        if type(text) is not str or not text:
-            return []
-        pieces = block.pieces.get(field)
-        if pieces is None:
-            block.pieces[field] = [text]
-        else:
-            pieces.append(text)
-        shown = _SHOWN.get(field)
-        if shown is not None:
-            return [shown(text)]
-        if field == "partial_json" and block.tool is not None:
-            return [ToolCallDelta(index=block.tool, text=text)]
-        return []
 
     def _block_stop(self, payload: Mapping[str, Any]) -> list[Delta]:
         block = self._blocks.get(_index(payload))
@@ -204,7 +201,6 @@ def _index(payload: Mapping[str, Any]) -> int:
 _HANDLERS = {
     "message_start": StreamFold._message_start,
     "content_block_start": StreamFold._block_start,
-    "content_block_delta": StreamFold._block_delta,
     "content_block_stop": StreamFold._block_stop,
     "message_delta": StreamFold._message_delta,
     "message_stop": StreamFold._message_stop,
