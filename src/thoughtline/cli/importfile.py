@@ -11,6 +11,7 @@ file names are not trusted (see ``cli.trust``).
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +29,13 @@ _ROLES = frozenset(get_args(Role))
 _KINDS = frozenset(get_args(ReasoningKind))
 _ECHO = ("auto", "always", "never")
 _OPTIONAL_TEXT = ("text", "summary", "signature", "data")
+#: What orjson (the store's encoder) can write: signed or unsigned 64-bit integers. A larger one
+#: would fail to store; NaN and the infinities would be stored as null, changing the record.
+_INT_RANGE = range(-(2**63), 2**64)
+
+
+class _NonFinite(str):
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` in the file: kept to be named, never stored."""
 
 
 class ImportRejected(UsageError):
@@ -51,7 +59,7 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     except UnicodeDecodeError as exc:
         raise _reject(source, "", f"is not UTF-8 text (byte {exc.start})") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_NonFinite)
     except RecursionError as exc:
         raise _reject(source, "", "is nested too deeply to be an export") from exc
     except ValueError as exc:
@@ -85,11 +93,21 @@ def _reject(source: str, path: str, why: str) -> ImportRejected:
 
 
 def _check_tree(source: str, value: Any, path: str, depth: int) -> None:
-    """Depth bound and text that can be stored: no lone surrogates (``\\ud800`` escapes)."""
+    """Depth bound, and values the store writes back exactly: text without lone surrogates
+    (``\\ud800`` escapes), finite numbers, integers in 64-bit range."""
     if depth > _MAX_DEPTH:
         raise _reject(source, path, f"is nested more than {_MAX_DEPTH} levels deep")
+    if isinstance(value, _NonFinite):
+        raise _reject(source, path or "(top level)", f"is {value}, which is not a JSON number "
+                      "(it would be stored as null)")
     if isinstance(value, str):
         _utf8(source, value, path)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise _reject(source, path or "(top level)", "is a number too large for a JSON "
+                      "number (it would be stored as null)")
+    elif isinstance(value, int) and not isinstance(value, bool) and value not in _INT_RANGE:
+        raise _reject(source, path or "(top level)", "is an integer outside the 64-bit range "
+                      "the store can hold")
     elif isinstance(value, dict):
         for key, item in value.items():
             _utf8(source, key, path)
@@ -171,6 +189,19 @@ def _model_config(source: str, raw: Any) -> tuple[dict[str, Any], ProviderConfig
     return config, ProviderConfig.from_json(prov)
 
 
+def _one_of(value: Any, allowed: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in allowed  # a list or object is not hashable
+
+
+def _native(source: str, holder: Mapping[str, Any], path: str) -> None:
+    """A ``native`` record maps namespaces to the verbatim JSON objects a format keeps there."""
+    if "native" not in holder:
+        return
+    native = _object(source, holder["native"], f"{path}.native")
+    for namespace, value in native.items():
+        _object(source, value, f"{path}.native.{namespace}")
+
+
 def _list(source: str, holder: Mapping[str, Any], name: str, path: str) -> list[Any]:
     value = holder.get(name, [])
     if not isinstance(value, list):
@@ -185,12 +216,13 @@ def _origin(source: str, holder: Mapping[str, Any], path: str) -> None:
     for name in ("api", "provider"):
         _text(source, origin, name, f"{path}.origin")
     for name in ("host", "model", "account", "region"):
-        _text(source, origin, name, f"{path}.origin", required=False)
+        if name in origin:  # optional, but never null: route matching reads it as text
+            _text(source, origin, name, f"{path}.origin")
 
 
 def _message(source: str, raw: Any, path: str) -> Message:
     message = _object(source, raw, path)
-    if message.get("role") not in _ROLES:
+    if not _one_of(message.get("role"), _ROLES):
         raise _reject(source, f"{path}.role", f"must be one of {', '.join(sorted(_ROLES))}, "
                       f"not {message.get('role')!r}"[:200])
     parts = _list(source, message, "parts", path)
@@ -201,8 +233,7 @@ def _message(source: str, raw: Any, path: str) -> Message:
     _origin(source, message, path)
     for name in ("incomplete", "damaged"):
         _flag(source, message, name, path)
-    if "native" in message:
-        _object(source, message["native"], f"{path}.native")
+    _native(source, message, path)
     try:
         return message_from_json(message)
     except (KeyError, TypeError, ValueError) as exc:  # a shape the checks above missed
@@ -212,8 +243,7 @@ def _message(source: str, raw: Any, path: str) -> Message:
 def _part(source: str, raw: Any, path: str) -> None:
     part = _object(source, raw, path)
     tag = part.get("t")
-    if "native" in part:
-        _object(source, part["native"], f"{path}.native")
+    _native(source, part, path)
     if tag == "text":
         _text(source, part, "text", path)
     elif tag == "reasoning":
@@ -236,7 +266,7 @@ def _part(source: str, raw: Any, path: str) -> None:
 
 def _reasoning(source: str, part: Mapping[str, Any], path: str) -> None:
     kind = part.get("kind")
-    if kind not in _KINDS:
+    if not _one_of(kind, _KINDS):
         raise _reject(source, f"{path}.kind", f"must be one of {', '.join(sorted(_KINDS))}, "
                       f"not {kind!r}"[:200])
     for name in _OPTIONAL_TEXT:
