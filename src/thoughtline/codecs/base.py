@@ -159,6 +159,10 @@ class Codec(Protocol):
     """One API's wire format, as the core sees it."""
 
     api: str
+    #: The body fields this API's encode writes itself, as dotted paths (``"messages"``,
+    #: ``"output_config.effort"``): a request param naming one is never applied (see
+    #: ``codecs.common.merge_params``); the codec decides what a body holds, params only add.
+    owned: frozenset[str]
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

@@ -19,6 +19,7 @@ from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
 from thoughtline.codecs.openai_responses.decode import decode_response
 from thoughtline.codecs.openai_responses.encode import (
+    OWNED,
     Tally,
     WireCache,
     body_extras,
@@ -53,6 +54,7 @@ class OpenAIResponses(SplicedForms):
     """OpenAI Responses (``POST {base_url}/responses``), stateless, SSE streams."""
 
     api = API
+    owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
