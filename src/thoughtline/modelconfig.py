@@ -18,9 +18,12 @@ from thoughtline.errors import StoreError
 from thoughtline.messages import ToolSpec
 from thoughtline.verdicts import Verdict
 
-#: Model-config key set by ``sessions import``: where the session came from, and whether its
-#: provider (URL, key variable) was trusted. Kept like any unknown key (``ModelConfig.extra``).
+#: Model-config key set by ``sessions import``: where the session came from, whether its
+#: provider (URL, key variable) was trusted, and (under ``HELD_KEY``) the request params and
+#: per-API settings the file named, held out of the session's own config: they shape requests
+#: only when the user trusts the file. Kept like any unknown key (``ModelConfig.extra``).
 IMPORTED_KEY = "imported"
+HELD_KEY = "held"
 
 _KNOWN = frozenset({"provider", "tools", "params", "verdicts", "fingerprints", "settings"})
 
@@ -126,6 +129,20 @@ def merge(stored: Mapping[str, Any], mine: ModelConfig, *,
         extra={**mine.extra, **theirs.extra},
     )
     return chosen.to_json()
+
+
+def imported_held(model_config: Mapping[str, Any],
+                  ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The (params, settings) an imported file named, held until the user trusts the file."""
+    marker = model_config.get(IMPORTED_KEY)
+    held = marker.get(HELD_KEY) if isinstance(marker, Mapping) else None
+    if not isinstance(held, Mapping):
+        return {}, {}
+    params = held.get("params")
+    settings = held.get("settings")
+    return (dict(params) if isinstance(params, Mapping) else {},
+            {str(api): dict(values) for api, values in settings.items()
+             if isinstance(values, Mapping)} if isinstance(settings, Mapping) else {})
 
 
 def provider_untrusted(model_config: Mapping[str, Any]) -> bool:

@@ -5,7 +5,8 @@ the first problem is reported as one ``ImportRejected`` naming its place in the 
 (``messages[3].parts[0].kind``), so the store never holds half an import or a message that
 ``sessions show`` or a resume cannot read. An imported session keeps its conversation but is marked
 as coming from a file (``IMPORTED_KEY`` in its model config): the provider URL and key variable the
-file names are not trusted (see ``cli.trust``).
+file names are not trusted, and its request params and API settings are held out of the session's
+config, used only with ``--trust-provider`` (see ``cli.trust``).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any, get_args
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ReasoningKind, Role, message_from_json
-from thoughtline.modelconfig import IMPORTED_KEY
+from thoughtline.modelconfig import HELD_KEY, IMPORTED_KEY, merge_settings
 from thoughtline.verdicts import Verdict
 
 EXPORT_FORMAT = "thoughtline.session/1"
@@ -82,8 +83,11 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     if not isinstance(listed, list):
         raise _reject(source, "messages", "must be a list of messages")
     messages = tuple(_message(source, m, f"messages[{i}]") for i, m in enumerate(listed))
+    held = _held(source, config)
     config[IMPORTED_KEY] = {"from": source, "at": round(time.time(), 3),
                             "provider_trusted": False}
+    if held:
+        config[IMPORTED_KEY][HELD_KEY] = held
     return ImportPlan(title=title, model_config=config, messages=messages, provider=provider)
 
 
@@ -200,6 +204,23 @@ def _native(source: str, holder: Mapping[str, Any], path: str) -> None:
     native = _object(source, holder["native"], f"{path}.native")
     for namespace, value in native.items():
         _object(source, value, f"{path}.native.{namespace}")
+
+
+def _held(source: str, config: dict[str, Any]) -> dict[str, Any]:
+    """Take the file's params and settings out of ``config``: they are kept, but shape requests
+    only when the user trusts the file. An export of an imported session names them under its
+    own marker; those are held again, the file's live ones winning."""
+    path = f"session.model_config.{IMPORTED_KEY}.{HELD_KEY}"
+    marker = config.get(IMPORTED_KEY)
+    earlier = marker.get(HELD_KEY) if isinstance(marker, dict) else None
+    earlier = {} if earlier is None else _object(source, earlier, path)
+    params = dict(_object(source, earlier.get("params", {}), f"{path}.params"))
+    settings = {api: dict(_object(source, values, f"{path}.settings.{api}"))
+                for api, values in _object(source, earlier.get("settings", {}),
+                                           f"{path}.settings").items()}
+    params.update(config.pop("params", None) or {})
+    settings = merge_settings(settings, config.pop("settings", None) or {})
+    return {name: value for name, value in (("params", params), ("settings", settings)) if value}
 
 
 def _list(source: str, holder: Mapping[str, Any], name: str, path: str) -> list[Any]:
