@@ -145,6 +145,28 @@ def imported_held(model_config: Mapping[str, Any],
              if isinstance(values, Mapping)} if isinstance(settings, Mapping) else {})
 
 
+def unheld_import(model_config: Mapping[str, Any]) -> bool:
+    """True for a session imported before params were held: its config's params and settings
+    are the file's, still in place (``hold_imported`` moves them)."""
+    marker = model_config.get(IMPORTED_KEY)
+    return (provider_untrusted(model_config) and HELD_KEY not in marker
+            and bool(model_config.get("params") or model_config.get("settings")))
+
+
+def hold_imported(model_config: Mapping[str, Any]) -> dict[str, Any]:
+    """``model_config`` with its params and settings moved under the imported marker's
+    ``HELD_KEY`` (merged over any held already): kept, but no longer used by requests."""
+    out = dict(model_config)
+    marker = dict(out[IMPORTED_KEY])
+    params, settings = imported_held(out)
+    params.update(out.pop("params", None) or {})
+    settings = merge_settings(settings, out.pop("settings", None) or {})
+    marker[HELD_KEY] = {name: value for name, value in (("params", params),
+                                                        ("settings", settings)) if value}
+    out[IMPORTED_KEY] = marker
+    return out
+
+
 def provider_untrusted(model_config: Mapping[str, Any]) -> bool:
     """True for a session imported from a file whose provider was not explicitly trusted: its
     stored URL and key variable must not be used, nor config headers sent to that URL."""

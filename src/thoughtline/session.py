@@ -30,10 +30,12 @@ from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json,
 from thoughtline.messages import system as system_message
 from thoughtline.modelconfig import (
     ModelConfig,
+    hold_imported,
     imported_held,
     merge,
     merge_settings,
     provider_untrusted,
+    unheld_import,
 )
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
@@ -116,6 +118,10 @@ class Session:
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
+        if unheld_import(record.model_config):  # imported before a file's params were held
+            record = store.update_model_config(
+                record.id, lambda stored: hold_imported(stored) if unheld_import(stored)
+                else stored)
         if config is not None and "provider" not in kwargs and not provider_untrusted(
                 record.model_config):  # an imported URL never gets config.toml's headers
             stored = ModelConfig.from_json(record.model_config).provider

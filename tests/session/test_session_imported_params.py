@@ -78,3 +78,25 @@ def test_your_own_params_naming_an_owned_field_are_a_usage_error(
         assert store.list_sessions() == []
     finally:
         store.close()
+
+
+def test_a_session_imported_before_params_were_held_has_them_held_on_resume(
+        tmp_path: Path) -> None:
+    store, sid = imported(tmp_path / "home")
+    try:
+        def legacy(stored: Any) -> dict[str, Any]:  # the shape an earlier import stored
+            out = dict(stored)
+            held = out["imported"].pop("held")
+            return {**out, "imported": dict(out["imported"]), **held}
+
+        store.update_model_config(sid, legacy)
+        assert store.get_session(sid).model_config["params"]["reasoning_effort"] == "low"
+        body, _ = Session.resume(store, sid).build_request()
+        assert "metadata" not in body and "block_binding" not in body["thinking"]
+        stored = store.get_session(sid).model_config
+        assert not stored.get("params") and not stored.get("settings")
+        assert stored["imported"]["held"]["params"]["metadata"] == {"user_id": "file"}
+        assert stored["imported"]["held"]["settings"] == {
+            "anthropic": {"prefix_mismatch_behavior": "drop_block"}}
+    finally:
+        store.close()

@@ -85,9 +85,7 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     messages = tuple(_message(source, m, f"messages[{i}]") for i, m in enumerate(listed))
     held = _held(source, config)
     config[IMPORTED_KEY] = {"from": source, "at": round(time.time(), 3),
-                            "provider_trusted": False}
-    if held:
-        config[IMPORTED_KEY][HELD_KEY] = held
+                            "provider_trusted": False, HELD_KEY: held}
     return ImportPlan(title=title, model_config=config, messages=messages, provider=provider)
 
 
