@@ -109,6 +109,15 @@ CASES = [
                          "native": {"openai-responses": "rs_1"}}]),
      "messages[0].parts[0].native.openai-responses must be a JSON object, not str"),
     (bad_message(native={"copilot": ["x"]}), "messages[0].native.copilot must be a JSON object"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": "msg_1"}}}]), "messages[0].parts[0].native.openai-responses.item must be a JSON "
+     "object"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": {"type": "message", "content": 5}}}}]),
+     "messages[0].parts[0].native.openai-responses.item.content must be a list"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": {"content": [{"type": ["output_text"]}]}}}}]),
+     "messages[0].parts[0].native.openai-responses.item.content[0].type must be a string"),
     (bad_message(origin={"api": "openai-chat", "provider": "deepseek", "model": None}),
      "messages[0].origin.model must be a string"),
     (bad_message(parts=[{"t": "reasoning", "kind": "text", "text": "r", "origin": {

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from thoughtline.codecs import registry
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ReasoningKind, Role, message_from_json
@@ -201,7 +202,10 @@ def _native(source: str, holder: Mapping[str, Any], path: str) -> None:
         return
     native = _object(source, holder["native"], f"{path}.native")
     for namespace, value in native.items():
-        _object(source, value, f"{path}.native.{namespace}")
+        where = f"{path}.native.{namespace}"
+        problem = registry.native_problem(namespace, _object(source, value, where))
+        if problem is not None:
+            raise _reject(source, where + problem[0], problem[1])
 
 
 def _held(source: str, config: dict[str, Any]) -> dict[str, Any]:

@@ -194,6 +194,16 @@ class Codec(Protocol):
         ...
 
 
+class ChecksNative(Protocol):
+    """Optional: a codec that can say what is wrong with a stored ``native`` record of one of its
+    namespaces (read from an imported file), before encoding it back would trip on it."""
+
+    def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``(path below the record, why)`` for a record of ``namespace`` it cannot encode;
+        None when the record is fine or the namespace is not this codec's."""
+        ...
+
+
 class StoresWireForms(Protocol):
     """Optional: a codec whose turns' wire forms are stored, so a resume splices bytes.
 
