@@ -79,7 +79,12 @@ def test_a_resumed_import_sends_none_of_the_files_params(
     # Kept, not lost: the export still names them.
     exported = json.loads(cli.invoke("sessions", "export", sid).stdout)
     held = exported["session"]["model_config"]["imported"]["held"]
-    assert held["params"] == PARAMS
+    assert held["params"] == PARAMS and not exported["session"]["model_config"].get("params")
+    # Re-imported, that export's params are held again, never made live by the round trip.
+    again = import_crafted(cli, tmp_path, exported)
+    copy = json.loads(cli.invoke("sessions", "export", again).stdout)["session"]["model_config"]
+    assert copy["imported"]["held"]["params"] == PARAMS and not copy.get("params")
+    assert copy["imported"]["held"]["settings"]["openai-chat"] == {"sign_every": True}
 
 
 def test_trust_provider_sends_the_params_the_codec_does_not_own(

@@ -22,7 +22,7 @@ from thoughtline.codecs import registry
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ReasoningKind, Role, message_from_json
-from thoughtline.modelconfig import HELD_KEY, IMPORTED_KEY, merge_settings
+from thoughtline.modelconfig import HELD_KEY, IMPORTED_KEY, hold_imported
 from thoughtline.verdicts import Verdict
 
 EXPORT_FORMAT = "thoughtline.session/1"
@@ -84,9 +84,10 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     if not isinstance(listed, list):
         raise _reject(source, "messages", "must be a list of messages")
     messages = tuple(_message(source, m, f"messages[{i}]") for i, m in enumerate(listed))
-    held = _held(source, config)
+    # The file's params and settings are kept but shape requests only when the user trusts it.
     config[IMPORTED_KEY] = {"from": source, "at": round(time.time(), 3),
-                            "provider_trusted": False, HELD_KEY: held}
+                            "provider_trusted": False, HELD_KEY: _earlier_held(source, config)}
+    config = hold_imported(config)
     return ImportPlan(title=title, model_config=config, messages=messages, provider=provider)
 
 
@@ -208,21 +209,20 @@ def _native(source: str, holder: Mapping[str, Any], path: str) -> None:
             raise _reject(source, where + problem[0], problem[1])
 
 
-def _held(source: str, config: dict[str, Any]) -> dict[str, Any]:
-    """Take the file's params and settings out of ``config``: they are kept, but shape requests
-    only when the user trusts the file. An export of an imported session names them under its
-    own marker; those are held again, the file's live ones winning."""
+def _earlier_held(source: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What an export of an imported session held under its own marker (checked): held again,
+    under the file's live params and settings (``hold_imported``)."""
     path = f"session.model_config.{IMPORTED_KEY}.{HELD_KEY}"
     marker = config.get(IMPORTED_KEY)
     earlier = marker.get(HELD_KEY) if isinstance(marker, dict) else None
-    earlier = {} if earlier is None else _object(source, earlier, path)
-    params = dict(_object(source, earlier.get("params", {}), f"{path}.params"))
-    settings = {api: dict(_object(source, values, f"{path}.settings.{api}"))
-                for api, values in _object(source, earlier.get("settings", {}),
-                                           f"{path}.settings").items()}
-    params.update(config.pop("params", None) or {})
-    settings = merge_settings(settings, config.pop("settings", None) or {})
-    return {name: value for name, value in (("params", params), ("settings", settings)) if value}
+    if earlier is None:
+        return {}
+    held = _object(source, earlier, path)
+    params = _object(source, held.get("params", {}), f"{path}.params")
+    settings = _object(source, held.get("settings", {}), f"{path}.settings")
+    for api, values in settings.items():
+        _object(source, values, f"{path}.settings.{api}")
+    return {"params": params, "settings": settings}
 
 
 def _list(source: str, holder: Mapping[str, Any], name: str, path: str) -> list[Any]:
