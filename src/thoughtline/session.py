@@ -23,11 +23,20 @@ from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson, WireCache
+from thoughtline.codecs.common import refused_params
 from thoughtline.errors import HeadMoved, StoreError, UsageError
 from thoughtline.events import Done, Event
 from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
 from thoughtline.messages import system as system_message
-from thoughtline.modelconfig import ModelConfig, merge, provider_untrusted
+from thoughtline.modelconfig import (
+    ModelConfig,
+    hold_imported,
+    imported_held,
+    merge,
+    merge_settings,
+    provider_untrusted,
+    unheld_import,
+)
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
@@ -74,6 +83,9 @@ class Session:
         self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
         #: Automatic compaction before a request that would not fit (``compaction``); None: off.
         self.compaction: AutoCompaction | None = None
+        # The params and settings an imported file named, once the user trusts it (in memory
+        # only: the stored config never holds them, so the next resume asks again).
+        self._trusted: tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]] | None = None
 
     # --- construction -------------------------------------------------------------------------
 
@@ -81,7 +93,11 @@ class Session:
     def create(cls, store: Store, provider: config_mod.ProviderConfig, *, title: str = "",
                tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                system: str | None = None, tenant: str = "", **kwargs: Any) -> Session:
-        registry.codec(provider.api)  # an unknown API is a usage error before anything is stored
+        codec = registry.codec(provider.api)  # an unknown API: a usage error, nothing stored
+        refused = refused_params(params or {}, codec.owned)
+        if refused:
+            raise UsageError(f"request params cannot set {', '.join(refused)}: the {codec.api} "
+                             "request builder writes them itself (params only add fields)")
         model_config = ModelConfig(provider=provider, tools=tuple(tools),
                                    params=dict(params or {})).to_json()
         record = store.create_session(title=title, model_config=model_config, tenant=tenant)
@@ -102,6 +118,10 @@ class Session:
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
+        if unheld_import(record.model_config):  # imported before a file's params were held
+            record = store.update_model_config(
+                record.id, lambda stored: hold_imported(stored) if unheld_import(stored)
+                else stored)
         if config is not None and "provider" not in kwargs and not provider_untrusted(
                 record.model_config):  # an imported URL never gets config.toml's headers
             stored = ModelConfig.from_json(record.model_config).provider
@@ -230,6 +250,23 @@ class Session:
         """The session's own verdicts plus what the global ledger learned elsewhere."""
         return [*self._config.verdicts, *self.store.verdicts()]
 
+    def trust_imported(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Send the request params and settings this session's imported file named (held out
+        of its config at import) with this session's requests, under its own, for as long as
+        this object lives; nothing is written. Returns them (both empty: nothing was held)."""
+        params, settings = imported_held(self.record.model_config)
+        self._trusted = (params, settings) if params or settings else None
+        self._cache = self.codec.new_cache()
+        return params, settings
+
+    def _request_config(self) -> ModelConfig:
+        """The config requests are built from: the stored one, plus what a trusted file held."""
+        if self._trusted is None:
+            return self._config
+        params, settings = self._trusted
+        return replace(self._config, params={**params, **self._config.params},
+                       settings=merge_settings(settings, self._config.settings))
+
     def set_model(self, model: str) -> None:
         self.set_provider(replace(self.provider, model=model))
 
@@ -324,7 +361,8 @@ class Session:
     # --- requests -----------------------------------------------------------------------------
 
     def _turn(self, pending: Sequence[Message], config: ModelConfig | None = None) -> TurnInput:
-        return TurnInput(codec=self.codec, provider=self.provider, config=config or self._config,
+        return TurnInput(codec=self.codec, provider=self.provider,
+                         config=config or self._request_config(),
                          history=self._history, pending=pending, ledger=self.store.verdicts(),
                          cache=self._cache, session=self.id)
 
@@ -342,7 +380,7 @@ class Session:
                       verdicts: Iterable[replay.Verdict] | None = None,
                       ) -> tuple[Mapping[str, Any], replay.ReplayPlan]:
         """The body the next request would carry (history + pending), and its plan."""
-        config = self._config
+        config = self._request_config()
         turn = self._turn(pending)
         if verdicts is not None:
             turn = replace(turn, config=replace(config, verdicts=tuple(verdicts)), ledger=())

@@ -23,7 +23,13 @@ import orjson
 
 from thoughtline.codecs.anthropic import binding, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
-from thoughtline.codecs.anthropic.encode import Index, WireCache, encode_request, wire_summary
+from thoughtline.codecs.anthropic.encode import (
+    OWNED,
+    Index,
+    WireCache,
+    encode_request,
+    wire_summary,
+)
 from thoughtline.codecs.anthropic.fold import StreamFold
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
@@ -149,6 +155,7 @@ class Anthropic:
     """Anthropic Messages (``POST …/v1/messages``, SSE streams with ``event:`` names)."""
 
     api = API
+    owned = OWNED
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

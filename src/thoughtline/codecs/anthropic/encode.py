@@ -45,6 +45,7 @@ from thoughtline.codecs.anthropic.walk import (
     target_model,
 )
 from thoughtline.codecs.anthropic.wire import API, SETTING_MISMATCH
+from thoughtline.codecs.common import merge_params
 from thoughtline.messages import Message, ToolSpec
 from thoughtline.replay import ReplayPlan, loop_start
 
@@ -169,6 +170,12 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     return out
 
 
+#: The body fields encode_request writes itself: a param naming one is left out (``thinking``
+#: and ``max_tokens`` are read as parameters by ``params`` and never merged raw).
+OWNED = frozenset({"anthropic_version", "model", "system", "messages", "tools", "stream",
+                   "output_config.effort"})
+
+
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
                    tools: Sequence[ToolSpec] = (), params_: Mapping[str, Any] | None = None,
                    settings: Mapping[str, Any] | None = None, stream: bool = False,
@@ -194,7 +201,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         body["tools"] = wire_tools
     if stream:
         body["stream"] = True
-    body.update(params.passthrough(given))
+    merge_params(body, params.passthrough(given), OWNED)
     return body, index
 
 

@@ -18,6 +18,7 @@ from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.gemini import forms, rejections
 from thoughtline.codecs.gemini.decode import decode_response
 from thoughtline.codecs.gemini.encode import (
+    OWNED,
     Sent,
     WireCache,
     body_extras,
@@ -91,6 +92,7 @@ class Gemini:
     """Gemini ``generateContent`` / ``streamGenerateContent?alt=sse`` (AI Studio and Vertex)."""
 
     api = API
+    owned = OWNED
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

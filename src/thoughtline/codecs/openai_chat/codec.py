@@ -16,6 +16,7 @@ import orjson
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
+    OWNED,
     Tally,
     WireCache,
     body_extras,
@@ -48,6 +49,7 @@ class OpenAIChat(SplicedForms):
     """OpenAI-compatible Chat Completions (``POST {base_url}/chat/completions``, SSE streams)."""
 
     api = API
+    owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,

@@ -101,6 +101,25 @@ def message_parts(item: Mapping[str, Any]) -> list[Text]:
     return out
 
 
+def native_problem(value: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What is wrong with a stored ``native[NS]`` record (from an imported file) that encoding it
+    back would trip on: ``(path below the record, why)``, or None. Records are what this module
+    writes: a whole item, a text's message ``item`` shell, a ``part`` index, a ``response`` id."""
+    if "item" in value:
+        shell = value["item"]
+        if not is_map(shell):
+            return ".item", "must be a JSON object (the message item the text came in)"
+        content = shell.get("content")
+        if content is not None and not isinstance(content, list):
+            return ".item.content", "must be a list of content parts"
+        for index, part in enumerate(content or ()):
+            if is_map(part) and not isinstance(part.get("type", ""), str):
+                return f".item.content[{index}].type", "must be a string"
+    if not isinstance(value.get("type", ""), str):
+        return ".type", "must be a string"
+    return None
+
+
 def call_part(item: Mapping[str, Any], *, fallback_id: str) -> ToolCall:
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
