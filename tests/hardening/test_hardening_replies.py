@@ -1,0 +1,155 @@
+"""Malformed provider replies (issue 22, item 2): each crash the mutation fuzzer found in a codec
+becomes a ``ProtocolError`` naming the field and the route, and nothing is stored.
+
+Each case is a recorded reply (tests/fixtures, SOURCES.md) with one value replaced, run through
+the real turn engine; before the fix each raised a TypeError, ValueError or IndexError (or stored
+an answer that could not be rendered). The fuzzers in ``test_hardening_fuzz`` search further.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from fuzz_corpus import recordings
+from reply_support import check_outcome, run_reply
+
+from thoughtline.codecs import registry
+from thoughtline.codecs.shape import MAX_DEPTH
+
+OUT_OF_RANGE = 2 ** 70
+
+
+def deep(levels: int) -> Any:
+    value: Any = 1
+    for _ in range(levels):
+        value = [value]
+    return value
+
+
+def recording(api: str, name: str) -> Any:
+    for found in recordings(api):
+        if found.name.split("/", 1)[1].startswith(name):
+            return found
+    raise LookupError(name)
+
+
+def with_value(value: Any, path: tuple[Any, ...], new: Any) -> Any:
+    out = copy.deepcopy(value)
+    into = out
+    for step in path[:-1]:
+        into = into[step]
+    into[path[-1]] = new
+    return out
+
+
+CHAT = "pydantic-ai-deepseek-thinking-tool-calls-roundtrip.i0.response.json"
+CLAUDE = "pydantic-ai-anthropic-tool-with-thinking.i0.response.json"
+CONVERSE = "pydantic-ai-bedrock-claude-tool-with-thinking.i0.response.json"
+GEMINI = "fantasy-gemini3-pro-thinking-function-call.i0.response.json"
+RESPONSES = "pydantic-ai-openai-responses-gpt55-phase.i0.response.json"
+
+WHOLE_CASES = [
+    # int() on a count that is an object, a string, a list, NaN; a count beyond int64
+    ("openai-chat", CHAT, ("usage", "prompt_tokens"), {"n": 1}, "usage.prompt_tokens"),
+    ("openai-chat", CHAT, ("usage", "completion_tokens"), 1e300, "usage.completion_tokens"),
+    ("anthropic", CLAUDE, ("usage", "input_tokens"), "x", "usage.input_tokens"),
+    ("bedrock", CONVERSE, ("usage", "inputTokens"), [1], "usage.inputTokens"),
+    ("gemini", GEMINI, ("usageMetadata", "promptTokenCount"), float("nan"),
+     "usageMetadata.promptTokenCount"),
+    ("openai-responses", RESPONSES, ("usage", "output_tokens"), [1], "usage.output_tokens"),
+    # tool arguments received as JSON that cannot be written back
+    ("anthropic", CLAUDE, ("content", 2, "input"), {"x": OUT_OF_RANGE}, "tool_use.input"),
+    ("bedrock", CONVERSE, ("output", "message", "content", 2, "toolUse", "input"),
+     deep(300), "toolUse.input"),
+    ("gemini", GEMINI, ("candidates", 0, "content", "parts", 1, "functionCall", "args"),
+     {"x": OUT_OF_RANGE}, "functionCall.args"),
+    # a verbatim (native) value the store could not write back, or one nested too deep
+    ("openai-responses", RESPONSES, ("output", 0, "extra"), OUT_OF_RANGE, "native values"),
+    ("openai-responses", RESPONSES, ("output", 0, "extra"), deep(MAX_DEPTH + 5),
+     f"deeper than {MAX_DEPTH}"),
+    # a lookup key that is a list
+    ("openai-responses", RESPONSES, ("output", 1, "content", 0, "type"), ["output_text"],
+     "content[].type"),
+]
+
+
+@pytest.mark.parametrize(("api", "name", "path", "value", "field"), WHOLE_CASES,
+                         ids=[f"{c[0]}-{c[4]}" for c in WHOLE_CASES])
+def test_a_malformed_whole_reply_is_a_protocol_error_naming_the_field(
+        api: str, name: str, path: tuple[Any, ...], value: Any, field: str) -> None:
+    body = with_value(recording(api, name).whole, path, value)
+    outcome = run_reply(api, body, stream=False)
+    assert outcome.error is not None, "the broken reply was accepted"
+    assert field in str(outcome.error)
+    check_outcome(outcome)  # the route is named, nothing was stored
+
+
+STREAM_CASES = [
+    # a list or an object used as a dict key in a fold
+    ("anthropic", "pydantic-ai-anthropic-thinking-stream", "content_block_delta", "index", [0],
+     "content_block_delta.index"),
+    ("bedrock", "pydantic-ai-bedrock-claude-thinking-stream", "contentBlockDelta",
+     "contentBlockIndex", {"i": 0}, "contentBlockIndex"),
+    ("openai-responses", "pydantic-ai-openrouter-responses-raw-cot-stream",
+     "response.output_text.delta", "type", ["x"], "type"),
+    # the IndexError in the Responses fold: a negative output index out of range
+    ("openai-responses", "pydantic-ai-openai-responses-gpt55-phase-stream.i0",
+     "response.output_item.added", "output_index", -OUT_OF_RANGE, "output_index"),
+    # iterating a number
+    ("openai-chat", "pydantic-ai-deepseek-reasoner-stream", "", "choices", 1.5, "choices"),
+]
+
+
+def _event_kind(event: tuple[str, Any]) -> str:
+    kind, payload = event
+    if isinstance(payload, dict) and len(payload) == 1 and not kind:
+        return next(iter(payload))
+    return kind or (payload.get("type", "") if isinstance(payload, dict) else "")
+
+
+@pytest.mark.parametrize(("api", "name", "kind", "key", "value", "field"), STREAM_CASES,
+                         ids=[f"{c[0]}-{c[5]}" for c in STREAM_CASES])
+def test_a_malformed_stream_event_is_a_protocol_error_naming_the_field(
+        api: str, name: str, kind: str, key: str, value: Any, field: str) -> None:
+    events = list(recording(api, name).events)
+    at = next(i for i, e in enumerate(events) if _event_kind(e) == kind or not kind)
+    event_type, payload = events[at]
+    events[at] = (event_type, with_value(payload, (key,), value))
+    outcome = run_reply(api, events, stream=True)
+    assert outcome.error is not None, "the broken stream was accepted"
+    assert f"`{field}`" in str(outcome.error)
+    check_outcome(outcome)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_any_error_escaping_a_codec_becomes_a_protocol_error_naming_the_route(
+        monkeypatch: pytest.MonkeyPatch, stream: bool) -> None:
+    # The safety net under the codecs' own checks: whatever a decoder or fold raises on a reply
+    # it did not expect reaches the caller as a ProtocolError, and nothing is stored.
+    codec = registry.codec("openai-chat")
+
+    class Exploding:
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self.saw_chunk, self.finished = False, False
+
+        def add_event(self, event_type: str, payload: Any) -> list[Any]:
+            self.saw_chunk = True
+            return [][payload["missing"]]
+
+        def finish(self, *, complete: bool = True) -> Any:
+            raise KeyError("nothing")
+
+    def exploding_decode(body: Any, origin: Any, *, seed: str = "") -> Any:
+        return body["choices"][7]
+
+    monkeypatch.setattr(type(codec), "decode_response",
+                        lambda self, *a, **k: exploding_decode(*a, **k))
+    monkeypatch.setattr(type(codec), "new_fold", lambda self, *a, **k: Exploding())
+    reply = [("", {"choices": []})] if stream else {"choices": []}
+    outcome = run_reply("openai-chat", reply, stream=stream)
+    assert outcome.error is not None
+    assert ("IndexError" if not stream else "KeyError") in str(outcome.error)
+    check_outcome(outcome)
+    assert outcome.sink.partials in ([], [None])
