@@ -215,7 +215,10 @@ class TurnEngine:
         seed = uuid.uuid4().hex
         raw = encoded.raw
         if not options.stream:
-            body = await self.transport.post_json(target, raw)
+            try:
+                body = await self.transport.post_json(target, raw)
+            except ProtocolError as exc:
+                raise _routed(exc, route) from None
             with _reading(route, "response"):
                 done = codec.decode_response(body, origin, seed=seed)
             done, lesson = _accepted(codec, done, encoded, plan, route)

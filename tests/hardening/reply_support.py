@@ -35,10 +35,12 @@ PROVIDERS = {
 
 
 class CannedTransport:
-    """Answers every request with ``reply`` (a parsed body, or a list of stream events)."""
+    """Answers every request with ``reply`` (a parsed body, or a list of stream events); with
+    ``events``, whole requests get ``reply`` and streamed ones ``events``."""
 
-    def __init__(self, reply: Any) -> None:
+    def __init__(self, reply: Any, events: Any = None) -> None:
         self.reply = reply
+        self.events = events
         self.attempts = 0
         self.retries = 0
 
@@ -48,7 +50,7 @@ class CannedTransport:
 
     async def stream_events(self, target: Any, body: bytes) -> AsyncIterator[tuple[str, Any]]:
         self.attempts += 1
-        for event in self.reply:
+        for event in self.reply if self.events is None else self.events:
             yield event
 
     async def aclose(self) -> None:

@@ -8,15 +8,19 @@ an answer that could not be rendered). The fuzzers in ``test_hardening_fuzz`` se
 
 from __future__ import annotations
 
+import asyncio
 import copy
 from typing import Any
 
+import orjson
 import pytest
+from cli_support import Cli
 from fuzz_corpus import recordings
 from reply_support import check_outcome, run_reply
 
 from thoughtline.codecs import registry
 from thoughtline.codecs.shape import MAX_DEPTH
+from thoughtline.errors import ProtocolError
 
 OUT_OF_RANGE = 2 ** 70
 
@@ -153,3 +157,95 @@ def test_any_error_escaping_a_codec_becomes_a_protocol_error_naming_the_route(
     assert ("IndexError" if not stream else "KeyError") in str(outcome.error)
     check_outcome(outcome)
     assert outcome.sink.partials in ([], [None])
+
+
+# --- replies nested too deep (item 3) and the CLI's one line --------------------------------------
+
+
+class FixedReply:
+    """A loopback provider answering every POST with the same bytes (a tiny ASGI app)."""
+
+    def __init__(self, body: bytes, content_type: str = "application/json") -> None:
+        self.body, self.content_type = body, content_type
+        self.posts = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        self.posts += 1
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", self.content_type.encode())]})
+        await send({"type": "http.response.body", "body": self.body})
+
+
+def _transport_outcome(body: bytes, *, stream: bool) -> BaseException | None:
+    from thoughtline.testing.loopback import LoopbackServer
+    from thoughtline.transport import HttpTransport
+    from thoughtline.transport.http import Target
+
+    app = FixedReply(body, "text/event-stream" if stream else "application/json")
+    server = LoopbackServer(app).start()
+
+    async def go() -> None:
+        transport = HttpTransport()
+        target = Target(url=server.origin + "/v1/chat/completions", provider="deepseek")
+        try:
+            if stream:
+                async for _ in transport.stream_events(target, b"{}"):
+                    pass
+            else:
+                await transport.post_json(target, b"{}")
+        finally:
+            await transport.aclose()
+
+    try:
+        asyncio.run(go())
+    except ProtocolError as exc:
+        return exc
+    finally:
+        server.stop()
+    return None
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("levels", [MAX_DEPTH + 1, 300, 1000])
+def test_a_reply_nested_too_deep_is_refused_where_it_enters(stream: bool, levels: int) -> None:
+    # orjson parses 1024 levels but writes only 255: a deep reply used to reach the codecs and
+    # then the store (a RecursionError, or a serializer error blamed on the store).
+    value = b"[" * (levels - 1) + b"1" + b"]" * (levels - 1)
+    document = b'{"choices": ' + value + b"}"
+    body = b"data: " + document + b"\n\ndata: [DONE]\n\n" if stream else document
+    error = _transport_outcome(body, stream=stream)
+    assert error is not None, "the deep reply was accepted"
+    assert f"deeper than {MAX_DEPTH} levels" in str(error)
+
+
+def test_a_reply_within_the_bound_is_accepted() -> None:
+    inner = MAX_DEPTH - 1
+    body = b'{"choices": ' + b"[" * inner + b"1" + b"]" * inner + b"}"
+    assert _transport_outcome(body, stream=False) is None
+
+
+def test_the_cli_prints_one_line_and_keeps_the_session(cli: Cli) -> None:
+    whole = recording("openai-chat", CHAT).whole
+    app = FixedReply(orjson.dumps(whole))
+    from thoughtline.testing.loopback import LoopbackServer
+
+    server = LoopbackServer(app).start()
+    try:
+        route = ("--provider", "deepseek", "--base-url", server.origin + "/v1", "--no-stream")
+        first = cli.json("chat", *route, "-p", "hello", "--json")
+        app.body = orjson.dumps(with_value(whole, ("usage", "prompt_tokens"), {"n": 1}))
+        broken = cli.run("chat", *route, "-c", "-p", "and then?")
+    finally:
+        server.stop()
+    assert broken.returncode == 1
+    lines = broken.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), broken.stderr
+    assert "usage.prompt_tokens" in lines[0] and "route deepseek/" in lines[0]
+    assert app.posts == 2
+    turns = cli.show(first["session"])
+    assert [t["role"] for t in turns["turns"]] == ["user", "assistant"]

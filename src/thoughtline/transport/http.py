@@ -22,7 +22,8 @@ import httpx
 import orjson
 from httpx_sse import EventSource, SSEError
 
-from thoughtline.errors import ProviderError, StreamInterrupted
+from thoughtline.codecs.shape import deeper_than, too_deep
+from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted
 
 #: The backoff's sleep (a seam, so tests can record what was waited instead of timing it).
 _sleep = asyncio.sleep
@@ -261,11 +262,14 @@ class HttpTransport:
     async def post_json(self, target: Target, body: bytes) -> Any:
         response = await self._send(target, body, stream=False)
         try:
-            return orjson.loads(response.content)
+            data = orjson.loads(response.content)
         except orjson.JSONDecodeError as exc:
             raise self._error(target, "the response is not JSON: "
                               f"{response.text[:200]!r}", status=response.status_code,
                               body=response.text) from exc
+        if deeper_than(data, raw=response.content):
+            raise ProtocolError(too_deep("the response"))
+        return data
 
     async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[tuple[str, Any]]:
         """Yield each stream event as ``(event type, parsed JSON payload)``.
@@ -299,11 +303,14 @@ class HttpTransport:
 
 def _json(data: bytes | str, what: str) -> Any:
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise StreamInterrupted(f"malformed {what}: {bytes(data[:200])!r}"
                                 if isinstance(data, bytes | bytearray)
                                 else f"malformed {what}: {data[:200]!r}") from exc
+    if deeper_than(value, raw=data):
+        raise ProtocolError(too_deep(f"a {what}"))
+    return value
 
 
 async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
