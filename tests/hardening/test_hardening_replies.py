@@ -249,3 +249,10 @@ def test_the_cli_prints_one_line_and_keeps_the_session(cli: Cli) -> None:
     assert app.posts == 2
     turns = cli.show(first["session"])
     assert [t["role"] for t in turns["turns"]] == ["user", "assistant"]
+
+
+def test_an_error_body_nested_too_deep_still_gives_its_text() -> None:
+    from thoughtline.transport.http import provider_message
+
+    body = '{"error": {"message": ' + "[" * 300 + '"no"' + "]" * 300 + "}}"
+    assert provider_message(body).startswith('{"error": {"message": [[[')

@@ -95,7 +95,11 @@ def provider_message(body: str) -> str:
         if isinstance(error, Mapping):
             message = error.get("message")
             if isinstance(message, str | Mapping | list):
-                text = message if isinstance(message, str) else orjson.dumps(message).decode()
+                try:
+                    text = message if isinstance(message, str) else orjson.dumps(
+                        message).decode()
+                except orjson.JSONEncodeError:  # nested deeper than orjson writes
+                    return body.strip()[:500]
                 raw = error.get("metadata", {}).get("raw") if isinstance(
                     error.get("metadata"), Mapping) else None
                 return f"{text} ({raw})" if isinstance(raw, str) else text
