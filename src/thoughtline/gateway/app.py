@@ -24,6 +24,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_chat import client
 from thoughtline.errors import (
     ProtocolError,
@@ -176,25 +177,28 @@ class Gateway:
                      headers: Mapping[str, str], record: _Record) -> Response:
         sink = GatewaySink()
 
-        async def work() -> Done | None:
+        async def work() -> dict[str, Any] | None:
             try:
                 done = None
                 async for event in self.engine.run(prepared.turn, sink,
                                                    TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
-                return done
+                return None if done is None else _rendered(client.completion_json, done,
+                                                           **reply.ids())
+            except Exception:
+                sink.done = None  # the client is told it failed: the answer is not stored
+                raise
             finally:
                 with anyio.CancelScope(shield=True):
                     await self.conversations.persist(prepared, sink)
 
         try:
-            finished, done = await unless_disconnected(request.receive, work)
+            finished, body = await unless_disconnected(request.receive, work)
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
-        if not finished or done is None:
+        if not finished or body is None:
             return self._logged(record, _json(499, {}), "client_closed")
-        body = client.completion_json(done, **reply.ids())
         return self._logged(record, _json(200, body, headers))
 
     async def _stream(self, request: Request, prepared: Prepared, reply: _Reply,
@@ -206,6 +210,7 @@ class Gateway:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
         except ThoughtlineError as exc:
             await _closed(events)
+            sink.done = None  # the client is told it failed: the answer is not stored
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
             raise self._failure(exc, prepared) from None
@@ -221,17 +226,19 @@ class Gateway:
             try:
                 while True:
                     if isinstance(event, Done):
+                        last = _rendered(writer.finish, event)
                         with anyio.CancelScope(shield=True):
                             await self.conversations.persist(prepared, sink)
                         persisted = True
                         outcome["value"] = "ok"
-                        yield writer.finish(event)
+                        yield last
                         return
-                    frame = writer.event(event)
+                    frame = _rendered(writer.event, event)
                     if frame is not None:
                         yield frame
                     event = await events.__anext__()
             except ThoughtlineError as exc:
+                sink.done = None  # the client is told it failed: the answer is not stored
                 error = self._failure(exc, prepared)
                 outcome["value"] = error.kind
                 yield client.error_frame(str(error), kind=error.kind, code=error.code)
@@ -279,12 +286,22 @@ class _Reply:
         return {"response_id": self.response_id, "model": self.model, "created": self.created}
 
 
+def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
+    """A frame or body of the answer; an answer that cannot be written is a broken answer."""
+    try:
+        return render(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"the answer cannot be written as a Chat completion: {exc}") from exc
+
+
 def client_request(raw: bytes) -> client.ClientRequest:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         raise HttpError(400, f"the request body is not valid JSON: {exc}",
                         code="invalid_json") from None
+    if shape.deeper_than(body, raw=raw):
+        raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
     try:
         return client.parse_request(body)
     except client.ClientRequestError as exc:

@@ -22,7 +22,8 @@ import httpx
 import orjson
 from httpx_sse import EventSource, SSEError
 
-from thoughtline.errors import ProviderError, StreamInterrupted
+from thoughtline.codecs.shape import deeper_than, too_deep
+from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted
 
 #: The backoff's sleep (a seam, so tests can record what was waited instead of timing it).
 _sleep = asyncio.sleep
@@ -94,7 +95,11 @@ def provider_message(body: str) -> str:
         if isinstance(error, Mapping):
             message = error.get("message")
             if isinstance(message, str | Mapping | list):
-                text = message if isinstance(message, str) else orjson.dumps(message).decode()
+                try:
+                    text = message if isinstance(message, str) else orjson.dumps(
+                        message).decode()
+                except orjson.JSONEncodeError:  # nested deeper than orjson writes
+                    return body.strip()[:500]
                 raw = error.get("metadata", {}).get("raw") if isinstance(
                     error.get("metadata"), Mapping) else None
                 return f"{text} ({raw})" if isinstance(raw, str) else text
@@ -261,11 +266,14 @@ class HttpTransport:
     async def post_json(self, target: Target, body: bytes) -> Any:
         response = await self._send(target, body, stream=False)
         try:
-            return orjson.loads(response.content)
+            data = orjson.loads(response.content)
         except orjson.JSONDecodeError as exc:
             raise self._error(target, "the response is not JSON: "
                               f"{response.text[:200]!r}", status=response.status_code,
                               body=response.text) from exc
+        if deeper_than(data, raw=response.content):
+            raise ProtocolError(too_deep("the response"))
+        return data
 
     async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[tuple[str, Any]]:
         """Yield each stream event as ``(event type, parsed JSON payload)``.
@@ -299,11 +307,14 @@ class HttpTransport:
 
 def _json(data: bytes | str, what: str) -> Any:
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise StreamInterrupted(f"malformed {what}: {bytes(data[:200])!r}"
                                 if isinstance(data, bytes | bytearray)
                                 else f"malformed {what}: {data[:200]!r}") from exc
+    if deeper_than(value, raw=data):
+        raise ProtocolError(too_deep(f"a {what}"))
+    return value
 
 
 async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:

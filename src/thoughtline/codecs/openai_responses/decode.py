@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_responses.wire import (
     ENCRYPTED,
     FUNCTION_CALL,
@@ -61,10 +60,14 @@ def usage_of(raw: Any) -> Usage:
     output = raw.get("output_tokens_details")
     cached = raw.get("input_tokens_details")
     return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        reasoning_tokens=int(output.get("reasoning_tokens") or 0) if is_map(output) else 0,
-        cached_tokens=int(cached.get("cached_tokens") or 0) if is_map(cached) else 0,
+        input_tokens=shape.count(raw.get("input_tokens") or None, "usage.input_tokens"),
+        output_tokens=shape.count(raw.get("output_tokens") or None, "usage.output_tokens"),
+        reasoning_tokens=shape.count(output.get("reasoning_tokens") or None,
+                                     "usage.output_tokens_details.reasoning_tokens")
+        if is_map(output) else 0,
+        cached_tokens=shape.count(cached.get("cached_tokens") or None,
+                                  "usage.input_tokens_details.cached_tokens")
+        if is_map(cached) else 0,
     )
 
 
@@ -86,7 +89,8 @@ def message_parts(item: Mapping[str, Any]) -> list[Text]:
     texts: list[str] = []
     shell_parts: list[Any] = []
     for part in content:
-        key = TEXT_KEYS.get(part.get("type")) if is_map(part) else None
+        key = TEXT_KEYS.get(shape.key(part.get("type"), "content[].type")) if is_map(
+            part) else None
         if key is None:
             shell_parts.append(part)
             continue
@@ -123,7 +127,8 @@ def native_problem(value: Mapping[str, Any]) -> tuple[str, str] | None:
 def call_part(item: Mapping[str, Any], *, fallback_id: str) -> ToolCall:
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode() if arguments is not None else ""
+        arguments = shape.json_text(arguments, "function_call.arguments") \
+            if arguments is not None else ""
     call_id = text_of(item.get("call_id")) or text_of(item.get("id")) or fallback_id
     rest = {k: v for k, v in item.items() if k not in _CALL_FIELDS}
     return ToolCall(id=call_id, name=text_of(item.get("name")), arguments=arguments,
