@@ -9,6 +9,7 @@ variable. Waits are bounded by timeouts; nothing asserts on elapsed time.
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import tomllib
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from slow_upstream import SlowUpstream, wait_for
@@ -160,3 +162,29 @@ def test_an_upstream_refusing_the_gateways_key_is_a_502_naming_its_variable(
     assert "upstream 'ds'" in message and KEY_ENV in message and f"HTTP {status}" in message
     assert ("is not set" in message) == (key is None)
     assert key is None or key not in message
+
+
+def test_a_cancelled_send_closes_its_connection_in_the_transport_itself() -> None:
+    # The same guarantee below the gateway, cancelled the way the gateway cancels (an anyio
+    # cancel scope, which re-delivers the cancellation at every await): the connection is
+    # closed, not left checked out of the pool, and the upstream sees the request given up.
+    from thoughtline.transport import HttpTransport, Target
+
+    async def cancel_one(slow: SlowUpstream) -> Any:
+        transport = HttpTransport()
+        target = Target(url=slow.base_url + "/chat/completions", provider="slow")
+        try:
+            async with anyio.create_task_group() as group:
+                group.start_soon(transport.post_json, target, b'{"model": "m"}')
+                while slow.requests == 0:  # the upstream is thinking about it
+                    await asyncio.sleep(0.01)
+                busy = transport.pool_state()
+                group.cancel_scope.cancel()
+            return busy, transport.pool_state()
+        finally:
+            await transport.aclose()
+
+    with SlowUpstream(delay=60) as slow:
+        busy, after = asyncio.run(asyncio.wait_for(cancel_one(slow), 20))
+        assert wait_for(lambda: slow.abandoned == 1)
+    assert busy.in_use == 1 and after.in_use == 0 and after.connections == 0
