@@ -178,8 +178,9 @@ class Gateway:
         async def work() -> Done | None:
             try:
                 done = None
-                async for event in self.engines[prepared.upstream].run(prepared.turn, sink,
-                                                   TurnOptions(stream=False, keep_partial=False)):
+                engine = self.engines[prepared.upstream]
+                async for event in engine.run(prepared.turn, sink,
+                                              TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
                 return done
