@@ -13,6 +13,7 @@ import pytest
 
 from thoughtline.errors import ConfigError, UsageError
 from thoughtline.gateway.config import DEFAULT_MAX_BODY, load, parse
+from thoughtline.gateway.upstreams import missing_keys
 
 EXAMPLE = """
 [server]
@@ -145,3 +146,11 @@ def test_a_port_in_use_is_one_line_and_exit_2_and_an_unset_key_is_warned(
         "warning: upstream 'ds': DEEPSEEK_API_KEY is not set, so requests to it are sent "
         "without a key")
     assert unset.stderr.splitlines()[1].startswith(said)
+
+
+def test_only_upstreams_that_need_a_key_are_warned_about() -> None:
+    config = parse(tomllib.loads(
+        EXAMPLE + '[[upstream]]\nname = "aws"\nprovider = "bedrock"\nregion = "us-east-1"\n'
+        'api_key_env = "UNUSED_BY_SIGV4"\n'))
+    assert missing_keys(config, {}) == [("ds", "DEEPSEEK_API_KEY")]
+    assert missing_keys(config, {"DEEPSEEK_API_KEY": "sk-x"}) == []

@@ -15,9 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from thoughtline.codecs import registry
 from thoughtline.errors import ProviderBusy, ProviderError
 from thoughtline.gateway.config import GatewayConfig, Upstream
 from thoughtline.requestlog import RequestLog
+from thoughtline.transport.auth import needs_key
 from thoughtline.transport.http import HttpTransport, PoolState, TransportConfig
 from thoughtline.transport.redact import redact
 from thoughtline.turn import TurnEngine
@@ -58,10 +60,13 @@ class Engines:
 
 def missing_keys(config: GatewayConfig,
                  environ: Mapping[str, str] | None = None) -> list[tuple[str, str]]:
-    """``(upstream, variable)`` for each upstream whose ``api_key_env`` is unset or empty."""
+    """``(upstream, variable)`` for each upstream whose ``api_key_env`` is unset or empty while
+    its authentication needs a key (not SigV4, nor Vertex with Application Default
+    Credentials)."""
     env = os.environ if environ is None else environ
     return [(u.name, u.provider.key_env) for u in config.upstreams.values()
-            if u.provider.key_env and not env.get(u.provider.key_env)]
+            if u.provider.key_env and not env.get(u.provider.key_env)
+            and needs_key(registry.codec(u.provider.api).auth_scheme(u.provider))]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
