@@ -64,6 +64,11 @@ class ProviderError(ThoughtlineError):
         return f"{head}: {self.args[0]}" if self.args and self.args[0] else head
 
 
+class ProviderBusy(ProviderError):
+    """No connection to the provider came free in time: every one of the pool's connections was
+    busy, so nothing was sent (a gateway answers 503)."""
+
+
 class StoreError(ThoughtlineError):
     """The store could not be read or written."""
 

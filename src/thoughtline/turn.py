@@ -139,7 +139,7 @@ class TurnEngine:
         return Target(url=endpoint.url, headers={**(p.headers or {}), **endpoint.headers},
                       route=route.row, provider=p.id, auth=auth_for(scheme, key,
                                                                    region=_region(p)),
-                      framing=endpoint.framing)
+                      framing=endpoint.framing, secrets=(key,) if key else ())
 
     # --- running ------------------------------------------------------------------------------
 

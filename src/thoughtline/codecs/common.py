@@ -1,12 +1,23 @@
-"""Small JSON helpers more than one codec needs (no wire knowledge of any API)."""
+"""Small JSON and URL helpers more than one codec needs (no wire knowledge of any API)."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import orjson
+
+
+def path_segment(value: str) -> str:
+    """``value`` (a model id a client chose) escaped to stay one URL path segment.
+
+    ``/``, ``?``, ``#``, ``%`` and ``:`` are escaped, so no id can climb out of its segment
+    (``../``), start a query or fragment, or add a ``:verb``; ``@`` stays (Vertex versions:
+    ``claude-sonnet-4-5@20250929``, RFC 3986 allows it in a segment).
+    """
+    return quote(value, safe="@")
 
 
 def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:

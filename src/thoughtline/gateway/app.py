@@ -40,9 +40,11 @@ from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepare
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
+from thoughtline.gateway.upstreams import Engines, provider_failure
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
-from thoughtline.turn import TurnEngine, TurnOptions
+from thoughtline.transport.redact import redact
+from thoughtline.turn import TurnOptions
 
 SESSION_HEADER = "X-Thoughtline-Session"
 
@@ -88,19 +90,16 @@ class Gateway:
                  environ: Mapping[str, str] | None = None, transport: Any = None,
                  request_log: RequestLog | None = None, access_log: AccessLog | None = None,
                  ) -> None:
-        if transport is None:
-            from thoughtline.transport import HttpTransport
-
-            transport = HttpTransport()
         self.config = config
         self.tenants = Tenants(config.tokens(environ))
         self.store = AsyncStore(store)
         self.conversations = Conversations(config, self.store)
-        self.engine = TurnEngine(transport, request_log)
+        #: One engine and connection pool per upstream (``transport``, when given, is shared).
+        self.engines = Engines(config, transport=transport, log=request_log)
         self.access = access_log or AccessLog(config.access_log)
 
     async def aclose(self) -> None:
-        await self.engine.transport.aclose()
+        await self.engines.aclose()
         await self.store.close()
         self.access.close()
 
@@ -180,8 +179,9 @@ class Gateway:
         async def work() -> dict[str, Any] | None:
             try:
                 done = None
-                async for event in self.engine.run(prepared.turn, sink,
-                                                   TurnOptions(stream=False, keep_partial=False)):
+                engine = self.engines[prepared.upstream]
+                async for event in engine.run(prepared.turn, sink,
+                                              TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
                 return None if done is None else _rendered(client.completion_json, done,
@@ -204,8 +204,8 @@ class Gateway:
     async def _stream(self, request: Request, prepared: Prepared, reply: _Reply,
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
-        events = self.engine.run(prepared.turn, sink, TurnOptions(stream=True,
-                                                                  keep_partial=False))
+        events = self.engines[prepared.upstream].run(
+            prepared.turn, sink, TurnOptions(stream=True, keep_partial=False))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
         except ThoughtlineError as exc:
@@ -258,12 +258,8 @@ class Gateway:
         """An upstream or store failure as an OpenAI error (the upstream's key redacted)."""
         name = prepared.upstream.name
         if isinstance(exc, ProviderError):
-            status = exc.status or 502
-            text = f"upstream {name!r} answered HTTP {status}: {exc.args[0] if exc.args else ''}"
-            if exc.status is None:
-                text = f"upstream {name!r} could not be reached: {exc.args[0]}"
-            kind = "invalid_request_error" if 400 <= status < 500 else "upstream_error"
-            error = HttpError(status, _redact(text, prepared), kind=kind, code="upstream_error")
+            failed = provider_failure(exc, prepared.upstream, prepared.turn.provider.api_key())
+            error = HttpError(failed.status, failed.text, kind=failed.kind, code=failed.code)
         elif isinstance(exc, ProtocolError):
             error = HttpError(502, _redact(f"upstream {name!r} sent a broken answer: {exc}",
                                            prepared), kind="upstream_error", code="bad_upstream")
@@ -329,7 +325,7 @@ async def _closed(events: Any) -> None:
 
 def _redact(text: str, prepared: Prepared) -> str:
     key = prepared.turn.provider.api_key()
-    return text.replace(key, "***") if key else text
+    return redact(text, (key,) if key else ())
 
 
 def _unauthorized_error() -> HttpError:

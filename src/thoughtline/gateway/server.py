@@ -1,23 +1,29 @@
 """Running the gateway: bind, serve with uvicorn, shut down gracefully.
 
 Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
-announced), the startup line on stderr (``thoughtline gateway listening on http://HOST:PORT``),
-and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
-requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
+announced; an address in use is a usage error, not a traceback), the startup lines on stderr (a
+warning per upstream whose key variable is unset, then ``thoughtline gateway listening on
+http://HOST:PORT``), and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting
+connections and lets in-flight requests (streams included) finish for up to ``GRACE_SECONDS``
+before closing the store.
 """
 
 from __future__ import annotations
 
 import socket
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import uvicorn
 
+from thoughtline.errors import UsageError
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
+from thoughtline.gateway.upstreams import missing_keys
 from thoughtline.requestlog import RequestLog
+from thoughtline.termsafe import safe_line
 
 GRACE_SECONDS = 30
 
@@ -47,10 +53,24 @@ def bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     # An explicit IPPROTO_TCP makes asyncio set TCP_NODELAY on accepted connections.
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind((host.strip("[]"), port))
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc} (is another "
+                         "process using that port? pick another with --port, or [server] port "
+                         "in gateway.toml)") from None
     sock.set_inheritable(True)
     return sock
+
+
+def warn_missing_keys(config: GatewayConfig, environ: Mapping[str, str] | None = None) -> None:
+    """One stderr line per upstream whose key variable is unset: its requests would go without
+    a key, and every one would fail (as a 502 naming the variable)."""
+    for name, variable in missing_keys(config, environ):
+        print(safe_line(f"warning: upstream {name!r}: {variable} is not set, so requests to it "
+                        "are sent without a key"), file=sys.stderr, flush=True)
 
 
 def serve(config: GatewayConfig, home: Path) -> None:
@@ -58,9 +78,14 @@ def serve(config: GatewayConfig, home: Path) -> None:
     from thoughtline.store import open_store
 
     check_exposure(config)
-    # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
-    store = open_store(config.store or None, home, crash_durable_only=True)
-    sock = bind(config.host, config.port)
+    warn_missing_keys(config)
+    sock = bind(config.host, config.port)  # a port in use is said before the store is opened
+    try:
+        # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
+        store = open_store(config.store or None, home, crash_durable_only=True)
+    except BaseException:
+        sock.close()
+        raise
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
     gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))

@@ -40,6 +40,7 @@ from thoughtline.codecs.anthropic.wire import (
     VERSION_HEADER,
 )
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
@@ -74,6 +75,7 @@ def profile_for(provider: str, base_url: str | None) -> AnthropicProfile:
 
 
 def _vertex_url(provider: ProviderConfig, model: str, verb: str) -> str:
+    model = path_segment(model)
     base = provider.base_url.rstrip("/")
     if "/publishers/anthropic/models" in base:
         return f"{base}/{model}:{verb}"

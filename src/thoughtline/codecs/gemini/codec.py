@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.common import path_segment
 from thoughtline.codecs.gemini import forms, rejections
 from thoughtline.codecs.gemini.decode import decode_response
 from thoughtline.codecs.gemini.encode import (
@@ -69,6 +70,7 @@ def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
     ``{region}-aiplatform.googleapis.com``.
     """
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    model = path_segment(model)
     base = provider.base_url.rstrip("/")
     path = urlsplit(base).path.rstrip("/")
     if path.lower().endswith(_MODELS_PATH):
