@@ -57,6 +57,9 @@ class HttpError(Exception):
                  code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.status, self.kind, self.code, self.param = status, kind, code, param
+        #: The access log's outcome: "refused" (the gateway turned the request down) unless
+        #: the turn was under way ("error": an upstream or store failure).
+        self.outcome = "refused"
 
     def response(self, headers: Mapping[str, str] | None = None) -> Response:
         body = client.error_json(str(self), kind=self.kind, code=self.code, param=self.param)
@@ -75,7 +78,9 @@ class _Record:
     started: float = field(default_factory=time.monotonic)
     fields: dict[str, Any] = field(default_factory=dict)
 
-    def line(self, status: int, outcome: str) -> dict[str, Any]:
+    def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
+        """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
+        outcome = outcome or ("ok" if status < 400 else "refused")
         return {**self.fields, "status": status, "outcome": outcome,
                 "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
 
@@ -97,6 +102,10 @@ class Gateway:
         self.conversations = Conversations(config, self.store)
         self.engine = TurnEngine(transport, request_log)
         self.access = access_log or AccessLog(config.access_log)
+        if request_log is not None and request_log.on_error is None:
+            # A request log that cannot be written is said once, as a JSON line of the access log.
+            request_log.on_error = lambda text: self.access.write({"event": "request_log_error",
+                                                                   "error": text})
 
     async def aclose(self) -> None:
         await self.engine.transport.aclose()
@@ -121,9 +130,11 @@ class Gateway:
         try:
             return await self._chat(request, record)
         except HttpError as error:
-            return self._logged(record, error.response(), error.kind)
+            record.fields["error"] = error.kind
+            return self._logged(record, error.response(), error.outcome)
 
-    def _logged(self, record: _Record, response: Response, outcome: str = "ok") -> Response:
+    def _logged(self, record: _Record, response: Response,
+                outcome: str | None = None) -> Response:
         self.access.write(record.line(response.status_code, outcome))
         return response
 
@@ -160,7 +171,9 @@ class Gateway:
                                  f"{limit} bytes ([server] max_body_bytes)",
                             code="request_too_large") from None
         except ClientDisconnect:
-            raise HttpError(499, "the client disconnected", code="client_closed") from None
+            gone = HttpError(499, "the client disconnected", code="client_closed")
+            gone.outcome = "client_closed"
+            raise gone from None
         record.fields["bytes_in"] = len(raw)
         return raw
 
@@ -233,7 +246,8 @@ class Gateway:
                     event = await events.__anext__()
             except ThoughtlineError as exc:
                 error = self._failure(exc, prepared)
-                outcome["value"] = error.kind
+                outcome["value"] = error.outcome
+                record.fields["error"] = error.kind
                 yield client.error_frame(str(error), kind=error.kind, code=error.code)
             finally:
                 await _closed(events)
@@ -265,6 +279,7 @@ class Gateway:
         else:
             error = HttpError(500, _redact(f"the gateway cannot reach upstream {name!r}: {exc}",
                                            prepared), kind="server_error")
+        error.outcome = "error"
         return error
 
 
