@@ -228,7 +228,7 @@ class Session:
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""
-        return [*self._config.verdicts, *self.store.verdicts()]
+        return [*self._config.verdicts, *self.store.verdicts(tenant=self.record.tenant)]
 
     def set_model(self, model: str) -> None:
         self.set_provider(replace(self.provider, model=model))
@@ -325,7 +325,8 @@ class Session:
 
     def _turn(self, pending: Sequence[Message], config: ModelConfig | None = None) -> TurnInput:
         return TurnInput(codec=self.codec, provider=self.provider, config=config or self._config,
-                         history=self._history, pending=pending, ledger=self.store.verdicts(),
+                         history=self._history, pending=pending,
+                         ledger=self.store.verdicts(tenant=self.record.tenant),
                          cache=self._cache, session=self.id)
 
     def append(self, messages: Sequence[Message]) -> None:
@@ -391,7 +392,7 @@ class Session:
                                     fingerprints=lesson.fingerprints, settings=lesson.settings)
         self._save(mine)
         if lesson.verdict is not None:
-            self.store.record_verdict(lesson.verdict)
+            self.store.record_verdict(lesson.verdict, tenant=self.record.tenant)
 
     def _store_turn(self, messages: Sequence[Message]) -> None:
         """Append, retrying a failed write; a turn that still cannot be stored is spilled."""

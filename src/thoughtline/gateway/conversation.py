@@ -100,7 +100,7 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ref: str | 
     if session is None:
         config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
         session = store.create_session(title="gateway", model_config=config, tenant=tenant)
-    return _Found(session=session, matched=matched, verdicts=store.verdicts())
+    return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant))
 
 
 class Conversations:
@@ -132,7 +132,8 @@ class Conversations:
         """Store what the turn learned and (when it finished) the turn itself."""
         if sink.lessons:
             await self.store.learned(prepared.session.id, _merge_lessons(prepared, sink.lessons),
-                                     [x.verdict for x in sink.lessons if x.verdict is not None])
+                                     [x.verdict for x in sink.lessons if x.verdict is not None],
+                                     tenant=prepared.tenant)
         done = sink.done
         if done is not None:
             place = rehydrate.prefixes(prepared.client_messages)[-1]

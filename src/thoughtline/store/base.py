@@ -141,11 +141,14 @@ class Store(Protocol):
 
     def delete_session(self, session_id: str) -> None: ...
 
-    def record_verdict(self, verdict: Verdict) -> Verdict:
-        """Merge into the global ledger; returns the merged verdict."""
+    def record_verdict(self, verdict: Verdict, *, tenant: str = "") -> Verdict:
+        """Merge into the ledger of ``tenant`` (``""``: the global one); returns the merged
+        verdict."""
         ...
 
-    def verdicts(self) -> list[Verdict]: ...
+    def verdicts(self, *, tenant: str = "") -> list[Verdict]:
+        """The global ledger, plus ``tenant``'s own when one is named."""
+        ...
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int: ...

@@ -230,13 +230,13 @@ class SqlStore(RehydrationStore):
 
     # --- verdict ledger -----------------------------------------------------------------------
 
-    def record_verdict(self, verdict: Verdict) -> Verdict:
+    def record_verdict(self, verdict: Verdict, *, tenant: str = "") -> Verdict:
         with self._db.transaction(write=True) as tx:
-            return ledger.record(tx, verdict, time.time())
+            return ledger.record(tx, verdict, time.time(), tenant=tenant)
 
-    def verdicts(self) -> list[Verdict]:
+    def verdicts(self, *, tenant: str = "") -> list[Verdict]:
         with self._db.transaction(write=False) as tx:
-            return ledger.all_verdicts(tx)
+            return ledger.all_verdicts(tx, tenant=tenant)
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int:
