@@ -39,6 +39,7 @@ from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepare
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
+from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.turn import TurnEngine, TurnOptions
@@ -189,24 +190,31 @@ class Gateway:
                      headers: Mapping[str, str], record: _Record) -> Response:
         sink = GatewaySink()
 
-        async def work() -> Done | None:
+        async def work() -> tuple[Done | None, Written | None]:
+            written = None
             try:
                 done = None
                 async for event in self.engine.run(prepared.turn, sink,
                                                    TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
-                return done
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self.conversations.persist(prepared, sink)
+                with anyio.CancelScope(shield=True):  # the one write of this turn
+                    written = await self.conversations.persist(prepared, sink)
+            return done, written
 
         try:
-            finished, done = await unless_disconnected(request.receive, work)
+            finished, result = await unless_disconnected(request.receive, work)
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
+        finally:
+            _note_lessons(record, sink)
+        done, written = result or (None, None)
         if not finished or done is None:
             return self._logged(record, _json(499, {}), "client_closed")
+        if written is not None and written.branched:  # the head moved meanwhile: a branch
+            headers = {**headers, SESSION_HEADER: written.session.id}
+            record.fields["session"] = written.session.id
         body = client.completion_json(done, **reply.ids())
         return self._logged(record, _json(200, body, headers))
 
@@ -221,6 +229,7 @@ class Gateway:
             await _closed(events)
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
+            _note_lessons(record, sink)
             raise self._failure(exc, prepared) from None
         if not finished:
             await _closed(events)
@@ -234,9 +243,9 @@ class Gateway:
             try:
                 while True:
                     if isinstance(event, Done):
+                        persisted = True  # one write: a failed one is reported, never redone
                         with anyio.CancelScope(shield=True):
                             await self.conversations.persist(prepared, sink)
-                        persisted = True
                         outcome["value"] = "ok"
                         yield writer.finish(event)
                         return
@@ -251,9 +260,10 @@ class Gateway:
                 yield client.error_frame(str(error), kind=error.kind, code=error.code)
             finally:
                 await _closed(events)
-                if not persisted:
+                if not persisted:  # what a failed or cut turn taught (it stored no turn)
                     with anyio.CancelScope(shield=True):
                         await self.conversations.persist(prepared, sink)
+                _note_lessons(record, sink)
 
         async def on_close(completed: bool) -> None:
             self.access.write(record.line(200, outcome["value"] if completed
@@ -318,6 +328,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _note_lessons(record: _Record, sink: GatewaySink) -> None:
+    if sink.lessons_unsaved:
+        record.fields["lessons_unsaved"] = sink.lessons_unsaved
 
 
 async def _closed(events: Any) -> None:

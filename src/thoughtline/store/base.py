@@ -156,8 +156,14 @@ class Store(Protocol):
     # --- the gateway's rehydration index (``store.rehydration``) -----------------------------
 
     def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
-                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
-        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically."""
+                       keys: Sequence[IndexKey],
+                       expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically
+        (``expect_turns``: the head check of ``append``)."""
+        ...
+
+    def position(self, session_id: str, message_id: str) -> int | None:
+        """How many visible turns end with the last visible occurrence of ``message_id``."""
         ...
 
     def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,

@@ -56,13 +56,17 @@ class RehydrationStore:
     _verified_turns: _Verified | None
 
     def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
-                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
-        """Append ``messages`` and index the last one under ``keys``, atomically."""
+                       keys: Sequence[IndexKey],
+                       expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys``, atomically; with
+        ``expect_turns``, raise ``HeadMoved`` (writing nothing) unless the session holds
+        exactly that many turns (as ``Store.append``)."""
         now = time.time()
         with self._db.transaction(write=True) as tx:
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?",
                               (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
+            history.check_head(tx, session_id, expect_turns)
             stored = history.append(tx, session_id, messages, now)
             if stored and keys:
                 _index(tx, tenant, session_id, stored[-1].id, keys, now)
