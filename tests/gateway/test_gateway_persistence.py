@@ -212,3 +212,30 @@ def test_regenerate_and_continue_goes_on_a_branch_without_a_duplicated_tool_resu
     # What ``chat -r`` on it would send, the gateway sent: the tool result once.
     last = orjson.loads(deepseek.received[-1].raw)
     assert sum(m["role"] == "tool" for m in last["messages"]) == 1
+
+
+def test_lessons_that_cannot_be_stored_never_cost_the_answer(tmp_path: Path) -> None:
+    access = tmp_path / "access.jsonl"
+    with ChatEmulator("plain") as relay, running_gateway(
+            relay, tmp_path, access_log=str(access), name="cu", provider="custom",
+            model="demo-reasoner") as gw:
+        body: dict[str, Any] = {"model": "cu/demo-reasoner",
+                                "messages": [{"role": "user", "content": "Hello"}]}
+        first = _post(gw.base_url, body)
+        session = first.headers[SESSION_HEADER]
+        body["messages"] += [{"role": "assistant",
+                              "content": first.json()["choices"][0]["message"]["content"]},
+                             {"role": "user", "content": "And then?"}]
+        relay.fail_next(400, {"error": {"message": "Unrecognized request argument supplied: "
+                                                   "reasoning_content"}})
+
+        def unwritable(*args: Any, **kwargs: Any) -> Any:
+            raise StoreError("state database: disk I/O error")
+
+        with _swapped(gw, "update_model_config", unwritable):
+            answer = _post(gw.base_url, body)
+        stored = _stored(gw, session)
+    assert answer.status_code == 200, answer.text  # learned and retried: the answer stands
+    assert [m.role for m in stored] == ["user", "assistant", "user", "assistant"]
+    last = orjson.loads(access.read_bytes().splitlines()[-1])
+    assert "disk I/O error" in last["lessons_unsaved"]
