@@ -185,8 +185,9 @@ def test_a_full_disk_ends_the_stream_with_an_error_event(
     assert [m.role for m in stored] == ["user", "assistant"]
 
 
+@pytest.mark.parametrize("named", [False, True], ids=["unnamed", "session-header"])
 def test_regenerate_and_continue_goes_on_a_branch_without_a_duplicated_tool_result(
-        deepseek: ChatEmulator, tmp_path: Path) -> None:
+        deepseek: ChatEmulator, tmp_path: Path, named: bool) -> None:
     with running_gateway(deepseek, tmp_path) as gw:
         agent = StrippingAgent(gw.client())
         agent.ask("What's the weather in Oslo?")
@@ -196,9 +197,19 @@ def test_regenerate_and_continue_goes_on_a_branch_without_a_duplicated_tool_resu
         agent.messages.pop()  # the client regenerates the last answer ...
         assert not agent.step(stream=True).get("tool_calls")
         branch = agent.session
+        if named:  # a client that names the session it was told (the branch)
+            agent.headers = {SESSION_HEADER: branch}
         agent.ask("And tomorrow?")  # ... and goes on from the regenerated one
         agent.step(stream=False)
         assert agent.session == branch
+        continued = orjson.loads(deepseek.received[-1].raw)
+        if named:  # regenerating again, inside the branch, makes a branch of the branch
+            agent.messages[3:] = []
+            agent.step(stream=False)
+            third = agent.session
+            assert third != branch and gw.store.get_session(third).parent_id == branch
+            assert [m.role for m in _stored(gw, third)] == ["user", "assistant", "tool",
+                                                           "assistant"]
         first = _stored(gw, original)
         second = _stored(gw, branch)
         record = gw.store.get_session(branch)
@@ -210,8 +221,11 @@ def test_regenerate_and_continue_goes_on_a_branch_without_a_duplicated_tool_resu
         results = [r.call_id for m in history for r in m.tool_results]
         assert len(results) == len(set(results)) == 1  # the tool result once, in each
     # What ``chat -r`` on it would send, the gateway sent: the tool result once.
-    last = orjson.loads(deepseek.received[-1].raw)
-    assert sum(m["role"] == "tool" for m in last["messages"]) == 1
+    assert sum(m["role"] == "tool" for m in continued["messages"]) == 1
+    # ... and every answer with its own reasoning, inherited ones included (never the pad).
+    shown = [m.get("reasoning_content") for m in continued["messages"]
+             if m["role"] == "assistant"]
+    assert len(shown) == 2 and all(r and r.strip() for r in shown)
 
 
 def test_lessons_that_cannot_be_stored_never_cost_the_answer(tmp_path: Path) -> None:

@@ -120,10 +120,8 @@ def _place(store: Store, session: SessionRecord,
     """Where the answer goes: after the matched turn. When that turn is not the session's head
     (the client regenerated an answer and went on), on a branch forking right after it — made
     now, so the response names the session the answer will be in."""
-    at = None
-    if matched.head_id and matched.session_id == session.id:
-        at = store.position(session.id, matched.head_id)
-    if at is None or at == session.turns:
+    at = store.position(session.id, matched.head_id) if matched.head_id else None
+    if at is None or at == session.turns:  # None: the session does not show it (compacted)
         return session, session.turns
     return store.branch(session.id, at=at, title=f"{session.title or 'gateway'} (branch)"), at
 
