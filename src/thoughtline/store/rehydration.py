@@ -79,8 +79,8 @@ class RehydrationStore:
         """The newest stored turn for each key (None: no match, or it failed verification).
 
         One indexed query finds every key's newest row (of this tenant, and this session when
-        given — turns it inherits as a branch count as its own); the turns it names are loaded and verified once (content-addressed, so a turn
-        verified before is taken from memory).
+        given — turns it inherits as a branch count as its own); the turns it names are loaded
+        and verified once (content-addressed, so a turn verified before is taken from memory).
         """
         wanted = {(k.kind, k.key) for k in keys if k is not None}
         if not wanted:
