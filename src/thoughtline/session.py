@@ -4,29 +4,28 @@ Owns the session lifecycle: create, resume, branch, switch model; hand each turn
 ``TurnEngine`` with the stored history and the typed model config, and be its ``TurnSink`` —
 persist what a rejection taught (merged into the stored config, never overwriting another
 writer's), append finished turns atomically, keep an interrupted answer marked incomplete, and
-never lose a finished, billed answer when the store write fails (retried, then spilled to a rescue
-file whose path the error names). It never mutates stored history; it knows no wire field names
+never lose a finished, billed answer when the store write fails. Turns are written through
+``persist.write_turn``, the gateway's path too: the head check (a branch when another writer went
+on), the retry while nothing was written, the rescue file the error names. It never mutates stored
+history; it knows no wire field names
 (the codec's), no API (the registry's) and no SQL (the store's).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-import orjson
 
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.codecs.common import refused_params
-from thoughtline.errors import HeadMoved, StoreError, UsageError
+from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
+from thoughtline.messages import Message, ToolResult, ToolSpec, tool_results, user
 from thoughtline.messages import system as system_message
 from thoughtline.modelconfig import (
     ModelConfig,
@@ -37,6 +36,7 @@ from thoughtline.modelconfig import (
     provider_untrusted,
     unheld_import,
 )
+from thoughtline.persist import WRITE_ATTEMPTS, TurnWrite, default_rescue_dir, write_turn
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
@@ -49,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Session", "TurnOptions"]
 
-_WRITE_ATTEMPTS = (0.0, 0.25, 1.0)  # delays before each try of a failed turn write
+_WRITE_ATTEMPTS = WRITE_ATTEMPTS  # delays before each try of a failed turn write
 WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
@@ -248,7 +248,7 @@ class Session:
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""
-        return [*self._config.verdicts, *self.store.verdicts()]
+        return [*self._config.verdicts, *self.store.verdicts(tenant=self.record.tenant)]
 
     def trust_imported(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Send the request params and settings this session's imported file named (held out
@@ -301,18 +301,24 @@ class Session:
         self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
     def _append(self, messages: Sequence[Message]) -> None:
-        try:
-            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
-        except HeadMoved:
-            # Another writer extended this session since it was loaded: this answer belongs
-            # after the history it was written against, so it goes on a branch from there.
-            self.record = self.store.branch(self.id, at=len(self._history),
-                                            title=f"{self.record.title or 'untitled'} "
-                                                  "(concurrent)")
-            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
+        """Store turns as they are (one try: a failure is the store's own error)."""
+        self._write(messages, rescue_dir=None, attempts=(0.0,))
+
+    def _write(self, messages: Sequence[Message], *, rescue_dir: Path | None,
+               attempts: Sequence[float]) -> None:
+        """Append through the one persistence path (``persist``): after the history this
+        session holds, or — when another writer extended the session since it was loaded — on
+        a branch from there, since this answer was written against that history."""
+        written = write_turn(self.store, TurnWrite(
+            session=self.record, at=len(self._history), messages=messages,
+            tenant=self.record.tenant,
+            branch_title=f"{self.record.title or 'untitled'} (concurrent)"),
+            rescue_dir=rescue_dir, attempts=attempts)
+        if written.branched:
+            self.record = written.session
         self._history.extend(messages)
         if self._ids is not None:
-            self._ids.extend(m.id for m in stored)
+            self._ids.extend(m.id for m in written.stored)
             self._store_wire_forms(len(self._history) - len(messages))
 
     def _store_wire_forms(self, start: int) -> None:
@@ -363,7 +369,8 @@ class Session:
     def _turn(self, pending: Sequence[Message], config: ModelConfig | None = None) -> TurnInput:
         return TurnInput(codec=self.codec, provider=self.provider,
                          config=config or self._request_config(),
-                         history=self._history, pending=pending, ledger=self.store.verdicts(),
+                         history=self._history, pending=pending,
+                         ledger=self.store.verdicts(tenant=self.record.tenant),
                          cache=self._cache, session=self.id)
 
     def append(self, messages: Sequence[Message]) -> None:
@@ -429,34 +436,13 @@ class Session:
                                     fingerprints=lesson.fingerprints, settings=lesson.settings)
         self._save(mine)
         if lesson.verdict is not None:
-            self.store.record_verdict(lesson.verdict)
+            self.store.record_verdict(lesson.verdict, tenant=self.record.tenant)
 
     def _store_turn(self, messages: Sequence[Message]) -> None:
-        """Append, retrying a failed write; a turn that still cannot be stored is spilled."""
-        error: StoreError | None = None
-        for delay in _WRITE_ATTEMPTS:
-            if delay:
-                time.sleep(delay)
-            try:
-                self._append(messages)
-                return
-            except StoreError as exc:
-                error = exc
-        path = self._rescue(messages)
-        raise StoreError(f"the answer arrived but could not be stored ({error}); it was saved "
-                         f"to {path} (the session id, its model config and the turn's messages "
-                         f"as JSON) — nothing was lost.") from error
-
-    def _rescue(self, messages: Sequence[Message]) -> Path:
-        directory = self._rescue_dir or _default_rescue_dir(self.store)
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / f"{self.id}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns()}.json"
-        record = {"format": "thoughtline.rescue/1", "session": self.id,
-                  "title": self.record.title, "model_config": self.record.model_config,
-                  "messages": [message_to_json(m) for m in messages]}
-        path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
-        path.chmod(0o600)
-        return path
+        """A finished answer: retried while nothing was written; one that still cannot be
+        stored is spilled to a rescue file the error names (``persist.write_turn``)."""
+        self._write(messages, rescue_dir=self._rescue_dir or default_rescue_dir(self.store),
+                    attempts=_WRITE_ATTEMPTS)
 
 
 class _Sink:
@@ -474,12 +460,6 @@ class _Sink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         if partial is not None:
             self._session._store_turn([*pending, partial])
-
-
-def _default_rescue_dir(store: Store) -> Path:
-    location = Path(getattr(store, "location", "") or ".")
-    base = location.parent if location.suffix == ".db" else config_mod.home()
-    return base / "rescue"
 
 
 def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:

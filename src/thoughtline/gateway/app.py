@@ -41,6 +41,7 @@ from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
 from thoughtline.gateway.upstreams import Engines, provider_failure
+from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.transport.redact import redact
@@ -60,6 +61,9 @@ class HttpError(Exception):
                  code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.status, self.kind, self.code, self.param = status, kind, code, param
+        #: The access log's outcome: "refused" (the gateway turned the request down) unless
+        #: the turn was under way ("error": an upstream or store failure).
+        self.outcome = "refused"
 
     def response(self, headers: Mapping[str, str] | None = None) -> Response:
         body = client.error_json(str(self), kind=self.kind, code=self.code, param=self.param)
@@ -78,7 +82,9 @@ class _Record:
     started: float = field(default_factory=time.monotonic)
     fields: dict[str, Any] = field(default_factory=dict)
 
-    def line(self, status: int, outcome: str) -> dict[str, Any]:
+    def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
+        """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
+        outcome = outcome or ("ok" if status < 400 else "refused")
         return {**self.fields, "status": status, "outcome": outcome,
                 "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
 
@@ -97,6 +103,10 @@ class Gateway:
         #: One engine and connection pool per upstream (``transport``, when given, is shared).
         self.engines = Engines(config, transport=transport, log=request_log)
         self.access = access_log or AccessLog(config.access_log)
+        if request_log is not None and request_log.on_error is None:
+            # A request log that cannot be written is said once, as a JSON line of the access log.
+            request_log.on_error = lambda text: self.access.write({"event": "request_log_error",
+                                                                   "error": text})
 
     async def aclose(self) -> None:
         await self.engines.aclose()
@@ -121,9 +131,11 @@ class Gateway:
         try:
             return await self._chat(request, record)
         except HttpError as error:
-            return self._logged(record, error.response(), error.kind)
+            record.fields["error"] = error.kind
+            return self._logged(record, error.response(), error.outcome)
 
-    def _logged(self, record: _Record, response: Response, outcome: str = "ok") -> Response:
+    def _logged(self, record: _Record, response: Response,
+                outcome: str | None = None) -> Response:
         self.access.write(record.line(response.status_code, outcome))
         return response
 
@@ -160,7 +172,9 @@ class Gateway:
                                  f"{limit} bytes ([server] max_body_bytes)",
                             code="request_too_large") from None
         except ClientDisconnect:
-            raise HttpError(499, "the client disconnected", code="client_closed") from None
+            gone = HttpError(499, "the client disconnected", code="client_closed")
+            gone.outcome = "client_closed"
+            raise gone from None
         record.fields["bytes_in"] = len(raw)
         return raw
 
@@ -176,7 +190,8 @@ class Gateway:
                      headers: Mapping[str, str], record: _Record) -> Response:
         sink = GatewaySink()
 
-        async def work() -> dict[str, Any] | None:
+        async def work() -> tuple[dict[str, Any] | None, Written | None]:
+            written = body = None
             try:
                 done = None
                 engine = self.engines[prepared.upstream]
@@ -184,21 +199,28 @@ class Gateway:
                                               TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
-                return None if done is None else _rendered(client.completion_json, done,
-                                                           **reply.ids())
+                if done is not None:
+                    body = _rendered(client.completion_json, done, **reply.ids())
             except Exception:
                 sink.done = None  # the client is told it failed: the answer is not stored
                 raise
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self.conversations.persist(prepared, sink)
+                with anyio.CancelScope(shield=True):  # the one write of this turn
+                    written = await self.conversations.persist(prepared, sink)
+            return body, written
 
         try:
-            finished, body = await unless_disconnected(request.receive, work)
+            finished, result = await unless_disconnected(request.receive, work)
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
+        finally:
+            _note_lessons(record, sink)
+        body, written = result or (None, None)
         if not finished or body is None:
             return self._logged(record, _json(499, {}), "client_closed")
+        if written is not None and written.branched:  # the head moved meanwhile: a branch
+            headers = {**headers, SESSION_HEADER: written.session.id}
+            record.fields["session"] = written.session.id
         return self._logged(record, _json(200, body, headers))
 
     async def _stream(self, request: Request, prepared: Prepared, reply: _Reply,
@@ -213,6 +235,7 @@ class Gateway:
             sink.done = None  # the client is told it failed: the answer is not stored
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
+            _note_lessons(record, sink)
             raise self._failure(exc, prepared) from None
         if not finished:
             await _closed(events)
@@ -227,9 +250,9 @@ class Gateway:
                 while True:
                     if isinstance(event, Done):
                         last = _rendered(writer.finish, event)
+                        persisted = True  # one write: a failed one is reported, never redone
                         with anyio.CancelScope(shield=True):
                             await self.conversations.persist(prepared, sink)
-                        persisted = True
                         outcome["value"] = "ok"
                         yield last
                         return
@@ -240,13 +263,15 @@ class Gateway:
             except ThoughtlineError as exc:
                 sink.done = None  # the client is told it failed: the answer is not stored
                 error = self._failure(exc, prepared)
-                outcome["value"] = error.kind
+                outcome["value"] = error.outcome
+                record.fields["error"] = error.kind
                 yield client.error_frame(str(error), kind=error.kind, code=error.code)
             finally:
                 await _closed(events)
-                if not persisted:
+                if not persisted:  # what a failed or cut turn taught (it stored no turn)
                     with anyio.CancelScope(shield=True):
                         await self.conversations.persist(prepared, sink)
+                _note_lessons(record, sink)
 
         async def on_close(completed: bool) -> None:
             self.access.write(record.line(200, outcome["value"] if completed
@@ -268,6 +293,7 @@ class Gateway:
         else:
             error = HttpError(500, _redact(f"the gateway cannot reach upstream {name!r}: {exc}",
                                            prepared), kind="server_error")
+        error.outcome = "error"
         return error
 
 
@@ -316,6 +342,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _note_lessons(record: _Record, sink: GatewaySink) -> None:
+    if sink.lessons_unsaved:
+        record.fields["lessons_unsaved"] = sink.lessons_unsaved
 
 
 async def _closed(events: Any) -> None:

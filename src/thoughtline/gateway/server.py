@@ -1,15 +1,24 @@
 """Running the gateway: bind, serve with uvicorn, shut down gracefully.
 
 Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
+<<<<<<< HEAD
 announced; an address in use is a usage error, not a traceback), the startup lines on stderr (a
 warning per upstream whose key variable is unset, then ``thoughtline gateway listening on
 http://HOST:PORT``), and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting
 connections and lets in-flight requests (streams included) finish for up to ``GRACE_SECONDS``
 before closing the store.
+=======
+announced), the start and stop lines on stdout (``thoughtline gateway listening on
+http://HOST:PORT``), uvicorn's own warnings and errors as JSON lines of the access log (so stderr,
+the access log's default, carries JSON lines only and a consumer never skips a banner), and
+graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
+requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
+>>>>>>> gw-persistence
 """
 
 from __future__ import annotations
 
+import logging
 import socket
 import sys
 from collections.abc import Mapping
@@ -18,7 +27,11 @@ from typing import Any
 
 import uvicorn
 
+<<<<<<< HEAD
 from thoughtline.errors import UsageError
+=======
+from thoughtline.gateway.accesslog import AccessLog
+>>>>>>> gw-persistence
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
 from thoughtline.gateway.upstreams import missing_keys
@@ -36,17 +49,32 @@ class _Server(uvicorn.Server):
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
-            print(self._announce, file=sys.stderr, flush=True)
+            print(self._announce, file=sys.stdout, flush=True)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         await super().shutdown(sockets)
-        print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stderr,
+        print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stdout,
               flush=True)
         # uvicorn re-raises SIGTERM/SIGINT after a graceful shutdown, which would make a clean
         # stop exit as "killed by signal"; a finished shutdown is a normal exit here.
         captured = getattr(self, "_captured_signals", None)
         if isinstance(captured, list):
             captured.clear()
+
+
+class _JsonLines(logging.Handler):
+    """uvicorn's log records (warnings and errors) as access-log JSON lines."""
+
+    def __init__(self, access: AccessLog) -> None:
+        super().__init__(logging.WARNING)
+        self._access = access
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = {"event": "server", "level": record.levelname.lower(),
+                "message": record.getMessage()}
+        if record.exc_info:
+            line["exception"] = logging.Formatter().formatException(record.exc_info)
+        self._access.write(line)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -90,6 +118,9 @@ def serve(config: GatewayConfig, home: Path) -> None:
     shown = f"[{host}]" if ":" in host else host
     gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))
     app = create_app(gateway)
+    uvicorn_log = logging.getLogger("uvicorn")
+    uvicorn_log.addHandler(_JsonLines(gateway.access))
+    uvicorn_log.propagate = False  # never to the root logger's plain-text stderr
     uv: Any = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
                              timeout_graceful_shutdown=GRACE_SECONDS, server_header=False)
     server = _Server(uv, f"thoughtline gateway listening on http://{shown}:{port}")

@@ -168,6 +168,24 @@ def create_generations(tx: Tx, d: Dialect) -> None:
     tx.execute("CREATE INDEX generation_messages_by_message ON generation_messages (message_id)")
 
 
+@migration
+def create_tenant_verdicts(tx: Tx, d: Dialect) -> None:
+    """What a gateway tenant's requests taught, kept for that tenant only (``ledger``): one
+    tenant's client can never switch replay off for another's."""
+    tx.execute(f"""
+        CREATE TABLE tenant_verdicts (
+            tenant TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            drop_carriers TEXT NOT NULL,
+            pad INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            learned_at {d.real} NOT NULL,
+            PRIMARY KEY (tenant, provider, host, model)
+        )""")
+
+
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,

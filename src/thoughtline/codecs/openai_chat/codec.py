@@ -103,7 +103,8 @@ class OpenAIChat(SplicedForms):
         profile = plan.profile
         target = plan.target
         sent = set(wire_summary(encoded.body)["carriers"])
-        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad)
+        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad,
+                              top_level=encoded.body.keys())
         if target is None:
             return None
         key = {"provider": target.provider, "host": target.host, "model": target.model}
