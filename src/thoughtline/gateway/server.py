@@ -1,19 +1,12 @@
 """Running the gateway: bind, serve with uvicorn, shut down gracefully.
 
 Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
-<<<<<<< HEAD
-announced; an address in use is a usage error, not a traceback), the startup lines on stderr (a
-warning per upstream whose key variable is unset, then ``thoughtline gateway listening on
-http://HOST:PORT``), and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting
-connections and lets in-flight requests (streams included) finish for up to ``GRACE_SECONDS``
-before closing the store.
-=======
-announced), the start and stop lines on stdout (``thoughtline gateway listening on
-http://HOST:PORT``), uvicorn's own warnings and errors as JSON lines of the access log (so stderr,
-the access log's default, carries JSON lines only and a consumer never skips a banner), and
-graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
+announced; an address in use is a usage error, not a traceback), the start and stop lines on
+stdout (a warning per upstream whose key variable is unset, then ``thoughtline gateway listening
+on http://HOST:PORT``), uvicorn's own warnings and errors as JSON lines of the access log (so
+stderr, the access log's default, carries JSON lines only and a consumer never skips a banner),
+and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
 requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
->>>>>>> gw-persistence
 """
 
 from __future__ import annotations
@@ -27,11 +20,8 @@ from typing import Any
 
 import uvicorn
 
-<<<<<<< HEAD
 from thoughtline.errors import UsageError
-=======
 from thoughtline.gateway.accesslog import AccessLog
->>>>>>> gw-persistence
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
 from thoughtline.gateway.upstreams import missing_keys
@@ -94,11 +84,12 @@ def bind(host: str, port: int) -> socket.socket:
 
 
 def warn_missing_keys(config: GatewayConfig, environ: Mapping[str, str] | None = None) -> None:
-    """One stderr line per upstream whose key variable is unset: its requests would go without
-    a key, and every one would fail (as a 502 naming the variable)."""
+    """One line per upstream whose key variable is unset: its requests would go without a key,
+    and every one would fail (as a 502 naming the variable). On stdout with the start banner:
+    stderr is the access log's and carries JSON lines only."""
     for name, variable in missing_keys(config, environ):
         print(safe_line(f"warning: upstream {name!r}: {variable} is not set, so requests to it "
-                        "are sent without a key"), file=sys.stderr, flush=True)
+                        "are sent without a key"), file=sys.stdout, flush=True)
 
 
 def serve(config: GatewayConfig, home: Path) -> None:
