@@ -125,3 +125,10 @@ def test_hostile_payload_is_shown_as_text(
     for raw in ("\x1b", "\x07", "\u202e"):
         assert raw not in browser.page_source
     assert HOSTILE not in browser.page_source  # only its escaped form is there
+
+
+def test_request_log_records_the_prompt_tokens_providers_report(demo_home: DemoHome) -> None:
+    from thoughtline.requestlog import RequestLog
+
+    answered = [r for r in RequestLog(demo_home.home / "logs").read() if r["outcome"] == "ok"]
+    assert answered and all(r["prompt_tokens"] > 0 for r in answered)

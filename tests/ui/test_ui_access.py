@@ -1,0 +1,132 @@
+"""Who may look, and what the pages are built from (no browser: through the app's HTTP face).
+
+Without tokens the inspector answers only requests addressed to a loopback name and shows every
+session; with tokens every request needs one (Bearer, or Basic with the token as password) and
+sees only its tenant's sessions. Listing is searchable and paginated; the chart's geometry marks
+compactions and the context window.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from thoughtline.gateway.tenancy import tenant_id
+from thoughtline.messages import Message, Text
+from thoughtline.store import Store, open_store
+from thoughtline.ui import pages
+from thoughtline.ui import requests as request_view
+from thoughtline.ui.app import Inspector, create_app
+
+TOKEN_A, TOKEN_B = "token-a-secret", "token-b-secret"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    opened = open_store(None, tmp_path)
+    try:
+        yield opened
+    finally:
+        opened.close()
+
+
+def _session(store: Store, title: str, *, tenant: str = "", provider: str = "deepseek",
+             model: str = "deepseek-reasoner") -> str:
+    record = store.create_session(title=title, tenant=tenant, model_config={
+        "provider": {"id": provider, "model": model}})
+    store.append(record.id, [Message(role="user", parts=(Text(text=f"hello {title}"),))])
+    return record.id
+
+
+def _client(store: Store, tmp_path: Path, tokens: tuple[str, ...] = (),
+            host: str = "127.0.0.1:8788") -> TestClient:
+    app = create_app(Inspector(store=store, logs=tmp_path / "logs", tokens=tokens))
+    return TestClient(app, base_url=f"http://{host}")
+
+
+def test_without_tokens_only_loopback_names_are_answered(store: Store, tmp_path: Path) -> None:
+    _session(store, "mine")
+    for host in ("127.0.0.1:8788", "localhost:8788", "[::1]:8788"):
+        page = _client(store, tmp_path, host=host).get("/")
+        assert page.status_code == 200 and "mine" in page.text
+    # A page elsewhere pointing its own name at 127.0.0.1 (DNS rebinding) gets nothing.
+    refused = _client(store, tmp_path, host="attacker.example:8788").get("/")
+    assert refused.status_code == 421 and "mine" not in refused.text
+
+
+def test_pages_carry_a_content_security_policy(store: Store, tmp_path: Path) -> None:
+    sid = _session(store, "mine")
+    page = _client(store, tmp_path).get(f"/sessions/{sid}")
+    assert page.status_code == 200
+    policy = page.headers["content-security-policy"]
+    assert "script-src 'self'" in policy and "default-src 'none'" in policy
+    assert _client(store, tmp_path).get("/static/ui.js").status_code == 200
+    assert _client(store, tmp_path).get("/static/..%2Fapp.py").status_code == 404
+
+
+def test_with_tokens_each_tenant_sees_only_its_sessions(store: Store, tmp_path: Path) -> None:
+    _session(store, "local cli session")
+    own = _session(store, "tenant a session", tenant=tenant_id(TOKEN_A))
+    other = _session(store, "tenant b session", tenant=tenant_id(TOKEN_B))
+    client = _client(store, tmp_path, tokens=(TOKEN_A, TOKEN_B), host="0.0.0.0:8788")
+
+    denied = client.get("/")
+    assert denied.status_code == 401 and denied.headers["www-authenticate"].startswith("Basic")
+    assert client.get("/", headers={"Authorization": "Bearer wrong"}).status_code == 401
+
+    listing = client.get("/", headers={"Authorization": f"Bearer {TOKEN_A}"})
+    assert "tenant a session" in listing.text
+    assert "tenant b session" not in listing.text and "local cli session" not in listing.text
+    assert tenant_id(TOKEN_A) in listing.text and TOKEN_A not in listing.text
+
+    basic = "Basic " + base64.b64encode(f"anyone:{TOKEN_A}".encode()).decode()
+    assert client.get(f"/sessions/{own}", headers={"Authorization": basic}).status_code == 200
+    assert client.get(f"/sessions/{other}", headers={"Authorization": basic}).status_code == 404
+    assert client.get(f"/sessions/{other}/requests",
+                      headers={"Authorization": basic}).status_code == 404
+
+
+def test_cli_refuses_a_public_address_without_tokens(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "THOUGHTLINE_GATEWAY_TOKENS"}
+    done = subprocess.run([sys.executable, "-m", "thoughtline.cli.main", "--home",
+                           str(tmp_path), "ui", "--host", "0.0.0.0", "--port", "0"],
+                          env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 2
+    assert "refusing to show sessions on 0.0.0.0" in done.stderr
+
+
+def test_search_and_pages(store: Store) -> None:
+    for n in range(pages.PAGE_SIZE + 5):
+        _session(store, f"chat {n}")
+    _session(store, "other route", provider="mistral", model="magistral-medium-latest")
+    first = pages.list_page(store, tenant=None, query="", page=1)
+    assert (first.total, first.pages, len(first.rows)) == (pages.PAGE_SIZE + 6, 2, 25)
+    assert first.rows[0]["title"] == "other route"  # newest first
+    second = pages.list_page(store, tenant=None, query="", page=2)
+    assert len(second.rows) == 6 and second.rows[-1]["title"] == "chat 0"
+    assert [r["title"] for r in pages.list_page(store, tenant=None, query="MAGISTRAL",
+                                                page=1).rows] == ["other route"]
+    assert pages.list_page(store, tenant=None, query="chat 7", page=9).page == 1
+
+
+def test_chart_marks_compactions_and_a_window_in_scale() -> None:
+    records = [{"time": 10.0 + i, "prompt_tokens": t} for i, t in enumerate((400, 800, 300))]
+    records.insert(2, {"time": 11.5})  # a request that reported no tokens
+    chart = request_view.chart(records, compactions=[11.8], window=1000)
+    assert [p["request"] for p in chart["points"]] == [1, 2, 4]
+    assert chart["missing"] == 1
+    assert chart["window_y"] is not None and chart["window_y"] < min(
+        p["y"] for p in chart["points"])  # above every point (SVG y grows downwards)
+    [mark] = chart["compactions"]
+    assert mark["request"] == 4
+    xs = {p["request"]: p["x"] for p in chart["points"]}
+    assert xs[2] < mark["x"] < xs[4]
+    huge = request_view.chart(records, compactions=[], window=1_000_000)
+    assert huge["window_y"] is None and huge["window"] == 1_000_000
