@@ -113,7 +113,7 @@ def test_search_and_pages(store: Store) -> None:
     assert len(second.rows) == 6 and second.rows[-1]["title"] == "chat 0"
     assert [r["title"] for r in pages.list_page(store, tenant=None, query="MAGISTRAL",
                                                 page=1).rows] == ["other route"]
-    assert pages.list_page(store, tenant=None, query="chat 7", page=9).page == 1
+    assert pages.list_page(store, tenant=None, query="magistral", page=9).page == 1
 
 
 def test_chart_marks_compactions_and_a_window_in_scale() -> None:
