@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,7 @@ from ui_support import CHROMEDRIVER, CHROMIUM, GATEWAY_TOKEN, HOSTILE, DemoHome,
 from thoughtline.gateway.tenancy import tenant_id
 from thoughtline.messages import Message, Origin, Reasoning, Text, ToolCall, ToolResult
 from thoughtline.requestlog import RequestLog
-from thoughtline.store import open_store
+from thoughtline.store import encode_message, open_store
 from thoughtline.ui.app import Inspector
 
 
@@ -64,8 +65,26 @@ def _extra_sessions(home: Path, ids: dict[str, str]) -> None:
             GATEWAY_TOKEN), model_config={"provider": {"id": "deepseek", "model": "ds"}})
         store.append(tenant.id, [Message(role="user", parts=(Text(text="hi from a client"),))])
         ids["tenant"] = tenant.id
+        damaged = store.import_session(
+            title="damaged", model_config={"provider": {"id": "deepseek", "model": "ds"}},
+            messages=[Message(role="user", parts=(Text(text="first question"),)),
+                      Message(role="assistant", origin=origin, parts=(Text(text="lost"),)),
+                      Message(role="user", parts=(Text(text="second question"),))])
+        ids["damaged"] = damaged.id
+        broken = encode_message(store.load_history(damaged.id).messages[1].message).id
     finally:
         store.close()
+    with sqlite3.connect(home / "state.db") as conn:  # the row's bytes no longer decode
+        conn.execute("UPDATE messages SET skeleton = ? WHERE digest = ?", (b"{garbage", broken))
+    # A provider report about one of the signed session's requests (e.g. thinking dropped).
+    RequestLog(home / "logs").write({
+        "session": ids["demo: anthropic (signed thinking)"], "route": "default",
+        "api": "anthropic", "provider": "anthropic", "host": "127.0.0.1",
+        "model": "claude-opus-4-5", "status": 200, "outcome": "ok", "attempt": 1,
+        "stream": False, "duration_ms": 3.0, "retries": 0, "assistant_turns": 6,
+        "carriers": {}, "pads": 0, "native": {}, "body_extras": [], "verdicts": [],
+        "prompt_tokens": 700,
+        "reports": [{"type": "thinking_dropped", "path": "messages[1]", "reason": HOSTILE}]})
     # One request after the compaction, so the chart has a request on each side of it.
     RequestLog(home / "logs").write({
         "session": compacted, "route": "default", "api": "openai-chat", "provider": "kimi",

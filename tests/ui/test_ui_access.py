@@ -12,6 +12,7 @@ import base64
 import os
 import subprocess
 import sys
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -130,3 +131,26 @@ def test_chart_marks_compactions_and_a_window_in_scale() -> None:
     assert xs[2] < mark["x"] < xs[4]
     huge = request_view.chart(records, compactions=[], window=1_000_000)
     assert huge["window_y"] is None and huge["window"] == 1_000_000
+
+
+def test_reads_a_postgresql_store(tmp_path: Path) -> None:
+    import psycopg
+
+    server = os.environ.get("THOUGHTLINE_TEST_DATABASE_URL",
+                            "postgresql://postgres@127.0.0.1:5432/test")
+    schema = f"tl_ui_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(server, autocommit=True, connect_timeout=5) as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+        try:
+            sep = "&" if "?" in server else "?"
+            store = open_store(f"{server}{sep}options=-csearch_path%3D{schema}", tmp_path)
+            try:
+                sid = _session(store, "on postgres", tenant=tenant_id(TOKEN_A))
+                client = _client(store, tmp_path)
+                assert tenant_id(TOKEN_A) in client.get("/").text
+                page = client.get(f"/sessions/{sid}")
+                assert page.status_code == 200 and "hello on postgres" in page.text
+            finally:
+                store.close()
+        finally:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
