@@ -21,6 +21,7 @@ from starlette.testclient import TestClient
 
 from thoughtline.gateway.tenancy import tenant_id
 from thoughtline.messages import Message, Text
+from thoughtline.requestlog import RequestLog
 from thoughtline.store import Store, open_store
 from thoughtline.ui import pages
 from thoughtline.ui import requests as request_view
@@ -154,3 +155,21 @@ def test_reads_a_postgresql_store(tmp_path: Path) -> None:
                 store.close()
         finally:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+def test_odd_stored_fields_are_shown_not_crashed_on(store: Store, tmp_path: Path) -> None:
+    record = store.create_session(title="odd", model_config={
+        "provider": "not a table", "verdicts": [{"drop": 5, "provider": 1}, "not a verdict"],
+        "fingerprints": 7})
+    RequestLog(tmp_path / "logs").write({
+        "session": record.id, "route": "default", "status": 400, "outcome": "error",
+        "verdicts": [{"drop": "abc", "reason": "<b>bold</b>"}], "repairs": 5,
+        "reports": "a string", "carriers": {"reasoning_content": 1}})
+    client = _client(store, tmp_path)
+    page = client.get(f"/sessions/{record.id}")
+    assert page.status_code == 200 and "no learned verdicts" not in page.text
+    assert "1 @ - / ?: no change" in page.text
+    requests = client.get(f"/sessions/{record.id}/requests")
+    assert requests.status_code == 200
+    assert "learned: ? @ - / ?: no change (&lt;b&gt;bold&lt;/b&gt;)" in requests.text
+    assert "reasoning_content ×1" in requests.text

@@ -12,6 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import WebDriverWait
 from ui_support import GATEWAY_TOKEN, HOSTILE, DemoHome, Served
@@ -105,6 +106,9 @@ def test_request_view_shows_the_carriers_each_request_sent(
     _open(browser, f"{served.url}/sessions/{relay}/requests", tmp_path / "requests-relay.png")
     table = browser.find_element(By.ID, "requests").text
     assert "400" in table and "learned: " in table and "applied: " in table
+    _open(browser, f"{served.url}/sessions/{relay}", tmp_path / "relay.png")
+    assert "custom @ 127.0.0.1 / relay-reasoner: drop" in browser.find_element(
+        By.ID, "verdicts").text
 
 
 def test_hostile_payload_is_shown_as_text(
@@ -156,3 +160,30 @@ def test_damaged_turns_and_provider_reports_are_marked(
     # which JSON leaves raw, is made visible.
     assert "\\u001b]0;owned" in reports and "\\u202eevil" in reports
     assert "\x1b" not in browser.page_source and "\u202e" not in browser.page_source
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.label)
+def test_every_demo_route_shows_its_reasoning_and_what_each_request_carried(
+        scenario: Any, browser: Any, served: Served, demo_home: DemoHome,
+        tmp_path: Path) -> None:
+    from thoughtline.requestlog import RequestLog
+
+    sid = demo_home.ids[f"demo: {scenario.label}"]
+    _open(browser, f"{served.url}/sessions/{sid}", tmp_path / "session.png")
+    assert browser.find_elements(By.CSS_SELECTOR, "#turns details.reasoning")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#turns details[open]")
+
+    _open(browser, f"{served.url}/sessions/{sid}/requests", tmp_path / "requests.png")
+    logged = [r for r in RequestLog(demo_home.home / "logs").read() if r["session"] == sid]
+    shown = [cell.text for cell in browser.find_elements(By.CSS_SELECTOR, "#requests td.carriers")]
+    expected = []
+    for record in logged:  # every count the codec logged, whatever the API calls them
+        counts = [f"{k} ×{v}" for k, v in sorted(record.get("carriers", {}).items())]
+        counts += [f"native {k} ×{v}" for k, v in sorted(record.get("native", {}).items())]
+        counts += [f"{field} {k} ×{v}" for field in sorted(record)
+                   if field not in ("carriers", "native") and isinstance(record[field], dict)
+                   for k, v in sorted(record[field].items())]
+        expected.append(" ".join(counts) or "no reasoning fields")
+    assert shown == expected and len(shown) >= 4
+    points = browser.find_elements(By.CSS_SELECTOR, "#chart circle.point")
+    assert len(points) == sum(1 for r in logged if "prompt_tokens" in r)

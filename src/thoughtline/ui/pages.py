@@ -9,8 +9,8 @@ kind / origin / bytes / digest ``sessions show`` prints. Nothing here escapes: t
 
 from __future__ import annotations
 
-import datetime as dt
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,17 +18,9 @@ from thoughtline.cli.sessions import reasoning_summary
 from thoughtline.messages import Message, Opaque, Origin, Reasoning, Text, ToolCall, ToolResult
 from thoughtline.store import LoadedHistory, SessionRecord, Store, encode_message
 from thoughtline.store.codec import DAMAGED_TURN
+from thoughtline.ui.words import listed, verdict_words, when
 
 PAGE_SIZE = 25
-
-
-def when(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    try:
-        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M:%S")
-    except (OverflowError, OSError, ValueError):  # a time no clock shows (an edited row)
-        return "?"
 
 
 def tenant_label(tenant: str) -> str:
@@ -197,5 +189,7 @@ def session_page(store: Store, record: SessionRecord, *, tenant: str | None) -> 
     return {"session": session_row(record), "provider": _provider(record),
             "tree": branch_tree(record, store.list_sessions(tenant=tenant)),
             "generations": generations(store, record.id), "turns": turns(loaded),
-            "verdicts": [v for v in cfg.get("verdicts", ()) if isinstance(v, dict)],
-            "fingerprints": [str(f) for f in cfg.get("fingerprints", ())]}
+            "verdicts": [verdict_words(v) for v in listed(cfg.get("verdicts"))
+                         if isinstance(v, Mapping)],
+            "fingerprints": [f if isinstance(f, str) else json.dumps(f)
+                             for f in listed(cfg.get("fingerprints"))]}

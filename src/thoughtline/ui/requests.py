@@ -17,25 +17,41 @@ from typing import Any
 
 from thoughtline.cli.logs import _status as status_word
 from thoughtline.requestlog import RequestLog
-from thoughtline.ui.pages import when
+from thoughtline.ui.words import listed, verdict_words, when
 
 #: The chart's drawing area, in SVG user units.
 WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 720, 240, 64, 28, 16, 16
 
 
+#: Record fields every API's records share (``turn._log``); any other field is the codec's own
+#: summary of what it sent (e.g. blocks per kind, items left out) and is shown generically.
+_SHARED = frozenset({
+    "time", "session", "route", "api", "provider", "host", "model", "status", "outcome",
+    "attempt", "stream", "duration_ms", "retries", "assistant_turns", "carriers", "native",
+    "pads", "body_extras", "verdicts", "repairs", "reports", "prompt_tokens", "tenant"})
+
+
 def _counts(raw: Any) -> list[tuple[str, int]]:
-    return sorted((str(k), v) for k, v in raw.items()) if isinstance(raw, Mapping) else []
+    if not isinstance(raw, Mapping):
+        return []
+    return sorted((str(k), v) for k, v in raw.items() if isinstance(v, int))
 
 
-def _verdict_words(verdict: Mapping[str, Any]) -> str:
-    drop = verdict.get("drop") or ()
-    what = f"drop {', '.join(map(str, drop))}" if drop else ""
-    if verdict.get("pad"):
-        what = (what + "; " if what else "") + "pad with the placeholder"
-    where = f"{verdict.get('provider', '?')} @ {verdict.get('host') or '-'} / " \
-            f"{verdict.get('model', '?')}"
-    reason = f" ({verdict['reason']})" if verdict.get("reason") else ""
-    return f"{where}: {what or 'no change'}{reason}"
+def carried(record: Mapping[str, Any]) -> list[str]:
+    """What went on the wire, with counts: the carrier fields, the native values, then each
+    count table of the codec's own summary, prefixed with its name (``blocks thinking ×2``)."""
+    shown = [f"{name} ×{n}" for name, n in _counts(record.get("carriers"))]
+    shown += [f"native {name} ×{n}" for name, n in _counts(record.get("native"))]
+    for key in sorted(set(record) - _SHARED):
+        shown += [f"{key} {name} ×{n}" for name, n in _counts(record[key])]
+    return shown
+
+
+def _other_counts(record: Mapping[str, Any]) -> list[str]:
+    """The codec summary's single numbers that are not zero (``thinking_omitted 2``)."""
+    return [f"{key} {record[key]}" for key in sorted(set(record) - _SHARED)
+            if isinstance(record[key], int) and not isinstance(record[key], bool)
+            and record[key]]
 
 
 def request_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
@@ -44,7 +60,7 @@ def request_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows: list[dict[str, Any]] = []
     applied: list[str] = []
     for number, record in enumerate(records, start=1):
-        learned = [_verdict_words(v) for v in record.get("verdicts") or ()]
+        learned = [verdict_words(v) for v in listed(record.get("verdicts"))]
         tokens = record.get("prompt_tokens")
         rows.append({
             "number": number, "when": when(record.get("time")),
@@ -55,13 +71,13 @@ def request_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "attempt": record.get("attempt", 1), "stream": bool(record.get("stream")),
             "duration_ms": record.get("duration_ms"), "retries": record.get("retries", 0),
             "assistant_turns": record.get("assistant_turns", 0),
-            "carriers": _counts(record.get("carriers")), "native": _counts(record.get("native")),
+            "carried": carried(record), "counts": _other_counts(record),
             "pads": record.get("pads", 0),
-            "body_extras": [str(x) for x in record.get("body_extras") or ()],
+            "body_extras": [str(x) for x in listed(record.get("body_extras"))],
             "applied": list(applied), "learned": learned,
-            "repairs": [str(f) for f in record.get("repairs") or ()],
+            "repairs": [str(f) for f in listed(record.get("repairs"))],
             "reports": [r if isinstance(r, str) else json.dumps(r, ensure_ascii=False)
-                        for r in record.get("reports") or ()],
+                        for r in listed(record.get("reports"))],
             "prompt_tokens": tokens if isinstance(tokens, int) else None,
         })
         applied.extend(learned)
@@ -121,6 +137,8 @@ def chart(records: Sequence[Mapping[str, Any]], *, compactions: Sequence[float],
                                                "request": i + 1} for i, t in points],
         "polyline": " ".join(f"{x(i)},{y(t)}" for i, t in points),
         "ticks": [{"y": y(top * f), "label": f"{round(top * f):,}"} for f in (0, 0.5, 1)],
+        "xticks": [{"x": x(i), "label": str(i + 1)}
+                   for i in range(0, count, max(1, -(-count // 12)))] if records else [],
         "compactions": marks, "window": window,
         "window_y": y(window) if window and window <= top else None,
         "peak": peak, "missing": len(records) - len(points), "requests": len(records),
