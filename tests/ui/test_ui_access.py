@@ -12,6 +12,7 @@ import base64
 import os
 import subprocess
 import sys
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -173,3 +174,38 @@ def test_odd_stored_fields_are_shown_not_crashed_on(store: Store, tmp_path: Path
     assert requests.status_code == 200
     assert "learned: ? @ - / ?: no change (&lt;b&gt;bold&lt;/b&gt;)" in requests.text
     assert "reasoning_content ×1" in requests.text
+
+
+def test_cli_serves_the_pages_and_opens_a_browser(tmp_path: Path) -> None:
+    import httpx
+
+    home = tmp_path / "home"
+    store = open_store(None, home)
+    try:
+        sid = _session(store, "served by the cli")
+    finally:
+        store.close()
+    opened = tmp_path / "opened.txt"
+    browser = tmp_path / "browser.sh"
+    browser.write_text(f'#!/bin/sh\nprintf %s "$1" > {opened}\n')
+    browser.chmod(0o755)
+    env = {**{k: v for k, v in os.environ.items() if k != "THOUGHTLINE_GATEWAY_TOKENS"},
+           "BROWSER": f"{browser} %s"}
+    proc = subprocess.Popen([sys.executable, "-m", "thoughtline.cli.main", "--home", str(home),
+                             "ui", "--port", "0", "--open"], env=env, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        assert proc.stderr is not None
+        line = proc.stderr.readline()  # the announce line (bounded by the suite's timeout)
+        assert line.startswith("thoughtline ui on http://127.0.0.1:"), line
+        url = line.split()[3]
+        page = httpx.get(f"{url}sessions/{sid}", timeout=10)
+        assert page.status_code == 200 and "hello served by the cli" in page.text
+        for _ in range(200):  # the browser is started in the background
+            if opened.exists() and opened.read_text():
+                break
+            time.sleep(0.05)
+        assert opened.read_text() == url
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
