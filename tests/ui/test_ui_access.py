@@ -209,3 +209,44 @@ def test_cli_serves_the_pages_and_opens_a_browser(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+def test_a_gateway_session_is_shown_under_its_tenant(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import httpx
+
+    from thoughtline.gateway.app import Gateway
+    from thoughtline.gateway.app import create_app as gateway_app
+    from thoughtline.gateway.config import parse
+    from thoughtline.testing import ChatEmulator
+    from thoughtline.testing.loopback import LoopbackServer
+
+    monkeypatch.setenv("TL_UI_TEST_UPSTREAM_KEY", "sk-upstream-test")
+    store = open_store(None, tmp_path)
+    try:
+        with ChatEmulator("deepseek") as emu:
+            config = parse({"server": {"tokens_env": "TL_UI_TEST_TOKENS"}, "upstream": [{
+                "name": "ds", "provider": "deepseek", "base_url": emu.base_url,
+                "api_key_env": "TL_UI_TEST_UPSTREAM_KEY", "models": ["deepseek-v4-pro"]}]})
+            gateway = Gateway(config, store, environ={"TL_UI_TEST_TOKENS": TOKEN_A},
+                              request_log=RequestLog(tmp_path / "logs"))
+            server = LoopbackServer(gateway_app(gateway), name="gateway").start()
+            try:
+                reply = httpx.post(f"{server.origin}/v1/chat/completions", timeout=30,
+                                   headers={"Authorization": f"Bearer {TOKEN_A}"},
+                                   json={"model": "ds/deepseek-v4-pro", "messages": [
+                                       {"role": "user", "content": "hello from a client"}]})
+            finally:
+                server.stop()
+        assert reply.status_code == 200, reply.text
+        sid = reply.headers["x-thoughtline-session"]
+        client = _client(store, tmp_path)  # local, no tokens: every session, tenant labelled
+        listing = client.get("/").text
+        assert tenant_id(TOKEN_A) in listing and TOKEN_A not in listing
+        page = client.get(f"/sessions/{sid}").text
+        assert "hello from a client" in page and 'class="reasoning"' in page
+        assert f'<span class="mono tenant">{tenant_id(TOKEN_A)}</span>' in page
+        requests = client.get(f"/sessions/{sid}/requests").text
+        assert 'id="request-1"' in requests and "sk-upstream-test" not in requests
+    finally:
+        store.close()
