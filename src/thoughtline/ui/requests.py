@@ -70,7 +70,7 @@ def request_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "model": str(record.get("model", "?")),
             "attempt": record.get("attempt", 1), "stream": bool(record.get("stream")),
             "duration_ms": record.get("duration_ms"), "retries": record.get("retries", 0),
-            "assistant_turns": record.get("assistant_turns", 0),
+            "assistant_turns": record.get("assistant_turns"),
             "carried": carried(record), "counts": _other_counts(record),
             "pads": record.get("pads", 0),
             "body_extras": [str(x) for x in listed(record.get("body_extras"))],
