@@ -250,3 +250,12 @@ def test_a_gateway_session_is_shown_under_its_tenant(
         assert 'id="request-1"' in requests and "sk-upstream-test" not in requests
     finally:
         store.close()
+
+
+def test_an_unknown_session_is_a_404_page_with_the_name_escaped(
+        store: Store, tmp_path: Path) -> None:
+    client = _client(store, tmp_path)
+    page = client.get("/sessions/%3Cb%3Eno%1Bsuch%3C%2Fb%3E")
+    assert page.status_code == 404
+    assert "&lt;b&gt;no\\x1bsuch&lt;/b&gt;" in page.text and "<b>" not in page.text
+    assert client.get("/sessions/%3Cb%3E/requests").status_code == 404

@@ -10,6 +10,9 @@ tokens configured (as ``serve``), every request needs one — ``Authorization: B
 HTTP Basic with the token as password, which browsers ask for — and shows only that token's
 tenant's sessions. Every page is sent with a Content-Security-Policy that allows only this app's
 own script and style: stored text that slipped through escaping still could not run.
+
+The store is read on the event loop's thread: a page is a few indexed reads for one local
+reader, and it keeps SQLite's connection on one thread.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from thoughtline.errors import NotFound, StoreError
+from thoughtline.errors import NotFound, StoreError, UsageError
 from thoughtline.estimate import context_window
 from thoughtline.gateway.tenancy import Tenants
 from thoughtline.store import Store
@@ -104,6 +107,8 @@ class _App:
                 return await handler(request, tenant)
             except NotFound as exc:
                 return self.render("error.html", 404, title="not found", message=str(exc))
+            except UsageError as exc:  # e.g. a prefix or title naming several sessions
+                return self.render("error.html", 400, title="which session?", message=str(exc))
             except StoreError as exc:
                 return self.render("error.html", 500, title="store error", message=str(exc))
 
