@@ -18,7 +18,9 @@ from selenium.webdriver.support.ui import WebDriverWait
 from ui_support import GATEWAY_TOKEN, HOSTILE, DemoHome, Served
 
 from thoughtline.cli.demo import SCENARIOS
+from thoughtline.cli.sessions import _turn_summary
 from thoughtline.gateway.tenancy import tenant_id
+from thoughtline.store import open_store
 
 
 def _open(browser: Any, url: str, shot: Path) -> None:
@@ -172,6 +174,16 @@ def test_every_demo_route_shows_its_reasoning_and_what_each_request_carried(
     _open(browser, f"{served.url}/sessions/{sid}", tmp_path / "session.png")
     assert browser.find_elements(By.CSS_SELECTOR, "#turns details.reasoning")
     assert not browser.find_elements(By.CSS_SELECTOR, "#turns details[open]")
+    # Opaque values outside reasoning parts: the same ones `sessions show` lists.
+    store = open_store(None, demo_home.home)
+    try:
+        listed = [p for m in store.load_history(sid).messages
+                  for p in _turn_summary(m.seq, m.message, m.id)["payloads"]]
+    finally:
+        store.close()
+    shown = browser.find_elements(By.CSS_SELECTOR, "#turns p.payload")
+    assert len(shown) == len(listed)
+    assert all(p["field"] in line.text for p, line in zip(listed, shown, strict=True))
 
     _open(browser, f"{served.url}/sessions/{sid}/requests", tmp_path / "requests.png")
     logged = [r for r in RequestLog(demo_home.home / "logs").read() if r["session"] == sid]

@@ -118,12 +118,18 @@ def turn_view(seq: int, message: Message, created_at: float,
               problems: Sequence[Any]) -> dict[str, Any]:
     refs = encode_message(message).refs
     parts = [_part(p, [r for r in refs if r.part == i]) for i, p in enumerate(message.parts)]
+    thinking = {i for i, p in enumerate(parts) if p["type"] == "reasoning"}
     return {"seq": seq, "role": message.role, "parts": parts, "when": when(created_at),
             "incomplete": message.incomplete, "damaged": message.damaged or bool(problems),
             "problems": [{"part": p.part, "detail": p.detail, "digest": p.digest}
                          for p in problems],
             "native": sorted(message.native),
-            "reasoning_count": sum(1 for p in parts if p["type"] == "reasoning")}
+            # Opaque values outside reasoning parts (a tool call's signature, the message's own
+            # native record: part -1), as ``sessions show`` lists them.
+            "payloads": [{"owner": "message" if r.part < 0 else f"part {r.part}",
+                          "field": r.field, "bytes": r.size, "digest": r.digest}
+                         for r in refs if r.part not in thinking],
+            "reasoning_count": len(thinking)}
 
 
 def turns(loaded: LoadedHistory) -> list[dict[str, Any]]:
@@ -138,7 +144,8 @@ def turns(loaded: LoadedHistory) -> list[dict[str, Any]]:
     for seq, problems in by_seq.items():
         if seq not in loaded_seqs and any(p.part == DAMAGED_TURN for p in problems):
             shown.append({"seq": seq, "role": "?", "parts": [], "when": "", "incomplete": False,
-                          "damaged": True, "missing": True, "native": [], "reasoning_count": 0,
+                          "damaged": True, "missing": True, "native": [], "payloads": [],
+                          "reasoning_count": 0,
                           "problems": [{"part": p.part, "detail": p.detail, "digest": p.digest}
                                        for p in problems]})
     return sorted(shown, key=lambda t: t["seq"])
