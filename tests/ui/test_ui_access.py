@@ -125,6 +125,7 @@ def test_chart_marks_compactions_and_a_window_in_scale() -> None:
     chart = request_view.chart(records, compactions=[11.8], window=1000)
     assert [p["request"] for p in chart["points"]] == [1, 2, 4]
     assert chart["missing"] == 1
+    assert [line.count(",") for line in chart["lines"]] == [2, 1]  # not drawn across the gap
     assert chart["window_y"] is not None and chart["window_y"] < min(
         p["y"] for p in chart["points"])  # above every point (SVG y grows downwards)
     [mark] = chart["compactions"]

@@ -102,6 +102,17 @@ def _nice_top(value: float) -> int:
     return step * 10
 
 
+def _runs(points: Sequence[tuple[int, int]]) -> list[list[tuple[int, int]]]:
+    """Points split where a request reported nothing: the line is not drawn across a gap."""
+    runs: list[list[tuple[int, int]]] = []
+    for point in points:
+        if runs and runs[-1][-1][0] == point[0] - 1:
+            runs[-1].append(point)
+        else:
+            runs.append([point])
+    return runs
+
+
 def chart(records: Sequence[Mapping[str, Any]], *, compactions: Sequence[float],
           window: int | None) -> dict[str, Any]:
     """Geometry of the prompt-tokens chart: one point per request that reported its prompt
@@ -135,7 +146,7 @@ def chart(records: Sequence[Mapping[str, Any]], *, compactions: Sequence[float],
         "width": WIDTH, "height": HEIGHT, "left": LEFT, "right": WIDTH - RIGHT, "top": TOP,
         "bottom": HEIGHT - BOTTOM, "points": [{"x": x(i), "y": y(t), "tokens": t,
                                                "request": i + 1} for i, t in points],
-        "polyline": " ".join(f"{x(i)},{y(t)}" for i, t in points),
+        "lines": [" ".join(f"{x(i)},{y(t)}" for i, t in run) for run in _runs(points)],
         "ticks": [{"y": y(top * f), "label": f"{round(top * f):,}"} for f in (0, 0.5, 1)],
         "xticks": [{"x": x(i), "label": str(i + 1)}
                    for i in range(0, count, max(1, -(-count // 12)))] if records else [],
