@@ -60,6 +60,7 @@ class ChatRunner:
         self.show_reasoning = show_reasoning
         self.out = out
         self.err = err
+        self.thoughts = out  # where shown reasoning goes (stderr for a piped one-shot)
         self.loop = asyncio.new_event_loop()
         self.emulator: Any = None
         self._session: Session | None = None
@@ -242,29 +243,52 @@ class ChatRunner:
         finally:
             # End the streamed line, also when an error or Ctrl-C cut it short, so the message
             # that follows starts on a line of its own.
-            if render and self.stream and (done is not None or state.reasoning or state.text):
-                self.out.print()
+            if render and self.stream:
+                self._end_lines(state, answered=done is not None)
         return done
 
+    def _end_lines(self, state: _RenderState, *, answered: bool) -> None:
+        if self.thoughts is self.out:
+            if answered or state.reasoning or state.text:
+                self.out.print()
+            return
+        self._close_thoughts(state)
+        if answered or state.text:
+            self.out.print()
+
+    def _close_thoughts(self, state: _RenderState) -> None:
+        """End the reasoning's line when it is written to a stream of its own (stderr)."""
+        if state.thinking:
+            self.thoughts.print()
+            state.thinking = False
+
     def _render_delta(self, event: Any, state: _RenderState) -> None:
+        separate = self.thoughts is not self.out
         if isinstance(event, ReasoningDelta):
             if self.show_reasoning:
-                self.out.print(safe(event.text), style="dim italic", end="", markup=False)
+                self.thoughts.print(safe(event.text), style="dim italic", end="", markup=False)
                 state.reasoning = True
+                state.thinking = separate
         elif isinstance(event, TextDelta):
-            if state.reasoning and not state.text:
+            if separate:
+                self._close_thoughts(state)
+            elif state.reasoning and not state.text:
                 self.out.print("\n")
             state.text = True
             self.out.print(safe(event.text), end="", markup=False)
         elif isinstance(event, ToolCallStarted):
-            self.out.print(f"\n→ tool call: {safe_line(event.name)}", style="cyan", markup=False)
+            self._close_thoughts(state)
+            gap = "\n" if state.text or (state.reasoning and not separate) else ""
+            self.out.print(f"{gap}→ tool call: {safe_line(event.name)}", style="cyan",
+                           markup=False)
 
     def _render_whole(self, done: Done) -> None:
         message = done.message
         thought = message.reasoning_text()
         if self.show_reasoning and thought:
-            self.out.print(safe(thought), style="dim italic", markup=False)
-            self.out.print()
+            self.thoughts.print(safe(thought), style="dim italic", markup=False)
+            if self.thoughts is self.out:
+                self.out.print()
         if message.text:
             self.out.print(safe(message.text), markup=False)
         for call in message.tool_calls:
@@ -273,8 +297,9 @@ class ChatRunner:
 
 
 class _RenderState:
-    __slots__ = ("reasoning", "text")
+    __slots__ = ("reasoning", "text", "thinking")
 
     def __init__(self) -> None:
         self.reasoning = False
         self.text = False
+        self.thinking = False  # reasoning written to its own stream, its line not ended yet
