@@ -13,6 +13,7 @@ import click
 from thoughtline import config
 from thoughtline.cli.common import console, home_dir, open_store
 from thoughtline.errors import UsageError
+from thoughtline.termsafe import safe_line
 
 # Presets tried, in order, when no provider is given and config.toml names none.
 _AUTODETECT = ("openrouter", "deepseek", "openai", "kimi", "zai", "xai", "mistral", "groq",
@@ -165,6 +166,10 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
     0.8) × the model's context window (context_window = N on [providers.NAME] overrides it);
     /compact [N] compacts now. Kept turns keep their reasoning exactly.
     """
+    if cont and resume:
+        raise click.UsageError(f"-c/--continue (the latest session) and -r/--resume "
+                               f"{safe_line(resume)} (that session) contradict each other: "
+                               "pass one of them")
     text = _prompt_text(prompt_opt or prompt, title)
     if as_json and text is None:
         raise click.UsageError("--json needs a prompt (-p TEXT, an argument or piped stdin)")
