@@ -22,6 +22,10 @@ from thoughtline.verdicts import Verdict
 #: provider (URL, key variable) was trusted. Kept like any unknown key (``ModelConfig.extra``).
 IMPORTED_KEY = "imported"
 
+#: Model-config key set by ``thoughtline demo`` on its sessions: ``{"scenario": label}``, so that
+#: ``chat -r`` resumes one against a freshly started emulator of that scenario.
+DEMO_KEY = "demo"
+
 _KNOWN = frozenset({"provider", "tools", "params", "verdicts", "fingerprints", "settings"})
 
 

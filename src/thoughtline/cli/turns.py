@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -63,6 +64,7 @@ class ChatRunner:
         self.thoughts = out  # where shown reasoning goes (stderr for a piped one-shot)
         self.loop = asyncio.new_event_loop()
         self.emulator: Any = None
+        self._cleanup = contextlib.ExitStack()  # what a resumed demo session started
         self._session: Session | None = None
         self._created = False  # this run created the session (removed again if it stays empty)
         self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
@@ -113,7 +115,7 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
-        from thoughtline.cli.trust import settle_provider
+        from thoughtline.cli.trust import settle_provider, untrusted
 
         if base_url:
             config.check_base_url(base_url)
@@ -130,12 +132,26 @@ class ChatRunner:
                                      ("key_env", key_env)) if v}
         if changes:
             prov = replace(prov, **changes)
+        if not base_url and not untrusted(session.record.model_config):
+            prov = self._resume_demo(prov, session.record.model_config)
         prepared = self._prepare(prov)
         if prepared != session.provider:
             session.set_provider(prepared)
         self._session = self._auto_compact(session)
         self._tell_waits()
         self._warn_problems()
+
+    def _resume_demo(self, prov: config.ProviderConfig,
+                     model_config: Mapping[str, Any]) -> config.ProviderConfig:
+        """A session ``thoughtline demo`` made talks to its scenario's emulator, started now (the
+        demo's own emulators stopped with it), as ``--provider demo`` does."""
+        from thoughtline.modelconfig import DEMO_KEY
+
+        if DEMO_KEY not in model_config:
+            return prov
+        from thoughtline.cli.demo import resume_backend
+
+        return resume_backend(prov, model_config, self._cleanup) or prov
 
     def _warn_problems(self) -> None:
         """Say each damaged stored part once: found on resume, or later, when the stored history
@@ -170,6 +186,7 @@ class ChatRunner:
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         if self.emulator is not None:
             self.emulator.stop()
+        self._cleanup.close()
         self.loop.close()
 
     # --- turns --------------------------------------------------------------------------------
