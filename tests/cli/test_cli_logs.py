@@ -173,14 +173,14 @@ def test_records_of_a_session_never_stored_say_so(cli: Cli, emu: ChatEmulator) -
 
     lines = cli.ok("logs").stdout.splitlines()
     assert len(lines) == 2
-    assert f"{orphan[:8]} (no stored session) 400 " in lines[0]
+    assert f"{orphan[:8]} 400 " in lines[0] and lines[0].endswith("(no stored session)")
     assert "no stored session" not in lines[1] and f"{kept[:8]} 200 " in lines[1]
 
     for ref in (orphan, orphan[:10]):
         shown = cli.run("logs", "--session", ref)
         assert shown.returncode == 0, shown.stderr
         [line] = shown.stdout.splitlines()
-        assert f"{orphan[:8]} (no stored session) 400 " in line
+        assert f"{orphan[:8]} 400 " in line and line.endswith("(no stored session)")
         assert f"{orphan} (no stored session)" in shown.stderr
     assert cli.log_records("--session", orphan) == [lost]
     unknown = cli.run("logs", "--session", "f" * 32)

@@ -89,10 +89,10 @@ def _line(record: dict[str, Any]) -> str:
         extras.append(f"learned: {learned}")
     if record.get("attempt", 1) > 1:
         extras.append("fallback retry")
+    if record.get("stored_session") is False:  # said last: the columns before stay in place
+        extras.append(UNSTORED.strip("()"))
     tail = f" ({'; '.join(extras)})" if extras else ""
     session = str(record.get("session", ""))[:8]
-    if record.get("stored_session") is False:
-        session = f"{session} {UNSTORED}"
     # Every field came from a file anyone with access to the home can edit: shown via termsafe.
     return safe_line(f"{when} {session} {_status(record)} {record.get('provider')} "
                      f"{record.get('host') or '-'} {record.get('model')} [{record.get('route')}] "
