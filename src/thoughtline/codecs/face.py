@@ -17,6 +17,16 @@ from typing import Any
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ToolSpec
 
+#: The prefix of every value the gateway mints (a thinking block's ``signature``, a reasoning
+#: item's ``id`` …). ``:`` is outside the base64 alphabets of real provider values, so a client
+#: codec tells a minted value from a provider's without knowing the gateway's key.
+MINT_PREFIX = "tl1:"
+
+
+def is_minted(value: Any) -> bool:
+    """True when ``value`` has the shape of a value the gateway minted (not that it is valid)."""
+    return isinstance(value, str) and value.startswith(MINT_PREFIX)
+
 
 class ClientRequestError(UsageError):
     """The client's body is not a valid request of its face's API (HTTP 400)."""

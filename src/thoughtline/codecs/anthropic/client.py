@@ -34,13 +34,11 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.anthropic.reply import (
-    MINT_PREFIX,
     MessageStreamWriter,
     count_tokens_json,
     error_frame,
     error_json,
     error_type,
-    is_minted,
     message_json,
 )
 from thoughtline.codecs.anthropic.wire import (
@@ -55,7 +53,13 @@ from thoughtline.codecs.anthropic.wire import (
     VERSION_HEADER,
     text_of,
 )
-from thoughtline.codecs.face import ClientRequest, ClientRequestError, Minted
+from thoughtline.codecs.face import (
+    MINT_PREFIX,
+    ClientRequest,
+    ClientRequestError,
+    Minted,
+    is_minted,
+)
 from thoughtline.messages import (
     Message,
     Opaque,

@@ -33,10 +33,6 @@ from thoughtline.events import (
 )
 from thoughtline.messages import FinishReason, Message, Opaque, Reasoning, Text, ToolCall, Usage
 
-#: The prefix of every value the gateway mints. ``:`` is outside the base64 alphabet of real
-#: signatures, so a codec tells a minted value from a provider's without knowing the key.
-MINT_PREFIX = "tl1:"
-
 _STOP: Mapping[FinishReason, str] = {
     "stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens",
     "content_filter": "refusal", "refusal": "refusal", "pause": "pause_turn", "other": "end_turn",
@@ -48,10 +44,6 @@ _ERRORS: Mapping[int, str] = {
     404: "not_found_error", 413: "request_too_large", 429: "rate_limit_error",
     500: "api_error", 529: "overloaded_error",
 }
-
-
-def is_minted(value: Any) -> bool:
-    return isinstance(value, str) and value.startswith(MINT_PREFIX)
 
 
 def own_reasoning(part: Reasoning) -> bool:
