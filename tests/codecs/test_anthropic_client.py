@@ -276,3 +276,40 @@ def test_errors_in_messages_shape() -> None:
     ((name, payload),) = _events(error_frame("upstream failed", status=503))
     assert name == "error" and payload["error"] == {"type": "api_error",
                                                     "message": "upstream failed"}
+
+
+# --- what an Anthropic upstream receives -----------------------------------------------------------
+
+
+def test_anthropic_upstream_gets_the_clients_blocks_in_place() -> None:
+    from thoughtline import replay
+    from thoughtline.codecs.base import RequestSpec
+
+    record = _recorded("claude_code_run1")[1]
+    body = orjson.loads(orjson.dumps(record["body"]))
+    body["messages"][3]["content"].append({"type": "text", "text": "a reminder"})
+    parsed = parse_request(body, record["headers"])
+    codec = registry.codec("anthropic")
+    model = "claude-opus-5-5"
+    plan = replay.plan(codec.resolve("anthropic", None, model), ())
+    history = [replace_origin(m) for m in parsed.messages]
+    sent = orjson.loads(orjson.dumps(codec.encode_request(
+        history, plan, RequestSpec(model=model, params=parsed.params_to("anthropic"))).body))
+    assert sent["system"] == body["system"] and sent["tools"] == body["tools"]
+    assert [m["role"] for m in sent["messages"]] == ["user", "system", "assistant", "user"]
+    assert sent["messages"][0] == body["messages"][0]
+    assert sent["messages"][1] == body["messages"][1]  # in place, output_config kept
+    assert sent["messages"][3] == body["messages"][3]  # tool_result + text, cache_control kept
+    for key in ("thinking", "context_management", "output_config", "metadata", "max_tokens"):
+        assert sent[key] == body[key]
+    assert MINT_PREFIX not in orjson.dumps(sent).decode()
+
+
+def replace_origin(message: Message) -> Message:
+    """A client turn as the gateway sends it after rehydration found nothing (signed blocks are
+    kept only with an Anthropic origin)."""
+    if message.role != "assistant":
+        return message
+    return Message(role="assistant", parts=tuple(
+        Reasoning(kind=p.kind, text=p.text, signature=p.signature, data=p.data, origin=CLAUDE)
+        if isinstance(p, Reasoning) else p for p in message.parts), origin=CLAUDE)

@@ -31,9 +31,15 @@ def seed(system: Sequence[Any], tools: Sequence[Any]) -> bytes:
     return hashlib.sha256(orjson.dumps([system, tools])).digest()
 
 
+def blocks_of(wire: Mapping[str, Any]) -> Sequence[Any]:
+    """A wire message's blocks (a client's string content is one text block)."""
+    content = wire["content"]
+    return ({"type": "text", "text": content},) if isinstance(content, str) else content
+
+
 def visible(wire: Mapping[str, Any]) -> bytes:
     """The digest of one wire message without its thinking blocks."""
-    blocks = [b for b in wire["content"] if b.get("type") not in _SKIP]
+    blocks = [b for b in blocks_of(wire) if b.get("type") not in _SKIP]
     return hashlib.sha256(orjson.dumps([wire["role"], blocks])).digest()
 
 

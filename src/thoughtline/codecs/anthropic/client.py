@@ -44,6 +44,9 @@ from thoughtline.codecs.anthropic.reply import (
 from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
+    CARRIED,
+    CONTENT,
+    IN_PLACE,
     NS,
     REDACTED,
     TEXT,
@@ -186,10 +189,10 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Minted]]:
         elif role == "user":
             out.extend(_user(blocks, item))
         elif role == "system":  # turn-scoped instructions: kept in place, never moved (§1a)
-            extras = {k: v for k, v in item.items() if k not in ("role", "content")}
+            extras = {k: v for k, v in item.items() if k != "role"}
             parts = tuple(_text_block(b, f"{where}.content[{i}]") for i, b in enumerate(blocks))
             out.append(Message(role="system", parts=parts,
-                               native={NS: {"in_place": True, **extras}}))
+                               native={NS: {IN_PLACE: True, **extras}}))
         else:
             raise ClientRequestError(f"{where}.role {role!r} is not one of user, assistant, "
                                      "system", param=f"{where}.role")
@@ -236,12 +239,13 @@ def _user(blocks: list[Any], item: Mapping[str, Any]) -> list[Message]:
             rest.append(Opaque(native={NS: block}))
     # The message as the client sent it, for an Anthropic upstream (byte for byte); the
     # canonical parts are what every other API is given.
-    native = {NS: {"content": item.get("content")}}
+    native = {NS: {CONTENT: item.get("content")}}
     out = []
     if results:
         out.append(Message(role="tool", parts=tuple(results), native=native))
     if rest:
-        out.append(Message(role="user", parts=tuple(rest), native={} if results else native))
+        out.append(Message(role="user", parts=tuple(rest),
+                           native={NS: {CARRIED: True}} if results else native))
     return out
 
 
