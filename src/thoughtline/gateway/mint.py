@@ -19,12 +19,10 @@ import hmac
 import re
 
 from thoughtline.codecs.face import MINT_PREFIX
-from thoughtline.store.rehydration import IndexKey
+from thoughtline.store.rehydration import MINT, IndexKey
 
 #: The store secret the MAC key is kept under.
 KEY_NAME = "gateway-mint-v1"
-#: The index kind a turn is stored under by the reference its minted values carry.
-MINT = "mint"
 
 _REF = re.compile(r"[A-Za-z0-9_-]{8,64}")
 _MAC_CHARS = 32  # 192 bits of the MAC, base64url
