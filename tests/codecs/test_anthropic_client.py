@@ -278,7 +278,7 @@ def test_errors_in_messages_shape() -> None:
                                                     "message": "upstream failed"}
 
 
-# --- what an Anthropic upstream receives -----------------------------------------------------------
+# --- what an Anthropic upstream receives ---------------------------------------------------------
 
 
 def test_anthropic_upstream_gets_the_clients_blocks_in_place() -> None:

@@ -245,3 +245,24 @@ def test_a_stream_that_breaks_ends_with_an_error_event(deepseek: ChatEmulator,
         assert raw.status_code == 200 and raw.text.startswith("event: message_start")
         assert "event: ping" in raw.text and raw.text.rstrip().endswith(
             'data: {"type":"message_stop"}')
+
+
+def test_count_tokens_prices_the_request_as_it_would_be_sent(deepseek: ChatEmulator,
+                                                             tmp_path: Path) -> None:
+    with serving(deepseek, tmp_path, tokens=TOKENS) as (origin, gateway):
+        alice = MessagesAgent(messages_client(origin, TOKENS[0]), model="up/deepseek-v4-pro",
+                              resend=without_thinking)
+        alice.ask(QUESTIONS[0])
+        alice.step(stream=False)
+        body = {"model": alice.model, "messages": alice.messages}
+        sessions = len(gateway.store.store.list_sessions(tenant=None))
+        mine = _post(origin, "/v1/messages/count_tokens", body, **{"x-api-key": TOKENS[0]})
+        theirs = _post(origin, "/messages/count_tokens", body, **{"x-api-key": TOKENS[1]})
+        assert len(gateway.store.store.list_sessions(tenant=None)) == sessions  # nothing made
+        sdk = messages_client(origin, TOKENS[0]).messages.count_tokens(**body)
+    assert mine.status_code == theirs.status_code == 200
+    # Alice's stored reasoning goes back to DeepSeek: her request costs more than Bob's copy.
+    thought = len(alice.thoughts()[0])
+    assert mine.json()["input_tokens"] - theirs.json()["input_tokens"] >= thought // 8
+    assert sdk.input_tokens == mine.json()["input_tokens"]
+    assert len(deepseek.received) == 1  # counting sends nothing upstream

@@ -34,11 +34,21 @@ from thoughtline.errors import (
     ThoughtlineError,
     UsageError,
 )
+from thoughtline.estimate import Estimator
 from thoughtline.events import Done
 from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.config import GatewayConfig, upstream_models
 from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepared, UnknownSession
-from thoughtline.gateway.faces import CHAT, FACES, Face, Reply, all_paths, token_of
+from thoughtline.gateway.faces import (
+    CHAT,
+    FACES,
+    MESSAGES,
+    Face,
+    MessagesFace,
+    Reply,
+    all_paths,
+    token_of,
+)
 from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
@@ -143,6 +153,46 @@ class Gateway:
                 return self._logged(record, error.response(face, headers), error.kind)
 
         return serve
+
+    def counter(self, face: MessagesFace) -> Any:
+        """The token-counting handler of ``face``: the request priced as it would be sent."""
+
+        async def count(request: Request) -> Any:
+            record = _Record(fields={"method": "POST", "path": request.url.path})
+            try:
+                return self._logged(record, _json(200, await self._count(request, record, face)))
+            except HttpError as error:
+                return self._logged(record, error.response(face), error.kind)
+
+        return count
+
+    async def _count(self, request: Request, record: _Record, face: MessagesFace) -> Any:
+        tenant = self.tenants.authenticate(token_of(request.headers))
+        if tenant is None:
+            raise _unauthorized_error()
+        record.fields["tenant"] = tenant
+        parsed = client_request(await self._body(request, record), face, request.headers)
+        upstream, model = self._upstream(parsed.model)
+        record.fields.update(face=face.name, upstream=upstream.name, model=model)
+        try:
+            minted = _verified(await self.minter(), tenant, parsed, record)
+            prepared = await self.conversations.prepare(
+                tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
+                minted=minted, create=False)
+        except UnknownSession as exc:
+            raise HttpError(404, str(exc), code="session_not_found") from None
+        except StoreError as exc:
+            raise HttpError(503, f"the gateway's store is unavailable: {exc}",
+                            kind="server_error") from None
+        turn = prepared.turn
+        try:
+            estimator = Estimator.for_config(turn.codec, turn.route, turn.config,
+                                             ledger=turn.ledger)
+            tokens = estimator.scale(estimator.raw(turn.history, turn.pending))
+        except UsageError as exc:
+            raise HttpError(400, str(exc)) from None
+        record.fields["tokens"] = tokens
+        return face.count_json(tokens)
 
     def _logged(self, record: _Record, response: Response, outcome: str = "ok") -> Response:
         self.access.write(record.line(response.status_code, outcome))
@@ -382,6 +432,8 @@ def create_app(gateway: Gateway) -> Starlette:
 
     routes = [Route(path, gateway.endpoint(face), methods=["POST"])
               for face in FACES for path in all_paths(face)]
+    routes += [Route(path, gateway.counter(MESSAGES), methods=["POST"])
+               for path in (p for c in MESSAGES.count_paths for p in (c, c.removeprefix("/v1")))]
     routes += [Route("/v1/models", gateway.models, methods=["GET"]),
                Route("/healthz", gateway.healthz, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -109,7 +109,7 @@ def _scope(store: Store, tenant: str, ask: _Ask) -> tuple[SessionRecord | None, 
 
 
 def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
-             provider: ProviderConfig, tools: Any) -> _Found:
+             provider: ProviderConfig, tools: Any, create: bool = True) -> _Found:
     """One worker-thread visit: the named session, one lookup per message, the ledger."""
     named, scope = _scope(store, tenant, ask)
     plain = rehydrate.lookup_keys(messages)
@@ -127,7 +127,9 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
         session = store.get_session(matched.session_id or scope, tenant=tenant)
     if session is None:
         config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
-        session = store.create_session(title="gateway", model_config=config, tenant=tenant)
+        session = store.create_session(title="gateway", model_config=config, tenant=tenant) \
+            if create else SessionRecord(id="", title="", created_at=0.0, updated_at=0.0,
+                                         model_config=config, tenant=tenant)
     return _Found(session=session, matched=matched, verdicts=store.verdicts())
 
 
@@ -141,17 +143,18 @@ class Conversations:
     async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
                       model: str, session_ref: str | None, *,
                       minted: Mapping[int, str] | None = None,
-                      answer_ref: str = "") -> Prepared:
+                      answer_ref: str = "", create: bool = True) -> Prepared:
         """The turn for ``request``. ``minted``: the verified references the client's messages
         carried (index → reference); ``answer_ref``: the reference of the answer's own minted
-        values (it is stored under it)."""
+        values (it is stored under it); ``create=False``: a new conversation gets no session
+        (its ``id`` is "": a request that is only priced, never sent)."""
         provider = _with_headers(upstream.for_model(model), request)
         codec = registry.codec(provider.api)
         messages = _unminted(request)
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
-                                      provider, request.tools)
+                                      provider, request.tools, create)
         matched, session = found.matched, found.session
         stored = ModelConfig.from_json(session.model_config) if session.model_config else \
             ModelConfig(provider=provider)

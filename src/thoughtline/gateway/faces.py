@@ -157,6 +157,12 @@ class MessagesFace:
     def error_frame(self, status: int, message: str, *, kind: str, code: str | None) -> bytes:
         return messages_client.error_frame(message, status=status)
 
+    #: ``POST /v1/messages/count_tokens`` (priced by the one estimator, ``estimate``).
+    count_paths = ("/v1/messages/count_tokens",)
+
+    def count_json(self, tokens: int) -> Mapping[str, Any]:
+        return messages_client.count_tokens_json(tokens)
+
 
 CHAT = ChatFace()
 MESSAGES = MessagesFace()

@@ -38,8 +38,13 @@ def blocks_of(wire: Mapping[str, Any]) -> Sequence[Any]:
 
 
 def visible(wire: Mapping[str, Any]) -> bytes:
-    """The digest of one wire message without its thinking blocks."""
-    blocks = [b for b in blocks_of(wire) if b.get("type") not in _SKIP]
+    """The digest of one wire message without its thinking blocks.
+
+    What a client resends changes in ways that are no change of the prefix: a cache breakpoint
+    moves (``cache_control``), string content becomes one text block. Both are left out.
+    """
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if "cache_control" in b else b
+              for b in blocks_of(wire) if b.get("type") not in _SKIP]
     return hashlib.sha256(orjson.dumps([wire["role"], blocks])).digest()
 
 
