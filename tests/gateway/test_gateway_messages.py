@@ -266,3 +266,32 @@ def test_count_tokens_prices_the_request_as_it_would_be_sent(deepseek: ChatEmula
     assert mine.json()["input_tokens"] - theirs.json()["input_tokens"] >= thought // 8
     assert sdk.input_tokens == mine.json()["input_tokens"]
     assert len(deepseek.received) == 1  # counting sends nothing upstream
+
+
+@pytest.mark.parametrize("how", ["header", "metadata"])
+def test_claude_code_session_ids_keep_identical_conversations_apart(
+        deepseek: ChatEmulator, tmp_path: Path, how: str) -> None:
+    sessions: dict[str, list[str]] = {}
+    answers: dict[str, list[Any]] = {}
+    with serving(deepseek, tmp_path) as (origin, _):
+        client = messages_client(origin)
+        for name in ("first", "second", "first", "second"):
+            body: dict[str, Any] = {"model": "up/deepseek-v4-pro", "max_tokens": 1024,
+                                    "messages": [{"role": "user", "content": "Hello"}]}
+            named = {"X-Claude-Code-Session-Id": f"cc-{name}"}
+            if how == "metadata":
+                body["metadata"] = {"user_id": orjson.dumps(
+                    {"device_id": "d", "session_id": f"cc-{name}"}).decode()}
+                named = {}
+            if name in answers:  # the same visible history in both conversations
+                body["messages"] += [{"role": "assistant", "content": answers[name]},
+                                     {"role": "user", "content": "Again"}]
+            raw = client.messages.with_raw_response.create(**body, extra_headers=named)
+            answers.setdefault(name, [{"type": "text", "text": b.text}
+                                      for b in raw.parse().content if b.type == "text"])
+            sessions.setdefault(name, []).append(raw.headers["X-Thoughtline-Session"])
+    assert answers["first"] == answers["second"]  # identical visible turns
+    # Each follow-up landed in its own conversation's session, not the newest identical turn's.
+    assert sessions["first"][0] == sessions["first"][1]
+    assert sessions["second"][0] == sessions["second"][1]
+    assert sessions["first"][0] != sessions["second"][0]
