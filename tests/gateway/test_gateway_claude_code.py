@@ -172,3 +172,27 @@ def test_anthropic_upstream_gets_the_real_blocks_back_byte_for_byte(tmp_path: Pa
     body = recorded("claude_code_run1")[1]["body"]
     assert orjson.loads(received[1].raw)["messages"][1] == body["messages"][1]  # in place
     assert received[1].headers["anthropic-beta"].startswith("claude-code-20250219")
+
+
+def test_a_signature_400_is_repaired_inside_the_gateway(tmp_path: Path) -> None:
+    """A signed block the gateway never stored (history from elsewhere, a stale signature) that
+    the upstream rejects is left out and the request retried once: the client never sees the
+    400 it would answer by stripping all thinking for good (claude_code_run6)."""
+    stale = {"type": "thinking", "thinking": "An old thought.",
+             "signature": "EoBOGUS" + "A" * 340}
+    body = {"model": "claude-opus-5-5", "max_tokens": 16000, "messages": [
+        {"role": "user", "content": "Hi"},
+        {"role": "assistant", "content": [stale, {"type": "text", "text": "Hello there."}]},
+        {"role": "user", "content": "Again"}]}
+    with AnthropicEmulator() as emu, serving(
+            emu, tmp_path, tokens=(TOKEN,), provider="anthropic", model="claude-opus-5-5",
+            aliases='"*" = "up/claude-opus-5-5"') as (origin, _):
+        reply = httpx.post(origin + "/v1/messages?beta=true", content=orjson.dumps(body),
+                           headers={"x-api-key": TOKEN, "content-type": "application/json"},
+                           timeout=60)
+        statuses = [r.status for r in emu.received]
+        retried = orjson.loads(emu.received[-1].raw)
+    assert reply.status_code == 200, reply.text
+    assert reply.json()["type"] == "message"
+    assert statuses == [400, 200]  # one retry, inside the gateway
+    assert stale["signature"] not in orjson.dumps(retried).decode()
