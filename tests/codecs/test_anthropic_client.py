@@ -100,7 +100,7 @@ def test_parameters_per_target_api() -> None:
     chat = parsed.params_to("openai-chat")
     assert chat == {"max_tokens": 128000, "reasoning_effort": "medium"}
     assert set(parsed.dropped_to("openai-chat")) == {"thinking", "context_management",
-                                                     "metadata"}
+                                                     "metadata", "cache_control"}
     assert parsed.params_to("openai-responses") == chat
     assert "tool_choice" not in parsed.params_to("gemini")
     body = {**record["body"], "tool_choice": {"type": "tool", "name": "Bash"},
@@ -150,6 +150,8 @@ def test_user_blocks_kept_verbatim() -> None:
     assert user.parts[0] == Text(text="look", native={"anthropic": {
         "cache_control": {"type": "ephemeral"}}})
     assert user.parts[1].native["anthropic"] == image
+    assert parsed.dropped_to("gemini") == ("cache_control", "image blocks")
+    assert parsed.dropped_to("anthropic") == ()
 
 
 @pytest.mark.parametrize(("body", "param"), [

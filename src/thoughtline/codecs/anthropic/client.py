@@ -114,7 +114,7 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Client
     messages, minted = _messages(raw)
     system = _system(body.get("system"))
     params = {k: v for k, v in body.items() if k not in _HANDLED}
-    params_for, dropped_for = _params_for(params)
+    params_for, dropped_for = _params_for(params, _unmapped([*system, *messages]))
     passed = {k: lowered[k] for k in (VERSION_HEADER, BETA_HEADER) if lowered.get(k)}
     offset = len(system)
     return ClientRequest(
@@ -314,8 +314,22 @@ _MAPPED_FROM = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p
                 "tool_choice": "tool_choice"}
 
 
-def _params_for(params: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any]],
-                                                      dict[str, tuple[str, ...]]]:
+def _unmapped(messages: list[Message]) -> tuple[str, ...]:
+    """What of the messages only an Anthropic upstream takes: verbatim block kinds (images,
+    documents …) and cache breakpoints, named for the request log."""
+    kinds = {f"{p.native[NS].get('type')} blocks" for m in messages for p in m.parts
+             if isinstance(p, Opaque)}
+    marks = [p.native.get(NS, {}) for m in messages for p in m.parts if isinstance(p, Text)]
+    for message in messages:
+        sent = message.native.get(NS, {}).get(CONTENT)
+        marks.extend(b for b in (sent if isinstance(sent, list) else ()) if isinstance(b, Mapping))
+    if any("cache_control" in mark for mark in marks):
+        kinds.add("cache_control")
+    return tuple(sorted(kinds))
+
+
+def _params_for(params: Mapping[str, Any], unmapped: tuple[str, ...] = (),
+                ) -> tuple[dict[str, Mapping[str, Any]], dict[str, tuple[str, ...]]]:
     neutral = _neutral(params)
     params_for: dict[str, Mapping[str, Any]] = {API: dict(params)}
     dropped_for: dict[str, tuple[str, ...]] = {API: ()}
@@ -323,6 +337,6 @@ def _params_for(params: Mapping[str, Any]) -> tuple[dict[str, Mapping[str, Any]]
         kept = {k: v for k, v in neutral.items() if k in reads}
         params_for[api] = kept
         used = {_MAPPED_FROM[k] for k in kept}
-        dropped_for[api] = tuple(sorted(k for k in params if k not in used
-                                        and k not in _CANONICAL))
+        dropped_for[api] = (*sorted(k for k in params if k not in used
+                                    and k not in _CANONICAL), *unmapped)
     return params_for, dropped_for
