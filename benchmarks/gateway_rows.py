@@ -114,7 +114,7 @@ def _gateway(upstream: str, home: Path) -> Iterator[Served]:
         f'api_key_env = "{KEY_ENV}"\n')
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
             "--home", str(home), "serve", "--config", str(config)]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, KEY_ENV: "sk-bench"})
     try:
         line = _announced(process, "listening on", "thoughtline serve")

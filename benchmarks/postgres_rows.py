@@ -149,7 +149,7 @@ def _serve(upstream: str, home: Path, store: str) -> Iterator[str]:
                       f'api_key_env = "{gateway_rows.KEY_ENV}"\n')
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
             "--home", str(home), "serve", "--config", str(config)]
-    process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env={**os.environ, gateway_rows.KEY_ENV: "sk-bench"})
     try:
         line = gateway_rows._announced(process, "listening on", "thoughtline serve")

@@ -198,6 +198,17 @@ def test_top_level_reasoning_parameter_never_drops_the_carrier(body: str) -> Non
     assert classify(400, body, sent=ALL, must_echo=False).action == "none"
 
 
+@pytest.mark.parametrize("carrier", [RC, RD])
+def test_a_carrier_named_like_a_top_level_key_the_request_carried_is_not_learned(
+        carrier: str) -> None:
+    body = f"Unrecognized request argument supplied: {carrier}"
+    learned = classify(400, body, sent=ALL, must_echo=False)
+    assert learned.action == "drop" and carrier in learned.drop  # named, sent, not our own key
+    own = classify(400, body, sent=ALL, must_echo=False,
+                   top_level={"model", "messages", carrier})
+    assert own.action == "none"  # the rejected field may be the caller's own top-level key
+
+
 NOT_SENT = [
     ("rc-named-not-sent", MISTRAL_NEW, {R, RD}),
     ("rc-named-nothing-sent", GROQ_RC, set()),

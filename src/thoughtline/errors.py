@@ -24,7 +24,19 @@ class HomeError(UsageError):
 
 
 class ProtocolError(ThoughtlineError):
-    """A provider response or stream that does not follow its API's shape."""
+    """A provider response or stream that does not follow its API's shape.
+
+    The message names the field; ``route`` (the route table row) is set where the turn engine
+    reads the reply, so every report says which route sent it.
+    """
+
+    def __init__(self, message: str = "", *, route: str = "") -> None:
+        super().__init__(message)
+        self.route = route
+
+    def __str__(self) -> str:
+        text = super().__str__()
+        return f"{text} (route {self.route})" if self.route else text
 
 
 class StreamInterrupted(ProtocolError):
@@ -50,6 +62,11 @@ class ProviderError(ThoughtlineError):
         if self.route:
             head += f" (route {self.route})"
         return f"{head}: {self.args[0]}" if self.args and self.args[0] else head
+
+
+class ProviderBusy(ProviderError):
+    """No connection to the provider came free in time: every one of the pool's connections was
+    busy, so nothing was sent (a gateway answers 503)."""
 
 
 class StoreError(ThoughtlineError):

@@ -26,6 +26,10 @@ Rules (provider-contracts §9):
   not two).
 * On a must-echo route a body naming ``reasoning_content`` is a complaint about its value, never a
   reason to stop sending it; only ``reasoning`` / ``reasoning_details`` named alongside are dropped.
+* A carrier counted when named anywhere (``reasoning_content``, ``reasoning_details``) that the
+  request also carried as a top-level key (``top_level``: a client's or user's own extra body
+  key) is not counted: the rejection may be of that key, and learning from it would switch
+  replay off for a field the caller supplied.
 * The "reasoning required" wordings (DeepSeek, Kimi, MiMo) → ``pad`` whatever was sent.
   DeepSeek's Anthropic-format variant (``content[].thinking``) is not about a chat carrier: it
   yields ``none`` with its row id in ``wording`` so logs can still say what happened.
@@ -228,11 +232,12 @@ def _join(names: Collection[str]) -> str:
 
 
 def classify(status: int | None, body: str, *, sent: Collection[str],
-             must_echo: bool) -> Classification:
+             must_echo: bool, top_level: Collection[str] = ()) -> Classification:
     """Classify one rejected request.
 
     ``sent`` are the carrier keys the request carried on assistant messages; ``must_echo`` is
-    whether the route was padding ``reasoning_content`` (a must-echo route).
+    whether the route was padding ``reasoning_content`` (a must-echo route); ``top_level`` are
+    the request body's own top-level keys.
     """
     if status is not None and not 400 <= status <= 499:
         return Classification(action="none")
@@ -251,7 +256,7 @@ def classify(status: int | None, body: str, *, sent: Collection[str],
     if row is None:
         return Classification(action="none")
     offered = frozenset(sent).intersection(CARRIERS)
-    named = _named(text) & offered
+    named = (_named(text) & offered) - (frozenset(top_level) & {_RC, _RD})
     if must_echo and _RC in named:
         named -= {_RC}
         if not named:

@@ -18,9 +18,12 @@ from thoughtline.errors import StoreError
 from thoughtline.messages import ToolSpec
 from thoughtline.verdicts import Verdict
 
-#: Model-config key set by ``sessions import``: where the session came from, and whether its
-#: provider (URL, key variable) was trusted. Kept like any unknown key (``ModelConfig.extra``).
+#: Model-config key set by ``sessions import``: where the session came from, whether its
+#: provider (URL, key variable) was trusted, and (under ``HELD_KEY``) the request params and
+#: per-API settings the file named, held out of the session's own config: they shape requests
+#: only when the user trusts the file. Kept like any unknown key (``ModelConfig.extra``).
 IMPORTED_KEY = "imported"
+HELD_KEY = "held"
 
 _KNOWN = frozenset({"provider", "tools", "params", "verdicts", "fingerprints", "settings"})
 
@@ -126,6 +129,42 @@ def merge(stored: Mapping[str, Any], mine: ModelConfig, *,
         extra={**mine.extra, **theirs.extra},
     )
     return chosen.to_json()
+
+
+def imported_held(model_config: Mapping[str, Any],
+                  ) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """The (params, settings) an imported file named, held until the user trusts the file."""
+    marker = model_config.get(IMPORTED_KEY)
+    held = marker.get(HELD_KEY) if isinstance(marker, Mapping) else None
+    if not isinstance(held, Mapping):
+        return {}, {}
+    params = held.get("params")
+    settings = held.get("settings")
+    return (dict(params) if isinstance(params, Mapping) else {},
+            {str(api): dict(values) for api, values in settings.items()
+             if isinstance(values, Mapping)} if isinstance(settings, Mapping) else {})
+
+
+def unheld_import(model_config: Mapping[str, Any]) -> bool:
+    """True for a session imported before params were held: its config's params and settings
+    are the file's, still in place (``hold_imported`` moves them)."""
+    marker = model_config.get(IMPORTED_KEY)
+    return (provider_untrusted(model_config) and HELD_KEY not in marker
+            and bool(model_config.get("params") or model_config.get("settings")))
+
+
+def hold_imported(model_config: Mapping[str, Any]) -> dict[str, Any]:
+    """``model_config`` with its params and settings moved under the imported marker's
+    ``HELD_KEY`` (merged over any held already): kept, but no longer used by requests."""
+    out = dict(model_config)
+    marker = dict(out[IMPORTED_KEY])
+    params, settings = imported_held(out)
+    params.update(out.pop("params", None) or {})
+    settings = merge_settings(settings, out.pop("settings", None) or {})
+    marker[HELD_KEY] = {name: value for name, value in (("params", params),
+                                                        ("settings", settings)) if value}
+    out[IMPORTED_KEY] = marker
+    return out
 
 
 def provider_untrusted(model_config: Mapping[str, Any]) -> bool:

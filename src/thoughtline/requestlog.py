@@ -6,14 +6,20 @@ take ``requests.jsonl`` past ``max_bytes`` it becomes ``requests.jsonl.1`` (olde
 ``.{keep}``; the oldest is dropped). Reading goes oldest first across the rotated files, skips
 (and counts) lines that are not a well-formed record, and ``Follower`` keeps reading across a
 rotation without losing what was written just before it.
+
+Logging never fails a request: a record that cannot be written (a full disk, an unwritable
+directory) is dropped, and the failure is reported once through ``on_error`` (by default one line
+on stderr) until a write succeeds again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import sys
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -36,17 +42,43 @@ _FIELDS: Mapping[str, tuple[type, ...]] = {
 
 
 class RequestLog:
-    def __init__(self, directory: Path, *, max_bytes: int = MAX_BYTES, keep: int = KEEP) -> None:
+    def __init__(self, directory: Path, *, max_bytes: int = MAX_BYTES, keep: int = KEEP,
+                 on_error: Callable[[str], None] | None = None) -> None:
         self.directory = directory
         self.path = directory / LOG_NAME
         self.max_bytes = max_bytes
         self.keep = keep
         #: Lines skipped by the last ``read`` (torn, not JSON, or fields of the wrong type).
         self.skipped = 0
+        #: Told (once per run of failures) why a record could not be written.
+        self.on_error = on_error
+        self._failing = False
 
     def write(self, record: Mapping[str, Any]) -> None:
-        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+        """Append one record; a failure to write it is reported, never raised."""
         line = orjson.dumps({"time": round(time.time(), 3), **record}) + b"\n"
+        try:
+            self._append(line)
+        except OSError as exc:
+            if not self._failing:
+                self._failing = True
+                self._report(f"cannot write the request log {self.path}: {exc}; requests "
+                             "are answered as usual, their records are dropped until it "
+                             "can be written again")
+            return
+        self._failing = False
+
+    def _report(self, text: str) -> None:
+        if self.on_error is not None:
+            self.on_error(text)
+            return
+        from thoughtline.termsafe import safe_line
+
+        with contextlib.suppress(OSError, ValueError):  # stderr closed or gone: nowhere to say it
+            print(f"thoughtline: {safe_line(text)}", file=sys.stderr, flush=True)
+
+    def _append(self, line: bytes) -> None:
+        self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         lock = os.open(self.directory / LOCK_NAME, os.O_WRONLY | os.O_CREAT, 0o600)
         try:
             # Writers in other processes rotate too: one at a time, so none renames a file

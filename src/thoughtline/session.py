@@ -4,30 +4,39 @@ Owns the session lifecycle: create, resume, branch, switch model; hand each turn
 ``TurnEngine`` with the stored history and the typed model config, and be its ``TurnSink`` —
 persist what a rejection taught (merged into the stored config, never overwriting another
 writer's), append finished turns atomically, keep an interrupted answer marked incomplete, and
-never lose a finished, billed answer when the store write fails (retried, then spilled to a rescue
-file whose path the error names). It never mutates stored history; it knows no wire field names
+never lose a finished, billed answer when the store write fails. Turns are written through
+``persist.write_turn``, the gateway's path too: the head check (a branch when another writer went
+on), the retry while nothing was written, the rescue file the error names. It never mutates stored
+history; it knows no wire field names
 (the codec's), no API (the registry's) and no SQL (the store's).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson, WireCache
-from thoughtline.errors import HeadMoved, StoreError, UsageError
+from thoughtline.codecs.common import refused_params
+from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, ToolResult, ToolSpec, message_to_json, tool_results, user
+from thoughtline.messages import Message, ToolResult, ToolSpec, tool_results, user
 from thoughtline.messages import system as system_message
-from thoughtline.modelconfig import ModelConfig, merge, provider_untrusted
+from thoughtline.modelconfig import (
+    ModelConfig,
+    hold_imported,
+    imported_held,
+    merge,
+    merge_settings,
+    provider_untrusted,
+    unheld_import,
+)
+from thoughtline.persist import WRITE_ATTEMPTS, TurnWrite, default_rescue_dir, write_turn
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
@@ -40,7 +49,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Session", "TurnOptions"]
 
-_WRITE_ATTEMPTS = (0.0, 0.25, 1.0)  # delays before each try of a failed turn write
+_WRITE_ATTEMPTS = WRITE_ATTEMPTS  # delays before each try of a failed turn write
 WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
@@ -74,6 +83,9 @@ class Session:
         self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
         #: Automatic compaction before a request that would not fit (``compaction``); None: off.
         self.compaction: AutoCompaction | None = None
+        # The params and settings an imported file named, once the user trusts it (in memory
+        # only: the stored config never holds them, so the next resume asks again).
+        self._trusted: tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]] | None = None
 
     # --- construction -------------------------------------------------------------------------
 
@@ -81,7 +93,11 @@ class Session:
     def create(cls, store: Store, provider: config_mod.ProviderConfig, *, title: str = "",
                tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                system: str | None = None, tenant: str = "", **kwargs: Any) -> Session:
-        registry.codec(provider.api)  # an unknown API is a usage error before anything is stored
+        codec = registry.codec(provider.api)  # an unknown API: a usage error, nothing stored
+        refused = refused_params(params or {}, codec.owned)
+        if refused:
+            raise UsageError(f"request params cannot set {', '.join(refused)}: the {codec.api} "
+                             "request builder writes them itself (params only add fields)")
         model_config = ModelConfig(provider=provider, tools=tuple(tools),
                                    params=dict(params or {})).to_json()
         record = store.create_session(title=title, model_config=model_config, tenant=tenant)
@@ -102,6 +118,10 @@ class Session:
         if record is None:
             raise UsageError("there is no session to continue yet: start one with "
                              "'thoughtline chat'")
+        if unheld_import(record.model_config):  # imported before a file's params were held
+            record = store.update_model_config(
+                record.id, lambda stored: hold_imported(stored) if unheld_import(stored)
+                else stored)
         if config is not None and "provider" not in kwargs and not provider_untrusted(
                 record.model_config):  # an imported URL never gets config.toml's headers
             stored = ModelConfig.from_json(record.model_config).provider
@@ -228,7 +248,24 @@ class Session:
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""
-        return [*self._config.verdicts, *self.store.verdicts()]
+        return [*self._config.verdicts, *self.store.verdicts(tenant=self.record.tenant)]
+
+    def trust_imported(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        """Send the request params and settings this session's imported file named (held out
+        of its config at import) with this session's requests, under its own, for as long as
+        this object lives; nothing is written. Returns them (both empty: nothing was held)."""
+        params, settings = imported_held(self.record.model_config)
+        self._trusted = (params, settings) if params or settings else None
+        self._cache = self.codec.new_cache()
+        return params, settings
+
+    def _request_config(self) -> ModelConfig:
+        """The config requests are built from: the stored one, plus what a trusted file held."""
+        if self._trusted is None:
+            return self._config
+        params, settings = self._trusted
+        return replace(self._config, params={**params, **self._config.params},
+                       settings=merge_settings(settings, self._config.settings))
 
     def set_model(self, model: str) -> None:
         self.set_provider(replace(self.provider, model=model))
@@ -264,18 +301,24 @@ class Session:
         self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
     def _append(self, messages: Sequence[Message]) -> None:
-        try:
-            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
-        except HeadMoved:
-            # Another writer extended this session since it was loaded: this answer belongs
-            # after the history it was written against, so it goes on a branch from there.
-            self.record = self.store.branch(self.id, at=len(self._history),
-                                            title=f"{self.record.title or 'untitled'} "
-                                                  "(concurrent)")
-            stored = self.store.append(self.id, messages, expect_turns=len(self._history))
+        """Store turns as they are (one try: a failure is the store's own error)."""
+        self._write(messages, rescue_dir=None, attempts=(0.0,))
+
+    def _write(self, messages: Sequence[Message], *, rescue_dir: Path | None,
+               attempts: Sequence[float]) -> None:
+        """Append through the one persistence path (``persist``): after the history this
+        session holds, or — when another writer extended the session since it was loaded — on
+        a branch from there, since this answer was written against that history."""
+        written = write_turn(self.store, TurnWrite(
+            session=self.record, at=len(self._history), messages=messages,
+            tenant=self.record.tenant,
+            branch_title=f"{self.record.title or 'untitled'} (concurrent)"),
+            rescue_dir=rescue_dir, attempts=attempts)
+        if written.branched:
+            self.record = written.session
         self._history.extend(messages)
         if self._ids is not None:
-            self._ids.extend(m.id for m in stored)
+            self._ids.extend(m.id for m in written.stored)
             self._store_wire_forms(len(self._history) - len(messages))
 
     def _store_wire_forms(self, start: int) -> None:
@@ -324,8 +367,10 @@ class Session:
     # --- requests -----------------------------------------------------------------------------
 
     def _turn(self, pending: Sequence[Message], config: ModelConfig | None = None) -> TurnInput:
-        return TurnInput(codec=self.codec, provider=self.provider, config=config or self._config,
-                         history=self._history, pending=pending, ledger=self.store.verdicts(),
+        return TurnInput(codec=self.codec, provider=self.provider,
+                         config=config or self._request_config(),
+                         history=self._history, pending=pending,
+                         ledger=self.store.verdicts(tenant=self.record.tenant),
                          cache=self._cache, session=self.id)
 
     def append(self, messages: Sequence[Message]) -> None:
@@ -342,7 +387,7 @@ class Session:
                       verdicts: Iterable[replay.Verdict] | None = None,
                       ) -> tuple[Mapping[str, Any], replay.ReplayPlan]:
         """The body the next request would carry (history + pending), and its plan."""
-        config = self._config
+        config = self._request_config()
         turn = self._turn(pending)
         if verdicts is not None:
             turn = replace(turn, config=replace(config, verdicts=tuple(verdicts)), ledger=())
@@ -391,34 +436,13 @@ class Session:
                                     fingerprints=lesson.fingerprints, settings=lesson.settings)
         self._save(mine)
         if lesson.verdict is not None:
-            self.store.record_verdict(lesson.verdict)
+            self.store.record_verdict(lesson.verdict, tenant=self.record.tenant)
 
     def _store_turn(self, messages: Sequence[Message]) -> None:
-        """Append, retrying a failed write; a turn that still cannot be stored is spilled."""
-        error: StoreError | None = None
-        for delay in _WRITE_ATTEMPTS:
-            if delay:
-                time.sleep(delay)
-            try:
-                self._append(messages)
-                return
-            except StoreError as exc:
-                error = exc
-        path = self._rescue(messages)
-        raise StoreError(f"the answer arrived but could not be stored ({error}); it was saved "
-                         f"to {path} (the session id, its model config and the turn's messages "
-                         f"as JSON) — nothing was lost.") from error
-
-    def _rescue(self, messages: Sequence[Message]) -> Path:
-        directory = self._rescue_dir or _default_rescue_dir(self.store)
-        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
-        path = directory / f"{self.id}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns()}.json"
-        record = {"format": "thoughtline.rescue/1", "session": self.id,
-                  "title": self.record.title, "model_config": self.record.model_config,
-                  "messages": [message_to_json(m) for m in messages]}
-        path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
-        path.chmod(0o600)
-        return path
+        """A finished answer: retried while nothing was written; one that still cannot be
+        stored is spilled to a rescue file the error names (``persist.write_turn``)."""
+        self._write(messages, rescue_dir=self._rescue_dir or default_rescue_dir(self.store),
+                    attempts=_WRITE_ATTEMPTS)
 
 
 class _Sink:
@@ -436,12 +460,6 @@ class _Sink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         if partial is not None:
             self._session._store_turn([*pending, partial])
-
-
-def _default_rescue_dir(store: Store) -> Path:
-    location = Path(getattr(store, "location", "") or ".")
-    base = location.parent if location.suffix == ".db" else config_mod.home()
-    return base / "rescue"
 
 
 def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:

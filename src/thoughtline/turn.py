@@ -10,14 +10,16 @@ a stream breaks or is cancelled. It knows no wire field names and no API: the co
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 import uuid
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thoughtline import replay
+from thoughtline.codecs import shape
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
@@ -137,7 +139,7 @@ class TurnEngine:
         return Target(url=endpoint.url, headers={**(p.headers or {}), **endpoint.headers},
                       route=route.row, provider=p.id, auth=auth_for(scheme, key,
                                                                    region=_region(p)),
-                      framing=endpoint.framing)
+                      framing=endpoint.framing, secrets=(key,) if key else ())
 
     # --- running ------------------------------------------------------------------------------
 
@@ -213,39 +215,48 @@ class TurnEngine:
         seed = uuid.uuid4().hex
         raw = encoded.raw
         if not options.stream:
-            done = codec.decode_response(await self.transport.post_json(target, raw), origin,
-                                         seed=seed)
+            try:
+                body = await self.transport.post_json(target, raw)
+            except ProtocolError as exc:
+                raise _routed(exc, route) from None
+            with _reading(route, "response"):
+                done = codec.decode_response(body, origin, seed=seed)
+            done, lesson = _accepted(codec, done, encoded, plan, route)
             record.finish(200, "ok")
-            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
-            for notice in _reported(codec, done, encoded, plan, sink):
+            for notice in _learned(lesson, sink):
                 yield notice
             yield done
             return
         fold = codec.new_fold(origin, seed=seed)
         finished = False
+        event_type = ""
         try:
-            async for event_type, payload in self.transport.stream_events(target, raw):
-                for event in fold.add_event(event_type, payload):
-                    yield event
-            if not fold.finished:
-                raise StreamInterrupted("the stream ended before the provider finished the "
-                                        "answer")
-            done = fold.finish(complete=True)
+            try:
+                async for event_type, payload in self.transport.stream_events(target, raw):
+                    for event in fold.add_event(event_type, payload):
+                        yield event
+                if not fold.finished:
+                    raise StreamInterrupted("the stream ended before the provider finished "
+                                            "the answer")
+                event_type = "(end)"
+                done = fold.finish(complete=True)
+            except _MALFORMED as exc:
+                raise _malformed(route, f"stream event {event_type or '(untyped)'!r}",
+                                 exc) from exc
+            except ProtocolError as exc:
+                raise _routed(exc, route) from None
+            done, lesson = _accepted(codec, done, encoded, plan, route)
             record.finish(200, "ok")
             finished = True  # from here on the answer is whole: never stored as partial
-            done = _stamped(codec, done, encoded)
             self._store(sink, turn.pending, done, record)
-            for notice in _reported(codec, done, encoded, plan, sink):
+            for notice in _learned(lesson, sink):
                 yield notice
             yield done
         finally:
             if not finished:
-                partial = None
-                if options.keep_partial and fold.saw_chunk:
-                    folded = fold.finish(complete=False).message
-                    partial = folded if folded.parts else None
-                sink.interrupted(turn.pending, partial)
+                sink.interrupted(turn.pending,
+                                 _partial(fold, route) if options.keep_partial else None)
 
     @staticmethod
     def _store(sink: TurnSink, pending: Sequence[Message], done: Done, record: _Attempt) -> None:
@@ -277,6 +288,60 @@ class TurnEngine:
         })
 
 
+#: What a decoder or fold raises when a reply has the wrong shape somewhere the codec did not
+#: check: each becomes a ``ProtocolError`` naming the route (the safety net under the codecs'
+#: own field checks, so a malformed reply never escapes as anything else).
+_MALFORMED = (TypeError, ValueError, KeyError, IndexError, AttributeError, RecursionError,
+              OverflowError)
+
+
+@contextlib.contextmanager
+def _reading(route: Route, what: str) -> Iterator[None]:
+    try:
+        yield
+    except _MALFORMED as exc:
+        raise _malformed(route, what, exc) from exc
+    except ProtocolError as exc:
+        raise _routed(exc, route) from None
+
+
+def _malformed(route: Route, what: str, exc: BaseException) -> ProtocolError:
+    if isinstance(exc, RecursionError):
+        detail = shape.too_deep("a value")
+    else:
+        detail = f"{type(exc).__name__}: {exc}".replace("\n", " ")[:300]
+    return _routed(ProtocolError(f"the {what} is malformed ({detail})"), route)
+
+
+def _routed(exc: ProtocolError, route: Route) -> ProtocolError:
+    if not exc.route:
+        exc.route = f"{route.provider}/{route.row}"
+    return exc
+
+
+def _accepted(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPlan,
+              route: Route) -> tuple[Done, Lesson | None]:
+    """The answer as it will be stored, and what its reports teach, or ``ProtocolError``: all of
+    the reply is read before anything is stored, so a broken one stores nothing."""
+    with _reading(route, "answer"):
+        shape.check_answer(done)
+        done = _stamped(codec, done, encoded)
+        return done, _reported(codec, done, encoded, plan)
+
+
+def _partial(fold: Any, route: Route) -> Message | None:
+    """What an interrupted stream folded so far, or None (also when that is malformed)."""
+    if not fold.saw_chunk:
+        return None
+    try:
+        with _reading(route, "partial answer"):
+            folded = fold.finish(complete=False)
+            shape.check_answer(folded)
+    except ProtocolError:
+        return None
+    return folded.message if folded.message.parts else None
+
+
 def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
     """The optional codec hook ``stamp(done, encoded) -> Done``: the answer with what the codec
     must know later about the request that produced it (e.g. a prefix digest), before storing."""
@@ -284,13 +349,16 @@ def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
     return hook(done, encoded) if hook is not None else done
 
 
-def _reported(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPlan,
-              sink: TurnSink) -> list[Notice]:
+def _reported(codec: Codec, done: Done, encoded: Encoded,
+              plan: replay.ReplayPlan) -> Lesson | None:
     """The optional codec hook ``reported(done, encoded, plan) -> Lesson | None``: what an
     accepted request's provider reports teach (e.g. stored blocks the provider dropped, never to
     be sent again). Learned without a retry: the answer already arrived."""
     hook = getattr(codec, "reported", None)
-    lesson = hook(done, encoded, plan) if hook is not None and done.reports else None
+    return hook(done, encoded, plan) if hook is not None and done.reports else None
+
+
+def _learned(lesson: Lesson | None, sink: TurnSink) -> list[Notice]:
     if lesson is None:
         return []
     sink.learned(lesson)

@@ -94,9 +94,10 @@ def test_parameters_per_target_api() -> None:
     record = _recorded("claude_code_run1")[1]
     parsed = parse_request(record["body"], record["headers"])
     own = parsed.params_to("anthropic")
-    for key in ("thinking", "context_management", "output_config", "metadata", "tools",
-                "system", "max_tokens"):
+    for key in ("thinking", "context_management", "metadata", "max_tokens"):
         assert own[key] == record["body"][key]
+    assert own["reasoning_effort"] == "medium" and "output_config" not in own
+    assert "system" not in own and "tools" not in own  # canonical turns and tools carry them
     chat = parsed.params_to("openai-chat")
     assert chat == {"max_tokens": 128000, "reasoning_effort": "medium"}
     assert set(parsed.dropped_to("openai-chat")) == {"thinking", "context_management",
@@ -296,7 +297,8 @@ def test_anthropic_upstream_gets_the_clients_blocks_in_place() -> None:
     plan = replay.plan(codec.resolve("anthropic", None, model), ())
     history = [replace_origin(m) for m in parsed.messages]
     sent = orjson.loads(orjson.dumps(codec.encode_request(
-        history, plan, RequestSpec(model=model, params=parsed.params_to("anthropic"))).body))
+        history, plan, RequestSpec(model=model, tools=parsed.tools,
+                                   params=parsed.params_to("anthropic"))).body))
     assert sent["system"] == body["system"] and sent["tools"] == body["tools"]
     assert [m["role"] for m in sent["messages"]] == ["user", "system", "assistant", "user"]
     assert sent["messages"][0] == body["messages"][0]

@@ -110,6 +110,7 @@ def _message(text: str, sealed: str | None, origin: Origin, complete: bool = Tru
 
 class StubCodec:
     api = API
+    owned = frozenset({"model", "turns"})
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

@@ -72,7 +72,7 @@ class RunningGateway:
 @contextmanager
 def running_gateway(emu: Any, tmp: Path, *, tokens: Sequence[str] = (),
                     max_body: int | None = None, access_log: str = "",
-                    **upstream: str) -> Iterator[RunningGateway]:
+                    logs: Path | None = None, **upstream: str) -> Iterator[RunningGateway]:
     import tomllib
 
     environ = {"TL_GATEWAY_TEST_TOKENS": ",".join(tokens)}
@@ -80,7 +80,7 @@ def running_gateway(emu: Any, tmp: Path, *, tokens: Sequence[str] = (),
     config = parse(tomllib.loads(gateway_toml(emu, max_body=max_body, extra_server=extra,
                                               **upstream)))
     store = SQLiteStore(tmp / "state.db")
-    gateway = Gateway(config, store, environ=environ, request_log=RequestLog(tmp / "logs"))
+    gateway = Gateway(config, store, environ=environ, request_log=RequestLog(logs or tmp / "logs"))
     server = LoopbackServer(create_app(gateway), name="gateway").start()
     try:
         yield RunningGateway(server=server, gateway=gateway, store=store, config=config)
@@ -168,42 +168,60 @@ class StrippingAgent:
 class ServeProcess:
     process: subprocess.Popen[str]
     base_url: str
-    stderr: list[str]
+    stderr: list[str]  # the access log's JSON lines (and any error), as read so far
+    stdout: list[str] = field(default_factory=list)  # the start and stop banners
+    readers: list[threading.Thread] = field(default_factory=list)
 
     def kill(self) -> None:
         self.process.send_signal(signal.SIGKILL)
         self.process.wait(10)
+        self._drained()
 
     def terminate(self) -> int:
         self.process.send_signal(signal.SIGTERM)
-        return self.process.wait(30)
+        code = self.process.wait(30)
+        self._drained()
+        return code
+
+    def _drained(self) -> None:
+        """Wait (bounded) until everything the process wrote was read."""
+        for reader in self.readers:
+            reader.join(10)
+
+
+def _drain(stream: Any, lines: list[str], found: threading.Event | None = None,
+           url: list[str] | None = None) -> None:
+    for line in stream:
+        lines.append(line)
+        match = ANNOUNCE.search(line) if url is not None else None
+        if match and url is not None and not url:
+            url.append(match.group(1))
+            assert found is not None
+            found.set()
+    if found is not None:
+        found.set()
 
 
 def start_serve(config: Path, home: Path, env: Mapping[str, str]) -> ServeProcess:
-    """Run ``thoughtline serve --config CONFIG`` and wait for its listening line."""
+    """Run ``thoughtline serve --config CONFIG`` and wait for its listening line (stdout)."""
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
             "--home", str(home), "serve", "--config", str(config), "--port", "0"]
-    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+    process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **env})
-    assert process.stderr is not None
+    assert process.stderr is not None and process.stdout is not None
     lines: list[str] = []
+    banners: list[str] = []
     found = threading.Event()
     url: list[str] = []
-
-    def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
-            lines.append(line)
-            match = ANNOUNCE.search(line)
-            if match and not url:
-                url.append(match.group(1))
-                found.set()
-        found.set()
-
-    threading.Thread(target=read, daemon=True).start()
+    readers = [threading.Thread(target=_drain, args=(process.stdout, banners, found, url),
+                                daemon=True),
+               threading.Thread(target=_drain, args=(process.stderr, lines), daemon=True)]
+    for reader in readers:
+        reader.start()
     found.wait(60)
     if not url:
         process.kill()
-        raise AssertionError("thoughtline serve did not start:\n" + "".join(lines))
-    return ServeProcess(process=process, base_url=url[0] + "/v1", stderr=lines)
+        raise AssertionError("thoughtline serve did not start:\n" + "".join(banners + lines))
+    return ServeProcess(process=process, base_url=url[0] + "/v1", stderr=lines,
+                        stdout=banners, readers=readers)

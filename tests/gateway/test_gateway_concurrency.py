@@ -90,12 +90,18 @@ def test_concurrent_requests_on_one_conversation_never_interleave(
                 await client.close()
 
         session = asyncio.run(main())
-        history = [m.message for m in gw.store.load_history(session).messages]
-    roles = [m.role for m in history]
-    assert roles[:4] == ["user", "assistant", "tool", "assistant"]
-    tail = roles[4:]
-    assert tail == ["user", "assistant"] * 10  # every (question, answer) pair stayed together
-    questions = [m.text for m in history[4::2]]
+        # Each answer was written against the same four turns: one goes on after them in the
+        # session, the others (the head had moved) on branches forking right after them, as
+        # concurrent ``chat -c`` do. No history holds a turn its model did not see.
+        lineage = [s.id for s in gw.store.list_sessions()
+                   if s.id == session or s.parent_id == session]
+        histories = [[m.message for m in gw.store.load_history(sid).messages] for sid in lineage]
+    assert len(histories) == 10
+    questions = []
+    for history in histories:
+        assert [m.role for m in history] == ["user", "assistant", "tool", "assistant",
+                                             "user", "assistant"]
+        questions.append(history[4].text)
     assert sorted(questions) == sorted(f"n{i}" for i in range(10))
 
 

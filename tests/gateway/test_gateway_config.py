@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import tomllib
@@ -11,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from thoughtline.errors import ConfigError, UsageError
-from thoughtline.gateway.config import DEFAULT_MAX_BODY, parse
+from thoughtline.gateway.config import DEFAULT_MAX_BODY, load, parse
+from thoughtline.gateway.upstreams import missing_keys
 
 EXAMPLE = """
 [server]
@@ -31,6 +33,7 @@ name = "local"
 provider = "my-vllm"
 base_url = "http://127.0.0.1:8000/v1"
 models = ["qwen3", "gpt-oss"]
+allow_any_model = true
 """
 
 
@@ -58,6 +61,13 @@ def test_the_design_example_parses_and_routes_models_at_the_first_slash() -> Non
     ('[[upstream]]\nname="a"\nprovider="deepseek"\n[[upstream]]\nname="a"\n'
      'provider="deepseek"\n', "two upstreams"),
     ('[server]\nport = "80"\n[[upstream]]\nname="a"\nprovider="deepseek"\n', "integer"),
+    # Issue 23 item 11: an API nothing speaks is refused at load, not as a 500 per request.
+    ('[[upstream]]\nname="a"\nprovider="deepseek"\napi="nope"\n',
+     "api 'nope' is not one thoughtline speaks; use one of: anthropic, bedrock, gemini"),
+    ('[[upstream]]\nname="a"\nprovider="deepseek"\nread_timeout=0\n', "above 0"),
+    ('[[upstream]]\nname="a"\nprovider="deepseek"\nfirst_byte_timeout="9"\n', "seconds"),
+    ('[[upstream]]\nname="a"\nprovider="deepseek"\nmax_connections=0\n', "integer ≥ 1"),
+    ('[[upstream]]\nname="a"\nprovider="deepseek"\nallow_any_model="yes"\n', "true or false"),
 ])
 def test_config_mistakes_are_named(text: str, wording: str) -> None:
     with pytest.raises(ConfigError, match=wording):
@@ -89,6 +99,63 @@ def test_serve_refuses_a_public_bind_without_tokens_and_a_missing_config(
     assert "serve" in listed.stdout
 
 
+def test_listed_models_are_the_only_ones_passed_on_unless_any_is_allowed() -> None:
+    # Issue 23 item 3: a client-chosen id ("../", "?", "#") never reaches an upstream that
+    # lists its models.
+    base = '[[upstream]]\nname = "g"\nprovider = "gemini"\nmodels = ["gemini-3-pro"]\n'
+    listed = parse(tomllib.loads(base))
+    assert listed.upstream_for("g/gemini-3-pro")[1] == "gemini-3-pro"
+    for hostile in ("g/../../v1beta/files", "g/gemini-3-pro?x", "g/gemini-3-pro#", "x#y"):
+        with pytest.raises(UsageError, match="allow_any_model = true"):
+            listed.upstream_for(hostile)
+    anything = parse(tomllib.loads(base + "allow_any_model = true\n"))
+    assert anything.upstream_for("g/gemini-3-flash")[1] == "gemini-3-flash"
+    unlisted = parse(tomllib.loads('[[upstream]]\nname = "g"\nprovider = "gemini"\n'))
+    assert unlisted.upstream_for("g/gemini-3-flash")[1] == "gemini-3-flash"
+
+
+def test_a_gateway_toml_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_bytes(EXAMPLE.encode("utf-8").replace(b'"ds"', b'"d\xe9s"'))
+    with pytest.raises(ConfigError, match="not UTF-8"):
+        load(config)
+    result = _serve(tmp_path, "serve", "--config", str(config))
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"error: {config}: not UTF-8 text (undecodable byte at offset "
+        f"{EXAMPLE.index('ds') + 1}); save it as UTF-8"]
+
+
+def test_a_port_in_use_is_one_line_and_exit_2_and_an_unset_key_is_warned(
+        tmp_path: Path) -> None:
+    config = tmp_path / "gateway.toml"
+    config.write_text(EXAMPLE)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        keyed = _serve(tmp_path, "serve", "--config", str(config), "--port", str(port),
+                       env={"DEEPSEEK_API_KEY": "sk-set"})
+        unset = _serve(tmp_path, "serve", "--config", str(config), "--port", str(port),
+                       env={"DEEPSEEK_API_KEY": ""})
+    assert keyed.returncode == 2 and unset.returncode == 2
+    said = f"error: cannot listen on 127.0.0.1:{port}: Address already in use"
+    assert len(keyed.stderr.splitlines()) == 1 and keyed.stderr.startswith(said)
+    assert "Traceback" not in keyed.stderr + unset.stderr
+    assert unset.stdout.splitlines()[0] == (  # with the banners: stderr is JSON lines only
+        "warning: upstream 'ds': DEEPSEEK_API_KEY is not set, so requests to it are sent "
+        "without a key")
+    assert len(unset.stderr.splitlines()) == 1 and unset.stderr.startswith(said)
+
+
+def test_only_upstreams_that_need_a_key_are_warned_about() -> None:
+    config = parse(tomllib.loads(
+        EXAMPLE + '[[upstream]]\nname = "aws"\nprovider = "bedrock"\nregion = "us-east-1"\n'
+        'api_key_env = "UNUSED_BY_SIGV4"\n'))
+    assert missing_keys(config, {}) == [("ds", "DEEPSEEK_API_KEY")]
+    assert missing_keys(config, {"DEEPSEEK_API_KEY": "sk-x"}) == []
+
+
 def test_aliases_map_client_model_names_to_upstream_models() -> None:
     config = parse(tomllib.loads(EXAMPLE + '\n[aliases]\n"claude-opus-5-5" = "ds/deepseek-v4-pro"\n'
                                  '"*" = "local/qwen3"\n'))
@@ -105,7 +172,8 @@ def test_aliases_map_client_model_names_to_upstream_models() -> None:
 
 
 @pytest.mark.parametrize("table", ['"x" = "nowhere/model"', '"x" = "ds"', '"x" = 3',
-                                   '"x" = "ds/"'])
+                                   '"x" = "ds/"', '"x" = "g/gemini-3-flash"'])
 def test_an_alias_must_name_a_configured_upstream_and_model(table: str) -> None:
+    listed = '\n[[upstream]]\nname = "g"\nprovider = "gemini"\nmodels = ["gemini-3-pro"]\n'
     with pytest.raises(ConfigError, match=r"aliases\.x"):
-        parse(tomllib.loads(EXAMPLE + f"\n[aliases]\n{table}\n"))
+        parse(tomllib.loads(EXAMPLE + listed + f"\n[aliases]\n{table}\n"))

@@ -13,6 +13,7 @@ from gateway_support import (
     MODEL,
     SESSION_HEADER,
     UPSTREAM_KEY,
+    UPSTREAM_KEY_ENV,
     StrippingAgent,
     running_gateway,
 )
@@ -140,22 +141,35 @@ def test_an_unknown_upstream_model_gets_404_naming_the_upstreams(
         gw.client().chat.completions.create(model="nope/some-model", messages=HELLO["messages"])
 
 
+def test_a_model_the_upstream_does_not_list_gets_404_and_is_never_sent(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    # Issue 23 item 3: the upstream lists models, so a client's own id never reaches it.
+    with running_gateway(deepseek, tmp_path) as gw:
+        for model in ("ds/../../v1/files", "ds/deepseek-v4-pro?x=1", "ds/other-model"):
+            with pytest.raises(openai.NotFoundError, match="allow_any_model"):
+                gw.client().chat.completions.create(model=model, messages=HELLO["messages"])
+    assert deepseek.received == []
+
+
 @pytest.mark.parametrize("stream", [False, True])
 def test_upstream_failures_keep_their_status_and_never_show_the_key(
         deepseek: ChatEmulator, tmp_path: Path, stream: bool) -> None:
+    # An upstream refusing the gateway's key is the gateway's problem (502), not the client's
+    # token (403 would read as one): issue 23 item 9.
     leaky = {"error": {"message": f"Incorrect API key provided: {UPSTREAM_KEY}",
                        "type": "invalid_request_error", "code": "invalid_api_key"}}
     deepseek.fail_next(403, leaky)
     deepseek.fail_next(404, {"error": {"message": "Model Not Exist", "type": "invalid_request"}})
     with running_gateway(deepseek, tmp_path) as gw:
         client = gw.client()
-        with pytest.raises(openai.PermissionDeniedError) as denied:
+        with pytest.raises(openai.InternalServerError) as denied:
             client.chat.completions.create(**HELLO, stream=stream)
         with pytest.raises(openai.NotFoundError, match="Model Not Exist"):
             client.chat.completions.create(**HELLO, stream=stream)
+    assert denied.value.status_code == 502
     text = denied.value.response.text
     assert UPSTREAM_KEY not in text and "***" in text
-    assert "HTTP 403" in text
+    assert "HTTP 403" in text and "upstream 'ds'" in text and UPSTREAM_KEY_ENV in text
 
 
 def test_the_upstream_gets_its_own_key_never_the_client_token(

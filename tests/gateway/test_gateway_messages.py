@@ -224,9 +224,14 @@ def test_errors_come_in_the_messages_shape(deepseek: ChatEmulator, tmp_path: Pat
         deepseek.fail_next(403, {"error": {"message": f"Incorrect API key: {UPSTREAM_KEY}",
                                            "type": "invalid_request_error"}})
         denied = _post(origin, "/v1/messages", body, **{"x-api-key": TOKENS[0]})
-        assert denied.status_code == 403
-        assert denied.json()["error"]["type"] == "permission_error"
+        assert denied.status_code == 502  # the gateway's key was refused: not the client's fault
+        assert denied.json()["error"]["type"] == "api_error"
         assert UPSTREAM_KEY not in denied.text
+        deepseek.fail_next(400, {"error": {"message": "bad max_tokens", "type": "invalid"}})
+        refused = _post(origin, "/v1/messages", body, **{"x-api-key": TOKENS[0]})
+        assert refused.status_code == 400
+        assert refused.json()["error"]["type"] == "invalid_request_error"
+        assert "bad max_tokens" in refused.json()["error"]["message"]
 
 
 def test_a_stream_that_breaks_ends_with_an_error_event(deepseek: ChatEmulator,

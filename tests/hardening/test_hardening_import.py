@@ -86,6 +86,43 @@ CASES = [
     (export(model_config={"provider": {"id": "deepseek"}}),
      "session.model_config.provider.model is missing"),
     ({"format": "other"}, "format must be 'thoughtline.session/1'"),
+    # Issue 22 item 4: each of these was a traceback (or, for NaN, a silent change) before.
+    (bad_message(role=["assistant"]), "messages[0].role must be one of"),
+    (bad_message(role={"r": 1}), "messages[0].role must be one of"),
+    (bad_message(parts=[{"t": "reasoning", "kind": ["text"], "text": "x"}]),
+     "messages[0].parts[0].kind must be one of"),
+    (bad_message(parts=[{"t": "text", "text": "x", "native": {"google": {"n": 2**64}}}]),
+     "messages[0].parts[0].native.google.n is an integer outside the 64-bit range"),
+    (bad_message(native={"google": {"n": [1, -(2**63) - 1]}}),
+     "messages[0].native.google.n[1] is an integer outside the 64-bit range"),
+    (bad_message(parts=[{"t": "text", "text": "x", "native": {"google": {"n": float("nan")}}}]),
+     "messages[0].parts[0].native.google.n is NaN, which is not a JSON number"),
+    (bad_message(parts=[{"t": "text", "text": "x", "native": {"g": {"n": float("inf")}}}]),
+     "messages[0].parts[0].native.g.n is Infinity, which is not a JSON number"),
+    (bad_message(native={"g": {"n": float("-inf")}}),
+     "messages[0].native.g.n is -Infinity, which is not a JSON number"),
+    (json.dumps(bad_message(native={"g": {"n": 1.5}})).replace("1.5", "1e999").encode(),
+     "messages[0].native.g.n is a number too large for a JSON number"),
+    (export(model_config={"provider": dict(PROVIDER), "params": {"max_tokens": 2**70}}),
+     "session.model_config.params.max_tokens is an integer outside the 64-bit range"),
+    (bad_message(parts=[{"t": "reasoning", "kind": "encrypted", "data": "x",
+                         "native": {"openai-responses": "rs_1"}}]),
+     "messages[0].parts[0].native.openai-responses must be a JSON object, not str"),
+    (bad_message(native={"copilot": ["x"]}), "messages[0].native.copilot must be a JSON object"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": "msg_1"}}}]), "messages[0].parts[0].native.openai-responses.item must be a JSON "
+     "object"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": {"type": "message", "content": 5}}}}]),
+     "messages[0].parts[0].native.openai-responses.item.content must be a list"),
+    (bad_message(parts=[{"t": "text", "text": "a", "native": {"openai-responses": {
+        "item": {"content": [{"type": ["output_text"]}]}}}}]),
+     "messages[0].parts[0].native.openai-responses.item.content[0].type must be a string"),
+    (bad_message(origin={"api": "openai-chat", "provider": "deepseek", "model": None}),
+     "messages[0].origin.model must be a string"),
+    (bad_message(parts=[{"t": "reasoning", "kind": "text", "text": "r", "origin": {
+        "api": "openai-chat", "provider": "deepseek", "host": None}}]),
+     "messages[0].parts[0].origin.host must be a string"),
 ]
 
 
@@ -160,6 +197,19 @@ def test_an_accepted_import_is_marked_untrusted_and_says_so(cli: Cli, tmp_path: 
     from thoughtline.cli.trust import untrusted
 
     assert untrusted(cfg)
+
+
+def test_native_values_at_the_edges_of_the_range_export_exactly_as_imported(
+        cli: Cli, tmp_path: Path) -> None:
+    native = {"google": {"big": 2**64 - 1, "small": -(2**63), "tiny": 5e-324, "huge": 1.5e308}}
+    data = export([{"role": "user", "parts": [{"t": "text", "text": "q"}]},
+                   {"role": "assistant", "native": native,
+                    "parts": [{"t": "text", "text": "a", "native": native}]}])
+    result = run_import(cli, tmp_path, data)
+    assert result.returncode == 0, result.stderr
+    out = json.loads(cli.invoke("sessions", "export", result.stdout.strip()).stdout)
+    assert out["messages"][1]["native"] == native
+    assert out["messages"][1]["parts"][0]["native"] == native
 
 
 def test_export_then_import_round_trips_the_history(cli: Cli, tmp_path: Path) -> None:

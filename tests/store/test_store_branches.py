@@ -146,3 +146,17 @@ def test_any_branch_sees_a_prefix_plus_its_own(store: SqlStore, data: st.DataObj
     loaded = store.load_history(child)
     assert [m.message for m in loaded.messages] == history[:at] + extra
     assert [m.seq for m in loaded.messages] == list(range(at + len(extra)))
+
+
+def test_position_is_where_a_turn_sits_in_the_visible_history(store: SqlStore) -> None:
+    parent = _session_with(store)
+    first = store.append(parent, [user("a"), user("b"), user("a")])
+    later = store.append(parent, [user("c")])
+    branch = store.branch(parent, at=2).id
+    own = store.append(branch, [user("d")])
+    assert store.position(parent, first[0].id) == 3  # its last visible occurrence
+    assert store.position(parent, later[0].id) == 4
+    assert store.position(branch, first[1].id) == 2  # inherited
+    assert store.position(branch, first[0].id) == 1  # the later copy is past the fork
+    assert store.position(branch, later[0].id) is None  # not visible from the branch
+    assert store.position(branch, own[0].id) == 3

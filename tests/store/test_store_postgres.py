@@ -158,6 +158,52 @@ def test_a_connection_lost_while_committing_is_not_retried(
     assert pg.load_history(sid).messages == ()  # all or nothing: here nothing
 
 
+def test_a_read_only_transaction_cut_at_commit_is_retried(
+        pg: PostgresStore, pg_admin: psycopg.Connection[Any], pg_schema: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    sid = pg.create_session(title="read me").id
+    real = psycopg.Connection.commit
+    commits: list[bool] = []
+
+    def dropping_commit(self: psycopg.Connection[Any]) -> None:
+        commits.append(bool(self.read_only))
+        if len(commits) == 1:
+            _drop_connections(pg_admin, pg_schema)
+        real(self)
+
+    monkeypatch.setattr(psycopg.Connection, "commit", dropping_commit)
+    found = pg.get_session(sid)  # nothing was written: run again, not a 503
+    monkeypatch.undo()
+
+    assert found.title == "read me"
+    assert commits == [True, True]
+
+
+def test_a_restarted_server_is_used_at_once_though_the_pool_is_backing_off(
+        pg_schema: str) -> None:
+    """The pool replaces connections lost to a restart on an exponential backoff (1, 2, 4,
+    8 s …): once the server is back it had nothing to hand out until its next attempt, and
+    answered "no free connection (all N in use)" with none in use."""
+    with PgProxy(pg_url(pg_schema)) as proxy:
+        store = PostgresStore(proxy.url(), settings=PoolSettings(max_size=2, timeout=2,
+                                                                 connect_timeout=1))
+        try:
+            sid = store.create_session().id
+            with store._db.transaction(write=False), store._db.transaction(write=False):
+                pass  # both connections open: each is lost below and replaced on a backoff
+            proxy.down()  # the connections are killed, the server is away ...
+            with pytest.raises(StoreUnavailable, match="cannot reach"):
+                store.append(sid, [user("while down")])
+            with pytest.raises(StoreUnavailable, match="cannot reach"):
+                store.append(sid, [user("still down")])
+            proxy.up()  # ... and back: the replacements' next attempts are seconds away
+            store.append(sid, [user("after")])
+            texts = [m.message.text for m in store.load_history(sid).messages]
+        finally:
+            store.close()
+    assert texts == ["after"]
+
+
 def test_an_unreachable_server_is_a_clear_store_unavailable(tmp_path: Path) -> None:
     url = "postgresql://postgres@127.0.0.1:1/test"  # nothing listens on port 1
     with pytest.raises(StoreUnavailable, match=r"cannot reach the store at .*127\.0\.0\.1:1"):

@@ -18,5 +18,5 @@ def test_postgres_tests_fail_not_skip_when_the_server_is_unreachable(tmp_path: P
         capture_output=True, text=True, env=env, timeout=120, cwd=tmp_path)
     assert run.returncode == 1, run.stdout
     closing = run.stdout.strip().splitlines()[-1]  # sqlite passes; postgres errors, none skip
-    assert "3 passed" in closing and "3 error" in closing and "skipped" not in closing, closing
+    assert "4 passed" in closing and "4 error" in closing and "skipped" not in closing, closing
     assert "PostgreSQL is not reachable at postgresql://postgres@127.0.0.1:1/test" in run.stdout

@@ -45,3 +45,16 @@ def test_forget_with_filters(store: SqlStore) -> None:
     assert [v.key for v in store.verdicts()] == [("a", "h2", "m1")]
     assert store.forget_verdicts() == 1
     assert store.verdicts() == []
+
+
+def test_a_tenants_ledger_is_its_own(store: SqlStore) -> None:
+    learned = _v(drop=frozenset({"reasoning_content"}), reason="unknown field")
+    assert store.record_verdict(learned, tenant="gw:alice") == learned
+    assert store.verdicts() == []  # the global ledger never sees a tenant's lesson
+    assert store.verdicts(tenant="gw:bob") == []
+    assert store.verdicts(tenant="gw:alice") == [learned]
+    shared = store.record_verdict(_v(provider="groq", pad=True))
+    assert store.verdicts(tenant="gw:alice") == [shared, learned]  # global first, then its own
+    assert store.verdicts(tenant="gw:bob") == [shared]
+    assert store.forget_verdicts(provider="deepseek") == 1  # forgetting reaches every ledger
+    assert store.verdicts(tenant="gw:alice") == [shared]

@@ -139,8 +139,9 @@ def _one_shot(runner: Any, text: str, as_json: bool) -> Any:
               help="Show the model's reasoning (dimmed).")
 @click.option("--title", help="Title for a new session.")
 @click.option("--trust-provider", is_flag=True,
-              help="Resuming an imported session: use the base URL and key variable its file "
-                   "names instead of your preset's or config.toml's.")
+              help="Resuming an imported session: use the base URL, key variable, request "
+                   "params and settings its file names instead of your preset's or "
+                   "config.toml's.")
 @click.pass_context
 def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_url: str | None,
          model: str | None, key_env: str | None, resume: str | None, cont: bool,

@@ -5,21 +5,24 @@ the first problem is reported as one ``ImportRejected`` naming its place in the 
 (``messages[3].parts[0].kind``), so the store never holds half an import or a message that
 ``sessions show`` or a resume cannot read. An imported session keeps its conversation but is marked
 as coming from a file (``IMPORTED_KEY`` in its model config): the provider URL and key variable the
-file names are not trusted (see ``cli.trust``).
+file names are not trusted, and its request params and API settings are held out of the session's
+config, used only with ``--trust-provider`` (see ``cli.trust``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
+from thoughtline.codecs import registry
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ReasoningKind, Role, message_from_json
-from thoughtline.modelconfig import IMPORTED_KEY
+from thoughtline.modelconfig import HELD_KEY, IMPORTED_KEY, hold_imported
 from thoughtline.verdicts import Verdict
 
 EXPORT_FORMAT = "thoughtline.session/1"
@@ -28,6 +31,13 @@ _ROLES = frozenset(get_args(Role))
 _KINDS = frozenset(get_args(ReasoningKind))
 _ECHO = ("auto", "always", "never")
 _OPTIONAL_TEXT = ("text", "summary", "signature", "data")
+#: What orjson (the store's encoder) can write: signed or unsigned 64-bit integers. A larger one
+#: would fail to store; NaN and the infinities would be stored as null, changing the record.
+_INT_RANGE = range(-(2**63), 2**64)
+
+
+class _NonFinite(str):
+    """A ``NaN``, ``Infinity`` or ``-Infinity`` in the file: kept to be named, never stored."""
 
 
 class ImportRejected(UsageError):
@@ -51,7 +61,7 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     except UnicodeDecodeError as exc:
         raise _reject(source, "", f"is not UTF-8 text (byte {exc.start})") from exc
     try:
-        data = json.loads(text)
+        data = json.loads(text, parse_constant=_NonFinite)
     except RecursionError as exc:
         raise _reject(source, "", "is nested too deeply to be an export") from exc
     except ValueError as exc:
@@ -74,8 +84,10 @@ def read_export(raw: bytes, source: str) -> ImportPlan:
     if not isinstance(listed, list):
         raise _reject(source, "messages", "must be a list of messages")
     messages = tuple(_message(source, m, f"messages[{i}]") for i, m in enumerate(listed))
+    # The file's params and settings are kept but shape requests only when the user trusts it.
     config[IMPORTED_KEY] = {"from": source, "at": round(time.time(), 3),
-                            "provider_trusted": False}
+                            "provider_trusted": False, HELD_KEY: _earlier_held(source, config)}
+    config = hold_imported(config)
     return ImportPlan(title=title, model_config=config, messages=messages, provider=provider)
 
 
@@ -85,11 +97,21 @@ def _reject(source: str, path: str, why: str) -> ImportRejected:
 
 
 def _check_tree(source: str, value: Any, path: str, depth: int) -> None:
-    """Depth bound and text that can be stored: no lone surrogates (``\\ud800`` escapes)."""
+    """Depth bound, and values the store writes back exactly: text without lone surrogates
+    (``\\ud800`` escapes), finite numbers, integers in 64-bit range."""
     if depth > _MAX_DEPTH:
         raise _reject(source, path, f"is nested more than {_MAX_DEPTH} levels deep")
+    if isinstance(value, _NonFinite):
+        raise _reject(source, path or "(top level)", f"is {value}, which is not a JSON number "
+                      "(it would be stored as null)")
     if isinstance(value, str):
         _utf8(source, value, path)
+    elif isinstance(value, float) and not math.isfinite(value):
+        raise _reject(source, path or "(top level)", "is a number too large for a JSON "
+                      "number (it would be stored as null)")
+    elif isinstance(value, int) and not isinstance(value, bool) and value not in _INT_RANGE:
+        raise _reject(source, path or "(top level)", "is an integer outside the 64-bit range "
+                      "the store can hold")
     elif isinstance(value, dict):
         for key, item in value.items():
             _utf8(source, key, path)
@@ -171,6 +193,38 @@ def _model_config(source: str, raw: Any) -> tuple[dict[str, Any], ProviderConfig
     return config, ProviderConfig.from_json(prov)
 
 
+def _one_of(value: Any, allowed: frozenset[str]) -> bool:
+    return isinstance(value, str) and value in allowed  # a list or object is not hashable
+
+
+def _native(source: str, holder: Mapping[str, Any], path: str) -> None:
+    """A ``native`` record maps namespaces to the verbatim JSON objects a format keeps there."""
+    if "native" not in holder:
+        return
+    native = _object(source, holder["native"], f"{path}.native")
+    for namespace, value in native.items():
+        where = f"{path}.native.{namespace}"
+        problem = registry.native_problem(namespace, _object(source, value, where))
+        if problem is not None:
+            raise _reject(source, where + problem[0], problem[1])
+
+
+def _earlier_held(source: str, config: Mapping[str, Any]) -> dict[str, Any]:
+    """What an export of an imported session held under its own marker (checked): held again,
+    under the file's live params and settings (``hold_imported``)."""
+    path = f"session.model_config.{IMPORTED_KEY}.{HELD_KEY}"
+    marker = config.get(IMPORTED_KEY)
+    earlier = marker.get(HELD_KEY) if isinstance(marker, dict) else None
+    if earlier is None:
+        return {}
+    held = _object(source, earlier, path)
+    params = _object(source, held.get("params", {}), f"{path}.params")
+    settings = _object(source, held.get("settings", {}), f"{path}.settings")
+    for api, values in settings.items():
+        _object(source, values, f"{path}.settings.{api}")
+    return {"params": params, "settings": settings}
+
+
 def _list(source: str, holder: Mapping[str, Any], name: str, path: str) -> list[Any]:
     value = holder.get(name, [])
     if not isinstance(value, list):
@@ -185,12 +239,13 @@ def _origin(source: str, holder: Mapping[str, Any], path: str) -> None:
     for name in ("api", "provider"):
         _text(source, origin, name, f"{path}.origin")
     for name in ("host", "model", "account", "region"):
-        _text(source, origin, name, f"{path}.origin", required=False)
+        if name in origin:  # optional, but never null: route matching reads it as text
+            _text(source, origin, name, f"{path}.origin")
 
 
 def _message(source: str, raw: Any, path: str) -> Message:
     message = _object(source, raw, path)
-    if message.get("role") not in _ROLES:
+    if not _one_of(message.get("role"), _ROLES):
         raise _reject(source, f"{path}.role", f"must be one of {', '.join(sorted(_ROLES))}, "
                       f"not {message.get('role')!r}"[:200])
     parts = _list(source, message, "parts", path)
@@ -201,8 +256,7 @@ def _message(source: str, raw: Any, path: str) -> Message:
     _origin(source, message, path)
     for name in ("incomplete", "damaged"):
         _flag(source, message, name, path)
-    if "native" in message:
-        _object(source, message["native"], f"{path}.native")
+    _native(source, message, path)
     try:
         return message_from_json(message)
     except (KeyError, TypeError, ValueError) as exc:  # a shape the checks above missed
@@ -212,8 +266,7 @@ def _message(source: str, raw: Any, path: str) -> Message:
 def _part(source: str, raw: Any, path: str) -> None:
     part = _object(source, raw, path)
     tag = part.get("t")
-    if "native" in part:
-        _object(source, part["native"], f"{path}.native")
+    _native(source, part, path)
     if tag == "text":
         _text(source, part, "text", path)
     elif tag == "reasoning":
@@ -236,7 +289,7 @@ def _part(source: str, raw: Any, path: str) -> None:
 
 def _reasoning(source: str, part: Mapping[str, Any], path: str) -> None:
     kind = part.get("kind")
-    if kind not in _KINDS:
+    if not _one_of(kind, _KINDS):
         raise _reject(source, f"{path}.kind", f"must be one of {', '.join(sorted(_KINDS))}, "
                       f"not {kind!r}"[:200])
     for name in _OPTIONAL_TEXT:

@@ -314,9 +314,11 @@ def import_(ctx: click.Context, file: str) -> None:
     """Import a JSON export as a new session with the identical history.
 
     The file is checked whole before anything is stored. Its provider URL and key variable are
-    not trusted: a resumed import takes them from your presets or config.toml.
+    not trusted: a resumed import takes them from your presets or config.toml. Its request
+    params and settings are kept but used only with chat --trust-provider.
     """
     from thoughtline.cli.importfile import read_export
+    from thoughtline.modelconfig import HELD_KEY, IMPORTED_KEY
 
     try:
         raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
@@ -336,6 +338,11 @@ def import_(ctx: click.Context, file: str) -> None:
                f"({safe_line(prov.key_env) or 'none'}) are not trusted: resuming uses the "
                f"local preset or config.toml for {safe_line(prov.id)!r}, or pass "
                "--trust-provider to chat to use the file's.", err=True)
+    held = plan.model_config[IMPORTED_KEY].get(HELD_KEY, {})
+    if held:
+        names = [*held.get("params", {}), *held.get("settings", {})]
+        click.echo(f"The file's request params and settings ({safe_line(', '.join(names))}) "
+                   "are kept but not used unless you pass --trust-provider.", err=True)
     click.echo(record.id)
 
 

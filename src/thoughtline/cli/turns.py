@@ -112,7 +112,7 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
-        from thoughtline.cli.trust import settle_provider
+        from thoughtline.cli.trust import settle_params, settle_provider
 
         if base_url:
             config.check_base_url(base_url)
@@ -132,6 +132,8 @@ class ChatRunner:
         prepared = self._prepare(prov)
         if prepared != session.provider:
             session.set_provider(prepared)
+        settle_params(session, trust=trust_provider,
+                      say=lambda text: self.err.print(text, markup=False))
         self._session = self._auto_compact(session)
         self._tell_waits()
         self._warn_problems()

@@ -159,6 +159,10 @@ class Codec(Protocol):
     """One API's wire format, as the core sees it."""
 
     api: str
+    #: The body fields this API's encode writes itself, as dotted paths (``"messages"``,
+    #: ``"output_config.effort"``): a request param naming one is never applied (see
+    #: ``codecs.common.merge_params``); the codec decides what a body holds, params only add.
+    owned: frozenset[str]
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
@@ -187,6 +191,16 @@ class Codec(Protocol):
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         """Read a rejected request's error body: what to learn before the one retry, if any."""
+        ...
+
+
+class ChecksNative(Protocol):
+    """Optional: a codec that can say what is wrong with a stored ``native`` record of one of its
+    namespaces (read from an imported file), before encoding it back would trip on it."""
+
+    def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``(path below the record, why)`` for a record of ``namespace`` it cannot encode;
+        None when the record is fine or the namespace is not this codec's."""
         ...
 
 

@@ -1,12 +1,23 @@
-"""Small JSON helpers more than one codec needs (no wire knowledge of any API)."""
+"""Small JSON and URL helpers more than one codec needs (no wire knowledge of any API)."""
 
 from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
+from urllib.parse import quote
 
 import orjson
+
+
+def path_segment(value: str) -> str:
+    """``value`` (a model id a client chose) escaped to stay one URL path segment.
+
+    ``/``, ``?``, ``#``, ``%`` and ``:`` are escaped, so no id can climb out of its segment
+    (``../``), start a query or fragment, or add a ``:verb``; ``@`` stays (Vertex versions:
+    ``claude-sonnet-4-5@20250929``, RFC 3986 allows it in a segment).
+    """
+    return quote(value, safe="@")
 
 
 def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
@@ -16,6 +27,45 @@ def deep_merge(base: dict[str, Any], extra: Mapping[str, Any]) -> None:
             merged = dict(base[key])
             deep_merge(merged, value)
             base[key] = merged
+        else:
+            base[key] = dict(value) if isinstance(value, Mapping) else value
+
+
+def merge_params(body: dict[str, Any], params: Mapping[str, Any],
+                 owned: frozenset[str]) -> list[str]:
+    """Merge request ``params`` into ``body`` like ``deep_merge``, except the fields a codec owns.
+
+    The codec decides what a body holds; params only add. ``owned`` names fields as dotted paths
+    (``"messages"``, ``"generationConfig.thinkingConfig.includeThoughts"``): a param naming one is
+    left out, and so is a non-object value that would replace an object holding one. Returns the
+    dotted paths left out (empty when every param applied).
+    """
+    refused: list[str] = []
+    _merge_owned(body, params, owned, "", refused)
+    return refused
+
+
+def refused_params(params: Mapping[str, Any], owned: frozenset[str]) -> list[str]:
+    """The params ``merge_params`` would leave out (to tell the user before a request)."""
+    return merge_params({}, params, owned)
+
+
+def _merge_owned(base: dict[str, Any], extra: Mapping[str, Any], owned: frozenset[str],
+                 prefix: str, refused: list[str]) -> None:
+    for key, value in extra.items():
+        path = prefix + str(key)
+        if path in owned:
+            refused.append(path)
+            continue
+        inner = path + "."
+        guards = any(name.startswith(inner) for name in owned)
+        held = base.get(key)
+        if isinstance(value, Mapping) and (guards or isinstance(held, dict)):
+            merged = dict(held) if isinstance(held, dict) else {}
+            _merge_owned(merged, value, owned, inner, refused)
+            base[key] = merged
+        elif guards:  # would replace an object holding an owned field
+            refused.append(path)
         else:
             base[key] = dict(value) if isinstance(value, Mapping) else value
 

@@ -7,6 +7,8 @@ at run time: tests use it to plug in an API the registry does not list.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
+from typing import Any
 
 from thoughtline.codecs.base import Codec
 from thoughtline.errors import UsageError
@@ -34,6 +36,17 @@ def codec(api: str) -> Codec:
     found = getattr(importlib.import_module(module), attribute)
     _LOADED[api] = found
     return found
+
+
+def native_problem(namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What any codec finds wrong with a stored ``native`` record (``codecs.base.ChecksNative``):
+    ``(path below the record, why)``, or None. Loads every codec: for checking imports."""
+    for api in apis():
+        check = getattr(codec(api), "native_problem", None)
+        problem = check(namespace, value) if check is not None else None
+        if problem is not None:
+            return problem
+    return None
 
 
 def register(api: str, codec_object: Codec) -> None:

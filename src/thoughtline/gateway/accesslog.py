@@ -1,9 +1,12 @@
 """The access log: one JSON line per request, on stderr or appended to a file.
 
-Records say what was asked and how it ended — method, path, status, duration, tenant id (a
-digest, never the token), session, upstream, model, stream, sizes, rehydration hits and misses,
-the error type. Never a header, a key, a token or message text. One ``write`` per line, so
-concurrent requests never interleave within a line.
+Records say what was asked and how it ended — method, path, status, ``outcome`` ("ok",
+"refused": turned down before anything went upstream, "error": an upstream or store failure,
+"client_closed"), duration, tenant id (a digest, never the token), session, upstream, model,
+stream, sizes, rehydration hits and misses, the error type. Never a header, a key, a token or
+message text. What the server itself reports is a line with an ``event`` field instead. Every
+line is JSON (the start and stop banners go to stdout). One ``write`` per line, so concurrent
+requests never interleave within a line.
 """
 
 from __future__ import annotations

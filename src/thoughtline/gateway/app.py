@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
 from thoughtline.codecs.openai_chat import client
 from thoughtline.errors import (
@@ -53,9 +54,12 @@ from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
+from thoughtline.gateway.upstreams import Engines, provider_failure
+from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
-from thoughtline.turn import TurnEngine, TurnOptions
+from thoughtline.transport.redact import redact
+from thoughtline.turn import TurnOptions
 
 SESSION_HEADER = "X-Thoughtline-Session"
 
@@ -71,6 +75,9 @@ class HttpError(Exception):
                  code: str | None = None, param: str | None = None) -> None:
         super().__init__(message)
         self.status, self.kind, self.code, self.param = status, kind, code, param
+        #: The access log's outcome: "refused" (the gateway turned the request down) unless
+        #: the turn was under way ("error": an upstream or store failure).
+        self.outcome = "refused"
 
     def response(self, face: Face = CHAT, headers: Mapping[str, str] | None = None) -> Response:
         body = face.error_json(self.status, str(self), kind=self.kind, code=self.code,
@@ -93,7 +100,9 @@ class _Record:
     started: float = field(default_factory=time.monotonic)
     fields: dict[str, Any] = field(default_factory=dict)
 
-    def line(self, status: int, outcome: str) -> dict[str, Any]:
+    def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
+        """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
+        outcome = outcome or ("ok" if status < 400 else "refused")
         return {**self.fields, "status": status, "outcome": outcome,
                 "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
 
@@ -105,16 +114,17 @@ class Gateway:
                  environ: Mapping[str, str] | None = None, transport: Any = None,
                  request_log: RequestLog | None = None, access_log: AccessLog | None = None,
                  ) -> None:
-        if transport is None:
-            from thoughtline.transport import HttpTransport
-
-            transport = HttpTransport()
         self.config = config
         self.tenants = Tenants(config.tokens(environ))
         self.store = AsyncStore(store)
         self.conversations = Conversations(config, self.store)
-        self.engine = TurnEngine(transport, request_log)
+        #: One engine and connection pool per upstream (``transport``, when given, is shared).
+        self.engines = Engines(config, transport=transport, log=request_log)
         self.access = access_log or AccessLog(config.access_log)
+        if request_log is not None and request_log.on_error is None:
+            # A request log that cannot be written is said once, as a JSON line of the access log.
+            request_log.on_error = lambda text: self.access.write({"event": "request_log_error",
+                                                                   "error": text})
         self._minter: Minter | None = None
 
     async def minter(self) -> Minter:
@@ -124,7 +134,7 @@ class Gateway:
         return self._minter
 
     async def aclose(self) -> None:
-        await self.engine.transport.aclose()
+        await self.engines.aclose()
         await self.store.close()
         self.access.close()
 
@@ -149,8 +159,9 @@ class Gateway:
             try:
                 return await self._serve(request, record, face)
             except HttpError as error:
+                record.fields["error"] = error.kind
                 headers = {"www-authenticate": "Bearer"} if error.status == 401 else None
-                return self._logged(record, error.response(face, headers), error.kind)
+                return self._logged(record, error.response(face, headers), error.outcome)
 
         return serve
 
@@ -162,7 +173,8 @@ class Gateway:
             try:
                 return self._logged(record, _json(200, await self._count(request, record, face)))
             except HttpError as error:
-                return self._logged(record, error.response(face), error.kind)
+                record.fields["error"] = error.kind
+                return self._logged(record, error.response(face), error.outcome)
 
         return count
 
@@ -194,7 +206,8 @@ class Gateway:
         record.fields["tokens"] = tokens
         return face.count_json(tokens)
 
-    def _logged(self, record: _Record, response: Response, outcome: str = "ok") -> Response:
+    def _logged(self, record: _Record, response: Response,
+                outcome: str | None = None) -> Response:
         self.access.write(record.line(response.status_code, outcome))
         return response
 
@@ -242,7 +255,9 @@ class Gateway:
                                  f"{limit} bytes ([server] max_body_bytes)",
                             code="request_too_large") from None
         except ClientDisconnect:
-            raise HttpError(499, "the client disconnected", code="client_closed") from None
+            gone = HttpError(499, "the client disconnected", code="client_closed")
+            gone.outcome = "client_closed"
+            raise gone from None
         record.fields["bytes_in"] = len(raw)
         return raw
 
@@ -258,38 +273,52 @@ class Gateway:
                      headers: Mapping[str, str], record: _Record) -> Response:
         sink = GatewaySink()
 
-        async def work() -> Done | None:
+        async def work() -> tuple[dict[str, Any] | None, Written | None]:
+            written = body = None
             try:
                 done = None
-                async for event in self.engine.run(prepared.turn, sink,
-                                                   TurnOptions(stream=False, keep_partial=False)):
+                engine = self.engines[prepared.upstream]
+                async for event in engine.run(prepared.turn, sink,
+                                              TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
-                return done
+                if done is not None:
+                    body = _rendered(face.whole, done, reply)
+            except Exception:
+                sink.done = None  # the client is told it failed: the answer is not stored
+                raise
             finally:
-                with anyio.CancelScope(shield=True):
-                    await self.conversations.persist(prepared, sink)
+                with anyio.CancelScope(shield=True):  # the one write of this turn
+                    written = await self.conversations.persist(prepared, sink)
+            return body, written
 
         try:
-            finished, done = await unless_disconnected(request.receive, work)
+            finished, result = await unless_disconnected(request.receive, work)
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
-        if not finished or done is None:
+        finally:
+            _note_lessons(record, sink)
+        body, written = result or (None, None)
+        if not finished or body is None:
             return self._logged(record, _json(499, {}), "client_closed")
-        body = face.whole(done, reply)
+        if written is not None and written.branched:  # the head moved meanwhile: a branch
+            headers = {**headers, SESSION_HEADER: written.session.id}
+            record.fields["session"] = written.session.id
         return self._logged(record, _json(200, body, headers))
 
     async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
-        events = self.engine.run(prepared.turn, sink, TurnOptions(stream=True,
-                                                                  keep_partial=False))
+        events = self.engines[prepared.upstream].run(
+            prepared.turn, sink, TurnOptions(stream=True, keep_partial=False))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
         except ThoughtlineError as exc:
             await _closed(events)
+            sink.done = None  # the client is told it failed: the answer is not stored
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
+            _note_lessons(record, sink)
             raise self._failure(exc, prepared) from None
         if not finished:
             await _closed(events)
@@ -301,30 +330,34 @@ class Gateway:
             event: Any = first
             persisted = False
             try:
-                opening = writer.start()
+                opening = _rendered(writer.start)
                 if opening:
                     yield opening
                 while True:
                     if isinstance(event, Done):
+                        last = _rendered(writer.finish, event)
+                        persisted = True  # one write: a failed one is reported, never redone
                         with anyio.CancelScope(shield=True):
                             await self.conversations.persist(prepared, sink)
-                        persisted = True
                         outcome["value"] = "ok"
-                        yield writer.finish(event)
+                        yield last
                         return
-                    frame = writer.event(event)
+                    frame = _rendered(writer.event, event)
                     if frame is not None:
                         yield frame
                     event = await events.__anext__()
             except ThoughtlineError as exc:
+                sink.done = None  # the client is told it failed: the answer is not stored
                 error = self._failure(exc, prepared)
-                outcome["value"] = error.kind
+                outcome["value"] = error.outcome
+                record.fields["error"] = error.kind
                 yield error.frame(face)
             finally:
                 await _closed(events)
-                if not persisted:
+                if not persisted:  # what a failed or cut turn taught (it stored no turn)
                     with anyio.CancelScope(shield=True):
                         await self.conversations.persist(prepared, sink)
+                _note_lessons(record, sink)
 
         async def on_close(completed: bool) -> None:
             self.access.write(record.line(200, outcome["value"] if completed
@@ -336,12 +369,8 @@ class Gateway:
         """An upstream or store failure as an OpenAI error (the upstream's key redacted)."""
         name = prepared.upstream.name
         if isinstance(exc, ProviderError):
-            status = exc.status or 502
-            text = f"upstream {name!r} answered HTTP {status}: {exc.args[0] if exc.args else ''}"
-            if exc.status is None:
-                text = f"upstream {name!r} could not be reached: {exc.args[0]}"
-            kind = "invalid_request_error" if 400 <= status < 500 else "upstream_error"
-            error = HttpError(status, _redact(text, prepared), kind=kind, code="upstream_error")
+            failed = provider_failure(exc, prepared.upstream, prepared.turn.provider.api_key())
+            error = HttpError(failed.status, failed.text, kind=failed.kind, code=failed.code)
         elif isinstance(exc, ProtocolError):
             error = HttpError(502, _redact(f"upstream {name!r} sent a broken answer: {exc}",
                                            prepared), kind="upstream_error", code="bad_upstream")
@@ -353,7 +382,16 @@ class Gateway:
         else:
             error = HttpError(500, _redact(f"the gateway cannot reach upstream {name!r}: {exc}",
                                            prepared), kind="server_error")
+        error.outcome = "error"
         return error
+
+
+def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
+    """A frame or body of the answer; an answer that cannot be written is a broken answer."""
+    try:
+        return render(*args, **kwargs)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"the answer cannot be written for the client: {exc}") from exc
 
 
 def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
@@ -380,6 +418,8 @@ def client_request(raw: bytes, face: Face = CHAT,
     except orjson.JSONDecodeError as exc:
         raise HttpError(400, f"the request body is not valid JSON: {exc}",
                         code="invalid_json") from None
+    if shape.deeper_than(body, raw=raw):
+        raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
     try:
         return face.parse(body, headers or {})
     except ClientRequestError as exc:
@@ -400,6 +440,11 @@ async def _read_body(request: Request, limit: int) -> bytes:
     return b"".join(chunks)
 
 
+def _note_lessons(record: _Record, sink: GatewaySink) -> None:
+    if sink.lessons_unsaved:
+        record.fields["lessons_unsaved"] = sink.lessons_unsaved
+
+
 async def _closed(events: Any) -> None:
     with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
         await events.aclose()
@@ -407,7 +452,7 @@ async def _closed(events: Any) -> None:
 
 def _redact(text: str, prepared: Prepared) -> str:
     key = prepared.turn.provider.api_key()
-    return text.replace(key, "***") if key else text
+    return redact(text, (key,) if key else ())
 
 
 def _unauthorized_error() -> HttpError:

@@ -2,10 +2,11 @@
 
 Owns the file's shape (design.md §3.3): ``[server]`` (host, port, tokens_env, max_body_bytes,
 access_log, store), ``[[upstream]]`` tables (name, provider, base_url, api_key_env, api, models,
-route_as, echo, region, auth) and ``[aliases]`` (a client's model name, or ``"*"`` for any other
-name, → ``upstream/model``, for clients that cannot choose model names freely). Each upstream
-becomes a ``ProviderConfig`` built on the provider's preset when there is one. Keys are never
-read here: only the *names* of their variables.
+allow_any_model, route_as, echo, region, auth, and the upstream's own connect_timeout,
+read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a client's model name,
+or ``"*"`` for any other name, → ``upstream/model``, for clients that cannot choose model names
+freely). Each upstream becomes a ``ProviderConfig`` built on the provider's preset when there is
+one. Keys are never read here: only the *names* of their variables.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from thoughtline import config as config_mod
+from thoughtline.codecs import registry
 from thoughtline.errors import ConfigError, UsageError
 
 DEFAULT_HOST = "127.0.0.1"
@@ -28,8 +30,11 @@ DEFAULT_MAX_BODY = 32 * 1024 * 1024
 CONFIG_NAME = "gateway.toml"
 
 _SERVER_KEYS = frozenset({"host", "port", "tokens_env", "max_body_bytes", "access_log", "store"})
+_TIMEOUT_KEYS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _UPSTREAM_KEYS = frozenset({"name", "provider", "base_url", "api_key_env", "api", "models",
-                            "route_as", "echo", "region", "auth", "model"})
+                            "allow_any_model", "route_as", "echo", "region", "auth", "model",
+                            "max_connections", *_TIMEOUT_KEYS})
+DEFAULT_MAX_CONNECTIONS = 100
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,9 +44,16 @@ class Upstream:
     name: str
     provider: config_mod.ProviderConfig
     models: tuple[str, ...] = ()
+    #: False when ``models`` was listed: any other model id is refused (404) before it is sent.
+    allow_any_model: bool = True
+    #: This upstream's own pool: one hung upstream cannot take another's connections.
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
 
     def for_model(self, model: str) -> config_mod.ProviderConfig:
         return replace(self.provider, model=model or self.provider.model)
+
+    def serves(self, model: str) -> bool:
+        return self.allow_any_model or model in self.models
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,17 +88,22 @@ class GatewayConfig:
             model = aliased
         name, slash, rest = model.partition("/")
         found = self.upstreams.get(name) if slash else None
-        if found is not None:
-            return found, rest
-        if "*" in self.aliases and aliased is None:
+        if found is None and "*" in self.aliases and aliased is None:
             return self.upstream_for(self.aliases["*"])
-        if not slash and len(self.upstreams) == 1:  # one upstream: a bare id is its model
-            only = next(iter(self.upstreams.values()))
-            return only, model if model != only.name else only.provider.model
-        known = ", ".join([*(f"{u}/<model>" for u in sorted(self.upstreams)),
-                           *sorted(a for a in self.aliases if a != "*")])
-        raise UsageError(f"model {model!r} names no configured upstream or alias; use one of: "
-                         f"{known}")
+        if found is None and not slash and len(self.upstreams) == 1:
+            found = next(iter(self.upstreams.values()))  # one upstream: a bare id is its model
+            rest = model if model != found.name else found.provider.model
+        if found is None:
+            known = ", ".join([*(f"{u}/<model>" for u in sorted(self.upstreams)),
+                               *sorted(a for a in self.aliases if a != "*")])
+            raise UsageError(f"model {model!r} names no configured upstream or alias; use one "
+                             f"of: {known}")
+        if not found.serves(rest):
+            listed = ", ".join(f"{found.name}/{m}" for m in found.models)
+            raise UsageError(f"model {model!r} is not one of upstream {found.name!r}'s models "
+                             f"({listed}); set allow_any_model = true in its [[upstream]] to "
+                             "pass other ids on")
+        return found, rest
 
 
 def is_loopback(host: str) -> bool:
@@ -114,6 +131,9 @@ def default_path(home: Path) -> Path:
 def load(path: Path) -> GatewayConfig:
     try:
         raw = tomllib.loads(path.read_text("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text (undecodable byte at offset {exc.start}); "
+                          "save it as UTF-8") from None
     except FileNotFoundError:
         raise ConfigError(f"no gateway config at {path}: create it (see 'thoughtline serve "
                           "--help' and the README's Gateway section) or pass --config FILE") \
@@ -176,12 +196,26 @@ def _upstream(source: str, index: int, entry: Any) -> Upstream:
         value = _text(source, f"{where}.{key}", entry.get(key, ""))
         if value:
             changes[attr] = value.lower() if key == "route_as" else value
+    api = changes.get("api", provider.api)
+    if api not in registry.apis():
+        raise ConfigError(f"{source}: upstream {name!r}: api {api!r} is not one thoughtline "
+                          f"speaks; use one of: {', '.join(registry.apis())}")
+    for key in _TIMEOUT_KEYS:
+        if key in entry:
+            changes[key] = _seconds(source, f"upstream {name!r}: {key}", entry[key])
     models = entry.get("models", [])
-    if not isinstance(models, list) or not all(isinstance(m, str) for m in models):
+    if not isinstance(models, list) or not all(isinstance(m, str) and m for m in models):
         raise ConfigError(f"{source}: upstream {name!r}: models must be a list of model ids")
+    allow_any = entry.get("allow_any_model", not models)
+    if not isinstance(allow_any, bool):
+        raise ConfigError(f"{source}: upstream {name!r}: allow_any_model must be true or false, "
+                          f"not {allow_any!r}")
     provider = replace(provider, **changes)
     listed = tuple(models) or ((provider.model,) if provider.model else ())
-    return Upstream(name=name, provider=provider, models=listed)
+    return Upstream(name=name, provider=provider, models=listed, allow_any_model=allow_any,
+                    max_connections=_int(source, f"upstream {name!r}: max_connections",
+                                         entry.get("max_connections", DEFAULT_MAX_CONNECTIONS),
+                                         low=1))
 
 
 def _aliases(source: str, raw: Any, upstreams: Mapping[str, Upstream]) -> dict[str, str]:
@@ -196,6 +230,9 @@ def _aliases(source: str, raw: Any, upstreams: Mapping[str, Upstream]) -> dict[s
             raise ConfigError(f"{source}: aliases.{name} = {target!r} must be "
                               f"\"<upstream>/<model>\" naming a configured upstream "
                               f"({', '.join(sorted(upstreams))})")
+        if not upstreams[upstream].serves(model):
+            raise ConfigError(f"{source}: aliases.{name} = {target!r}: {model!r} is not one of "
+                              f"upstream {upstream!r}'s models")
         out[str(name)] = target
     return out
 
@@ -211,6 +248,12 @@ def _text(source: str, what: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{source}: {what} must be a string, not {value!r}")
     return value
+
+
+def _seconds(source: str, what: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < 1e6:
+        raise ConfigError(f"{source}: {what} must be a number of seconds above 0, not {value!r}")
+    return float(value)
 
 
 def _int(source: str, what: str, value: Any, *, low: int, high: int | None = None) -> int:

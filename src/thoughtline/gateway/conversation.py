@@ -1,12 +1,16 @@
 """One client request as a turn: rehydrate, pick the session, run the engine, store the answer.
 
 Owns the gateway's ``TurnSink``: it keeps what the engine reports in memory (the engine calls a
-sink synchronously, on the event loop) and ``persist`` writes it afterwards through ``storage``
-in one worker-thread call — the learned lessons merged into the session's config and the global
-ledger, the client's new messages and the answer appended atomically with the answer's lookup
-keys. The answer is stored before the client sees its end, so every turn a client can resend is
-findable, also after a SIGKILL. Knows no wire names: parsing and rendering are the client codec's,
-upstream shaping is the upstream codec's (through the ``TurnEngine``).
+sink synchronously, on the event loop) and ``persist`` writes it afterwards in worker-thread
+calls — the learned lessons merged into the session's config and the tenant's ledger, then the
+client's new messages and the answer through ``persist.write_turn``, the path the CLI's
+``Session`` uses too: appended atomically with the answer's lookup keys where the matched turn
+is the session's head, on a branch where it is not (a client that regenerated an answer and went
+on), written once (retried only while nothing was written), rescued to a file when it cannot be
+stored. The answer is stored before the client sees its end, so every turn a client can resend
+is findable, also after a SIGKILL; a client told "not stored" finds nothing stored. Knows no
+wire names: parsing and rendering are the client codec's, upstream shaping is the upstream
+codec's (through the ``TurnEngine``).
 """
 
 from __future__ import annotations
@@ -20,13 +24,14 @@ from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson
 from thoughtline.codecs.face import ClientRequest
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import NotFound
+from thoughtline.errors import NotFound, StoreError
 from thoughtline.events import Done
 from thoughtline.gateway import mint, rehydrate
 from thoughtline.gateway.config import GatewayConfig, Upstream
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.messages import Message, Reasoning
 from thoughtline.modelconfig import ModelConfig, merge
+from thoughtline.persist import TurnWrite, Written, default_rescue_dir, write_turn
 from thoughtline.store.base import SessionRecord, Store
 from thoughtline.store.rehydration import NAMED, IndexKey
 from thoughtline.turn import TurnInput
@@ -44,6 +49,9 @@ class GatewaySink:
     lessons: list[Lesson] = field(default_factory=list)
     pending: Sequence[Message] = ()
     done: Done | None = None
+    #: Why the lessons could not be stored ("" : they were, or there were none); the turn's own
+    #: outcome does not depend on it (a lesson not kept is learned again, one request later).
+    lessons_unsaved: str = ""
 
     def learned(self, lesson: Lesson) -> None:
         self.lessons.append(lesson)
@@ -69,6 +77,8 @@ class Prepared:
     client_messages: Sequence[Message] = ()
     #: Further keys the answer is stored under (its minted reference, the client's session name).
     answer_keys: Sequence[IndexKey] = ()
+    #: How many turns ``session`` holds up to the matched turn: where the answer goes.
+    at: int = 0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -76,6 +86,7 @@ class _Found:
     session: SessionRecord
     matched: rehydrate.Rehydration
     verdicts: list[Verdict]
+    at: int
 
 
 def named_key(name: str) -> IndexKey:
@@ -127,10 +138,28 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
         session = store.get_session(matched.session_id or scope, tenant=tenant)
     if session is None:
         config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
-        session = store.create_session(title="gateway", model_config=config, tenant=tenant) \
-            if create else SessionRecord(id="", title="", created_at=0.0, updated_at=0.0,
-                                         model_config=config, tenant=tenant)
-    return _Found(session=session, matched=matched, verdicts=store.verdicts())
+        if not create:  # only priced: no session is made, no branch either
+            dummy = SessionRecord(id="", title="", created_at=0.0, updated_at=0.0,
+                                  model_config=config, tenant=tenant)
+            return _Found(session=dummy, matched=matched,
+                          verdicts=store.verdicts(tenant=tenant), at=0)
+        session = store.create_session(title="gateway", model_config=config, tenant=tenant)
+    if not create:
+        return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant),
+                      at=session.turns)
+    session, at = _place(store, session, matched)
+    return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant), at=at)
+
+
+def _place(store: Store, session: SessionRecord,
+           matched: rehydrate.Rehydration) -> tuple[SessionRecord, int]:
+    """Where the answer goes: after the matched turn. When that turn is not the session's head
+    (the client regenerated an answer and went on), on a branch forking right after it — made
+    now, so the response names the session the answer will be in."""
+    at = store.position(session.id, matched.head_id) if matched.head_id else None
+    if at is None or at == session.turns:  # None: the session does not show it (compacted)
+        return session, session.turns
+    return store.branch(session.id, at=at, title=f"{session.title or 'gateway'} (branch)"), at
 
 
 class Conversations:
@@ -139,6 +168,7 @@ class Conversations:
     def __init__(self, config: GatewayConfig, store: AsyncStore) -> None:
         self.config = config
         self.store = store
+        self.rescue_dir = default_rescue_dir(store.store)
 
     async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
                       model: str, session_ref: str | None, *,
@@ -168,19 +198,33 @@ class Conversations:
             extra.append(named_key(request.session_hint))
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
                         rehydration=matched, stored_config=stored,
-                        client_messages=messages, answer_keys=tuple(extra))
+                        client_messages=messages, at=found.at, answer_keys=tuple(extra))
 
-    async def persist(self, prepared: Prepared, sink: GatewaySink) -> None:
-        """Store what the turn learned and (when it finished) the turn itself."""
+    async def persist(self, prepared: Prepared, sink: GatewaySink) -> Written | None:
+        """Store what the turn learned and (when it finished) the turn itself, once.
+
+        Returns where the turn was stored (None: it did not finish); raises ``StoreError``
+        (``persist.Unsaved`` naming the rescue file) when it could not be, and then nothing of
+        it is stored.
+        """
         if sink.lessons:
-            await self.store.learned(prepared.session.id, _merge_lessons(prepared, sink.lessons),
-                                     [x.verdict for x in sink.lessons if x.verdict is not None])
+            try:
+                await self.store.learned(
+                    prepared.session.id, _merge_lessons(prepared, sink.lessons),
+                    [x.verdict for x in sink.lessons if x.verdict is not None],
+                    tenant=prepared.tenant)
+            except StoreError as exc:
+                sink.lessons_unsaved = str(exc)
         done = sink.done
-        if done is not None:
-            place = rehydrate.prefixes(prepared.client_messages)[-1]
-            await self.store.append_indexed(
-                prepared.session.id, [*sink.pending, done.message], tenant=prepared.tenant,
-                keys=[*rehydrate.index_keys(done.message, place), *prepared.answer_keys])
+        if done is None:
+            return None
+        place = rehydrate.prefixes(prepared.client_messages)[-1]
+        write = TurnWrite(session=prepared.session, at=prepared.at,
+                          messages=[*sink.pending, done.message], tenant=prepared.tenant,
+                          keys=[*rehydrate.index_keys(done.message, place),
+                                *prepared.answer_keys])
+        return await self.store.call(write_turn, self.store.store, write,
+                                     rescue_dir=self.rescue_dir)
 
 
 def _params(request: ClientRequest, codec: Codec) -> Mapping[str, Any]:

@@ -124,8 +124,9 @@ class Rehydration:
     """The history to send: stored turns put back, split where the stored conversation ends.
 
     ``history`` runs to the last assistant turn found in the store; ``pending`` is what the
-    client added after it (stored with the answer). ``session_id`` is that turn's session ("" when
-    nothing matched). ``hits`` counts replaced turns, ``misses`` assistant turns used as sent.
+    client added after it (stored with the answer). ``session_id`` is that turn's session and
+    ``head_id`` its message id ("" when nothing matched). ``hits`` counts replaced turns,
+    ``misses`` assistant turns used as sent.
     """
 
     history: tuple[Message, ...]
@@ -133,6 +134,7 @@ class Rehydration:
     session_id: str
     hits: int
     misses: int
+    head_id: str = ""
 
 
 def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
@@ -144,16 +146,16 @@ def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
     """
     out: list[Message] = []
     last_hit = -1
-    session_id = ""
+    session_id = head_id = ""
     hits = misses = 0
     for index, (message, key, hit) in enumerate(zip(messages, keys, found, strict=True)):
         if hit is not None and key is not None and matches(message, hit, key):
             out.append(hit.message)
-            last_hit, session_id = index, hit.session_id
+            last_hit, session_id, head_id = index, hit.session_id, hit.message_id
             hits += 1
             continue
         if message.role == "assistant":
             misses += 1
         out.append(message)
     return Rehydration(history=tuple(out[:last_hit + 1]), pending=tuple(out[last_hit + 1:]),
-                       session_id=session_id, hits=hits, misses=misses)
+                       session_id=session_id, hits=hits, misses=misses, head_id=head_id)

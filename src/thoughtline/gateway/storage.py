@@ -42,11 +42,12 @@ class AsyncStore:
 
     async def learned(self, session_id: str, update: Callable[[Mapping[str, Any]],
                                                                 Mapping[str, Any]],
-                      verdicts: Sequence[Verdict]) -> None:
+                      verdicts: Sequence[Verdict], *, tenant: str) -> None:
+        """Merge lessons into the session's config and ``tenant``'s ledger (never another's)."""
         def write() -> None:
             self.store.update_model_config(session_id, update)
             for verdict in verdicts:
-                self.store.record_verdict(verdict)
+                self.store.record_verdict(verdict, tenant=tenant)
 
         await self.call(write)
 

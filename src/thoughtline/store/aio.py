@@ -104,11 +104,11 @@ class AsyncStore:
     async def delete_session(self, session_id: str) -> None:
         await self.run(self.store.delete_session, session_id)
 
-    async def record_verdict(self, verdict: Verdict) -> Verdict:
-        return await self.run(self.store.record_verdict, verdict)
+    async def record_verdict(self, verdict: Verdict, *, tenant: str = "") -> Verdict:
+        return await self.run(self.store.record_verdict, verdict, tenant=tenant)
 
-    async def verdicts(self) -> list[Verdict]:
-        return await self.run(self.store.verdicts)
+    async def verdicts(self, *, tenant: str = "") -> list[Verdict]:
+        return await self.run(self.store.verdicts, tenant=tenant)
 
     async def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                               model: str | None = None) -> int:

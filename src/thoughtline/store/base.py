@@ -141,11 +141,14 @@ class Store(Protocol):
 
     def delete_session(self, session_id: str) -> None: ...
 
-    def record_verdict(self, verdict: Verdict) -> Verdict:
-        """Merge into the global ledger; returns the merged verdict."""
+    def record_verdict(self, verdict: Verdict, *, tenant: str = "") -> Verdict:
+        """Merge into the ledger of ``tenant`` (``""``: the global one); returns the merged
+        verdict."""
         ...
 
-    def verdicts(self) -> list[Verdict]: ...
+    def verdicts(self, *, tenant: str = "") -> list[Verdict]:
+        """The global ledger, plus ``tenant``'s own when one is named."""
+        ...
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int: ...
@@ -153,8 +156,14 @@ class Store(Protocol):
     # --- the gateway's rehydration index (``store.rehydration``) -----------------------------
 
     def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
-                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
-        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically."""
+                       keys: Sequence[IndexKey],
+                       expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys`` for ``tenant``, atomically
+        (``expect_turns``: the head check of ``append``)."""
+        ...
+
+    def position(self, session_id: str, message_id: str) -> int | None:
+        """How many visible turns end with the last visible occurrence of ``message_id``."""
         ...
 
     def rehydrate(self, tenant: str, keys: Sequence[IndexKey | None], *,

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
-from thoughtline.errors import HeadMoved, NotFound, UsageError
+from thoughtline.errors import NotFound, UsageError
 from thoughtline.messages import Message
 from thoughtline.store import codec, generations, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
@@ -187,8 +187,15 @@ class SqlStore(RehydrationStore, SecretStore):
             # Updating the row first also serializes concurrent appends to one session.
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?", (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
-            _check_head(tx, session_id, expect_turns)
+            history.check_head(tx, session_id, expect_turns)
             return history.append(tx, session_id, messages, now)
+
+    def position(self, session_id: str, message_id: str) -> int | None:
+        """The number of visible turns up to and including the last visible occurrence of
+        ``message_id`` (None when the session does not show it): where a turn sits."""
+        with self._db.transaction(write=False) as tx:
+            _session(tx, session_id)
+            return history.position(tx, session_id, message_id)
 
     def put_wire_forms(self, forms: Sequence[wireforms.WireForm]) -> None:
         """Store wire forms (idempotent: a form is a pure function of its message and plan)."""
@@ -231,13 +238,13 @@ class SqlStore(RehydrationStore, SecretStore):
 
     # --- verdict ledger -----------------------------------------------------------------------
 
-    def record_verdict(self, verdict: Verdict) -> Verdict:
+    def record_verdict(self, verdict: Verdict, *, tenant: str = "") -> Verdict:
         with self._db.transaction(write=True) as tx:
-            return ledger.record(tx, verdict, time.time())
+            return ledger.record(tx, verdict, time.time(), tenant=tenant)
 
-    def verdicts(self) -> list[Verdict]:
+    def verdicts(self, *, tenant: str = "") -> list[Verdict]:
         with self._db.transaction(write=False) as tx:
-            return ledger.all_verdicts(tx)
+            return ledger.all_verdicts(tx, tenant=tenant)
 
     def forget_verdicts(self, *, provider: str | None = None, host: str | None = None,
                         model: str | None = None) -> int:
@@ -259,14 +266,6 @@ class SqlStore(RehydrationStore, SecretStore):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
-
-
-def _check_head(tx: Tx, session_id: str, expected: int | None) -> None:
-    if expected is None:
-        return
-    found = history.next_seq(tx, session_id)  # = the number of visible turns
-    if found != expected:
-        raise HeadMoved(session_id, expected=expected, found=found)
 
 
 def _session(tx: Tx, session_id: str) -> SessionRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 
-from thoughtline.errors import CorruptPayload
+from thoughtline.errors import CorruptPayload, HeadMoved
 from thoughtline.messages import Message
 from thoughtline.store import codec
 from thoughtline.store.base import LoadedHistory, LoadProblem, StoredMessage
@@ -112,6 +112,27 @@ def _fetch_payloads(tx: Tx, digests: Sequence[str]) -> Iterable[tuple[str, bytes
         for key, data in tx.all(f"SELECT digest, data FROM payloads WHERE digest IN ({marks})",
                                 chunk):
             yield key, bytes(data)
+
+
+def position(tx: Tx, session_id: str, message_id: str) -> int | None:
+    """How many visible turns the session holds up to and including the last visible occurrence
+    of ``message_id`` (None: it is not visible). One indexed query per lineage member, newest
+    first: no entry list is read."""
+    for sid, lim in reversed(chain(tx, session_id)):
+        row = tx.one("SELECT MAX(seq) FROM session_messages WHERE session_id = ? AND seq < ? "
+                     "AND message_id = ?", (sid, lim, message_id))
+        if row is not None and row[0] is not None:
+            return int(row[0]) + 1
+    return None
+
+
+def check_head(tx: Tx, session_id: str, expected: int | None) -> None:
+    """Raise ``HeadMoved`` unless the session holds ``expected`` visible turns (None: any)."""
+    if expected is None:
+        return
+    found = next_seq(tx, session_id)  # = the number of visible turns
+    if found != expected:
+        raise HeadMoved(session_id, expected=expected, found=found)
 
 
 def next_seq(tx: Tx, session_id: str) -> int:

@@ -169,6 +169,24 @@ def create_generations(tx: Tx, d: Dialect) -> None:
 
 
 @migration
+def create_tenant_verdicts(tx: Tx, d: Dialect) -> None:
+    """What a gateway tenant's requests taught, kept for that tenant only (``ledger``): one
+    tenant's client can never switch replay off for another's."""
+    tx.execute(f"""
+        CREATE TABLE tenant_verdicts (
+            tenant TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            host TEXT NOT NULL,
+            model TEXT NOT NULL,
+            drop_carriers TEXT NOT NULL,
+            pad INTEGER NOT NULL,
+            reason TEXT NOT NULL,
+            learned_at {d.real} NOT NULL,
+            PRIMARY KEY (tenant, provider, host, model)
+        )""")
+
+
+@migration
 def create_secrets(tx: Tx, d: Dialect) -> None:
     """Named random keys the store keeps for the processes sharing it (the gateway's MAC key for
     the values it mints); written once per name, never updated."""

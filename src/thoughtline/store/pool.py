@@ -1,15 +1,28 @@
 """Connection pooling and failure policy for the PostgreSQL store.
 
 Owns the ``psycopg_pool`` pool (sizes, acquire timeout, a liveness check on every checkout so a
-server restart costs no failed request), which driver failures mean "unavailable", and the retry
-rule: a call is retried only when the failure proves nothing was committed.
+server restart costs no failed request), checking a connection out (``checkout``), which driver
+failures mean "unavailable", and the retry rule: a call is retried only when the failure proves
+nothing was committed.
+
+Why a checkout may bypass the pool: when the server goes away, every connection that fails the
+checkout check is discarded and ``psycopg_pool`` replaces it in the background, retrying the
+connect with an exponential backoff (1, 2, 4, 8, 16 s …). Those pending replacements count
+against ``max_size``, so once the server is back the pool hands out nothing until the next
+scheduled attempt — up to half a minute of "no free connection (all 8 in use)" with no
+connection in use at all. So when the pool has no connection for a short while although fewer
+than ``max_size`` transactions are running, the transaction runs on a direct connection of its
+own (closed after it), if the server can be reached: the pool's slots are only waiting out
+their backoff, and the process never holds more than ``max_size`` working connections.
 
 Failure classes, decided where the transaction is run (``transaction_error``):
 
 * Before ``COMMIT`` was sent, a dropped connection, a server shutdown, a serialization failure or a
   deadlock rolls the whole transaction back: ``StoreUnavailable(retry_safe=True)``; ``retrying``
-  runs the call again on a fresh connection (at most ``ATTEMPTS`` times in all).
-* While ``COMMIT`` was in flight a dropped connection leaves the outcome unknown:
+  runs the call again on a fresh connection (at most ``ATTEMPTS`` times in all). So does a
+  dropped connection while a read-only transaction commits: it wrote nothing.
+* While a writing transaction's ``COMMIT`` was in flight a dropped connection leaves the outcome
+  unknown:
   ``StoreUnavailable(retry_safe=False)``, never retried (a retried append could store a turn
   twice). The gateway answers 503; the transaction was atomic either way.
 * No connection within the acquire timeout: ``StoreUnavailable(retry_safe=False)`` naming the
@@ -33,6 +46,8 @@ from thoughtline.errors import StoreError, StoreUnavailable
 #: Calls made in all when each failure proves nothing was committed.
 ATTEMPTS = 3
 _BACKOFF_S = 0.05
+#: How long a checkout waits for the pool before trying a direct connection (see above).
+_POOL_SLICE_S = 0.5
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,6 +73,38 @@ def open_pool(url: str, settings: PoolSettings, *, name: str) -> ConnectionPool[
         url, name=name, min_size=settings.min_size, max_size=settings.max_size,
         timeout=settings.timeout, open=True, check=ConnectionPool.check_connection,
         kwargs={"autocommit": False, "connect_timeout": settings.connect_timeout})
+
+
+def checkout(pool: ConnectionPool[Any], url: str, settings: PoolSettings, *,
+             busy: int) -> tuple[psycopg.Connection[Any], bool]:
+    """A connection for one transaction and whether it is the pool's (else: close it after).
+
+    ``busy`` is how many other transactions of this process hold a connection now. Raises
+    ``PoolTimeout`` when none came within ``settings.timeout``.
+    """
+    deadline = time.monotonic() + settings.timeout
+    direct_tried = False
+    while True:
+        wait = max(min(_POOL_SLICE_S, deadline - time.monotonic()), 0.001)
+        try:
+            return pool.getconn(timeout=wait), True
+        except PoolTimeout:
+            if not direct_tried and busy < settings.max_size:
+                direct_tried = True  # the pool's free slots are reconnecting on a backoff
+                conn = _direct(url, settings)
+                if conn is not None:
+                    return conn, False
+            if time.monotonic() >= deadline:
+                raise
+
+
+def _direct(url: str, settings: PoolSettings) -> psycopg.Connection[Any] | None:
+    """A connection made now, like the pool's; None while the server cannot be reached (the
+    caller goes on waiting for the pool, which rides out a restart)."""
+    try:
+        return psycopg.connect(url, autocommit=False, connect_timeout=settings.connect_timeout)
+    except psycopg.OperationalError:
+        return None
 
 
 def acquire_error(exc: PoolTimeout, url: str, location: str, settings: PoolSettings) -> StoreError:

@@ -26,6 +26,7 @@ URL to use a dedicated schema).
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
@@ -129,6 +130,8 @@ class PostgresDatabase:
         self.url = url
         self.location = redact(url)
         self.settings = settings or PoolSettings()
+        self._busy = 0  # transactions holding a connection now (pooled or direct)
+        self._busy_lock = threading.Lock()
         try:
             self._pool = pool.open_pool(url, self.settings, name=f"thoughtline {self.location}")
         except psycopg.Error as exc:
@@ -136,7 +139,7 @@ class PostgresDatabase:
 
     @contextmanager
     def transaction(self, *, write: bool) -> Iterator[_PgTx]:
-        conn = self._checkout()
+        conn, pooled = self._checkout()
         committing = False
         try:
             conn.isolation_level = (IsolationLevel.READ_COMMITTED if write
@@ -148,21 +151,37 @@ class PostgresDatabase:
                 with suppress(psycopg.Error):  # a dead connection has nothing to roll back
                     conn.rollback()
                 raise
-            committing = True
+            committing = write  # a read-only transaction cut at COMMIT wrote nothing
             conn.commit()
         except psycopg.Error as exc:
             raise pool.transaction_error(exc, self.location, committing=committing,
                                          broken=conn.broken) from exc
         finally:
-            self._pool.putconn(conn)
+            self._release(conn, pooled)
 
-    def _checkout(self) -> psycopg.Connection[Any]:
+    def _checkout(self) -> tuple[psycopg.Connection[Any], bool]:
+        with self._busy_lock:
+            busy = self._busy
+            self._busy += 1
         try:
-            return self._pool.getconn()
-        except PoolTimeout as exc:
-            raise pool.acquire_error(exc, self.url, self.location, self.settings) from exc
-        except psycopg.Error as exc:  # e.g. the pool was closed
-            raise StoreError(f"store at {self.location}: {exc}") from exc
+            return pool.checkout(self._pool, self.url, self.settings, busy=busy)
+        except BaseException as exc:
+            with self._busy_lock:
+                self._busy -= 1
+            if isinstance(exc, PoolTimeout):
+                raise pool.acquire_error(exc, self.url, self.location, self.settings) from exc
+            if isinstance(exc, psycopg.Error):  # e.g. the pool was closed
+                raise StoreError(f"store at {self.location}: {exc}") from exc
+            raise
+
+    def _release(self, conn: psycopg.Connection[Any], pooled: bool) -> None:
+        with self._busy_lock:
+            self._busy -= 1
+        if pooled:
+            self._pool.putconn(conn)
+        else:
+            with suppress(psycopg.Error):  # a direct connection is never reused
+                conn.close()
 
     def close(self) -> None:
         self._pool.close()

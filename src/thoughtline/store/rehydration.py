@@ -58,13 +58,17 @@ class RehydrationStore:
     _verified_turns: _Verified | None
 
     def append_indexed(self, session_id: str, messages: Sequence[Message], *, tenant: str,
-                       keys: Sequence[IndexKey]) -> list[StoredMessage]:
-        """Append ``messages`` and index the last one under ``keys``, atomically."""
+                       keys: Sequence[IndexKey],
+                       expect_turns: int | None = None) -> list[StoredMessage]:
+        """Append ``messages`` and index the last one under ``keys``, atomically; with
+        ``expect_turns``, raise ``HeadMoved`` (writing nothing) unless the session holds
+        exactly that many turns (as ``Store.append``)."""
         now = time.time()
         with self._db.transaction(write=True) as tx:
             if not tx.execute("UPDATE sessions SET updated_at = ? WHERE id = ?",
                               (now, session_id)):
                 raise NotFound(f"no session {session_id!r}")
+            history.check_head(tx, session_id, expect_turns)
             stored = history.append(tx, session_id, messages, now)
             if stored and keys:
                 _index(tx, tenant, session_id, stored[-1].id, keys, now)
@@ -77,8 +81,8 @@ class RehydrationStore:
         """The newest stored turn for each key (None: no match, or it failed verification).
 
         One indexed query finds every key's newest row (of this tenant, and this session when
-        given); the turns it names are loaded and verified once (content-addressed, so a turn
-        verified before is taken from memory).
+        given — turns it inherits as a branch count as its own); the turns it names are loaded
+        and verified once (content-addressed, so a turn verified before is taken from memory).
         """
         wanted = {(k.kind, k.key) for k in keys if k is not None}
         if not wanted:
@@ -150,6 +154,9 @@ def _newest(tx: Tx, tenant: str, wanted: set[tuple[str, str]],
     ``(tenant, kind, lookup_key, …)`` index.
     """
     found: dict[tuple[str, str], tuple[float, str, str]] = {}
+    lineage: list[str] = []
+    if session_id is not None:  # the session and the ancestors whose turns it shows
+        lineage = [sid for sid, _ in history.chain(tx, session_id)] or [session_id]
     for kind in sorted({kind for kind, _ in wanted}):
         ordered = sorted(key for k, key in wanted if k == kind)
         for start in range(0, len(ordered), _CHUNK):
@@ -158,9 +165,9 @@ def _newest(tx: Tx, tenant: str, wanted: set[tuple[str, str]],
                    f"WHERE tenant = ? AND kind = ? "
                    f"AND lookup_key IN ({', '.join('?' * len(chunk))})")
             params: list[str] = [tenant, kind, *chunk]
-            if session_id is not None:
-                sql += " AND session_id = ?"
-                params.append(session_id)
+            if lineage:
+                sql += f" AND session_id IN ({', '.join('?' * len(lineage))})"
+                params.extend(lineage)
             for key, session, message_id, created in tx.all(sql, params):
                 seen = found.get((kind, key))
                 if seen is None or created > seen[0]:

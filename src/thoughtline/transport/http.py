@@ -22,7 +22,9 @@ import httpx
 import orjson
 from httpx_sse import EventSource, SSEError
 
-from thoughtline.errors import ProviderError, StreamInterrupted
+from thoughtline.codecs.shape import deeper_than, too_deep
+from thoughtline.errors import ProtocolError, ProviderBusy, ProviderError, StreamInterrupted
+from thoughtline.transport.redact import cut, redact
 
 #: The backoff's sleep (a seam, so tests can record what was waited instead of timing it).
 _sleep = asyncio.sleep
@@ -41,11 +43,27 @@ class TransportConfig:
     backoff_cap: float = 20.0
     #: After this many seconds without a response, ``on_wait`` is told (once per attempt).
     waiting_after: float = 3.0
+    #: The pool: at most this many connections per client (one client per plain/TLS target),
+    #: and how long a request waits for one to come free (0: as long as ``read_timeout``).
+    max_connections: int = 100
+    pool_timeout: float = 0.0
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class PoolState:
+    """A transport's connection pools right now (what a soak test or a /metrics page reads)."""
+
+    #: Open connections, and those of them serving a request (checked out of the pool).
+    connections: int = 0
+    in_use: int = 0
+    #: Requests waiting for a connection to come free.
+    waiting: int = 0
 
 
 #: Failures before the request left this machine: retrying them cannot bill a request twice.
 #: Anything later (a read timeout, a connection dropped mid-answer) may have reached the model.
-_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+#: A pool timeout was not sent either, but it is not retried: the wait already happened.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
 
 
 class FirstByteTimeout(Exception):
@@ -66,6 +84,9 @@ class Target:
     provider: str = ""
     auth: httpx.Auth | None = None
     framing: str = "sse"
+    #: Values never to appear in an error's text or body (the key the request authenticates
+    #: with): a provider may echo them back, whole or cut short.
+    secrets: tuple[str, ...] = ()
 
 
 class Transport(Protocol):
@@ -94,7 +115,11 @@ def provider_message(body: str) -> str:
         if isinstance(error, Mapping):
             message = error.get("message")
             if isinstance(message, str | Mapping | list):
-                text = message if isinstance(message, str) else orjson.dumps(message).decode()
+                try:
+                    text = message if isinstance(message, str) else orjson.dumps(
+                        message).decode()
+                except orjson.JSONEncodeError:  # nested deeper than orjson writes
+                    return body.strip()[:500]
                 raw = error.get("metadata", {}).get("raw") if isinstance(
                     error.get("metadata"), Mapping) else None
                 return f"{text} ({raw})" if isinstance(raw, str) else text
@@ -145,10 +170,29 @@ class HttpTransport:
         tls = not url.startswith("http://")
         client = self._clients.get(tls)
         if client is None:
-            timeout = httpx.Timeout(self.config.read_timeout, connect=self.config.connect_timeout)
-            client = httpx.AsyncClient(timeout=timeout, verify=tls)
+            config = self.config
+            timeout = httpx.Timeout(config.read_timeout, connect=config.connect_timeout,
+                                    pool=config.pool_timeout or config.read_timeout)
+            limits = httpx.Limits(max_connections=config.max_connections,
+                                  max_keepalive_connections=min(20, config.max_connections))
+            client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls)
             self._clients[tls] = client
         return client
+
+    def pool_state(self) -> PoolState:
+        """The connections of every client this transport made (a given client included)."""
+        clients = [*self._clients.values(), *([self._given] if self._given else [])]
+        connections = in_use = waiting = 0
+        for client in clients:
+            # httpx keeps its httpcore pool private; read it defensively (no API promises it).
+            pool = getattr(getattr(client, "_transport", None), "_pool", None)
+            for connection in getattr(pool, "connections", ()):
+                if connection.is_closed():
+                    continue
+                connections += 1
+                in_use += not connection.is_idle()
+            waiting += sum(1 for request in getattr(pool, "_requests", ()) if request.is_queued())
+        return PoolState(connections=connections, in_use=in_use, waiting=waiting)
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -159,7 +203,8 @@ class HttpTransport:
 
     def _error(self, target: Target, message: str, *, status: int | None = None,
                body: str = "") -> ProviderError:
-        return ProviderError(message, status=status, body=body, route=target.route,
+        return ProviderError(redact(message, target.secrets), status=status,
+                             body=redact(body, target.secrets), route=target.route,
                              provider=target.provider, retries=self.retries)
 
     def _unreachable(self, url: str, exc: Exception) -> str:
@@ -172,9 +217,15 @@ class HttpTransport:
         if isinstance(exc, FirstByteTimeout):
             return (f"no answer from {url} within {self.config.first_byte_timeout:g} s "
                     "(first-byte timeout)")
+        if isinstance(exc, httpx.PoolTimeout):
+            return (f"no free connection to {url} within {self._pool_wait():g} s: all "
+                    f"{self.config.max_connections} are busy (pool timeout; nothing was sent)")
         if isinstance(exc, httpx.TimeoutException):
             return f"{url} timed out after {self.config.read_timeout:g} s ({type(exc).__name__})"
         return f"could not reach {url}: {_text(exc)}"
+
+    def _pool_wait(self) -> float:
+        return self.config.pool_timeout or self.config.read_timeout
 
     def _tell(self, text: str) -> None:
         if self.on_wait is not None:
@@ -202,26 +253,29 @@ class HttpTransport:
     async def _request(self, client: httpx.AsyncClient, request: httpx.Request, *,
                        stream: bool, target: Target) -> httpx.Response:
         """One attempt; tells ``on_wait`` when the answer is slow to start, and enforces the
-        first-byte timeout (the response's headers are its first bytes)."""
-        sending = asyncio.ensure_future(client.send(request, stream=stream, auth=target.auth))
+        first-byte timeout (the response's headers are its first bytes).
+
+        The send is awaited in the caller's own task, never in a task of its own: when the
+        caller is cancelled (a gateway client left), the cancellation reaches httpcore inside
+        the send, which closes the connection; a detached send task would keep it checked out.
+        """
         limit = self.config.first_byte_timeout or None
-        waited = 0.0
+        notice = None
+        if self.on_wait is not None and (limit is None or limit > self.config.waiting_after):
+            notice = asyncio.get_running_loop().call_later(
+                self.config.waiting_after, self._tell,
+                f"waiting for {target.provider or target.url}… (Ctrl-C to stop)")
+        deadline = asyncio.timeout(limit)
         try:
-            if self.on_wait is not None and (limit is None or limit > self.config.waiting_after):
-                done, _ = await asyncio.wait({sending}, timeout=self.config.waiting_after)
-                waited = self.config.waiting_after
-                if not done:
-                    self._tell(f"waiting for {target.provider or target.url}… (Ctrl-C to stop)")
-            remaining = None if limit is None else max(0.0, limit - waited)
-            done, _ = await asyncio.wait({sending}, timeout=remaining)
-            if not done:
-                raise FirstByteTimeout()
-            return sending.result()
+            async with deadline:
+                return await client.send(request, stream=stream, auth=target.auth)
+        except TimeoutError:
+            if deadline.expired():
+                raise FirstByteTimeout() from None
+            raise
         finally:
-            if not sending.done():
-                sending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await sending
+            if notice is not None:
+                notice.cancel()
 
     async def _send(self, target: Target, body: bytes, *, stream: bool) -> httpx.Response:
         """Send with retries; returns a response with a 2xx status (stream left open)."""
@@ -234,6 +288,9 @@ class HttpTransport:
                 request = client.build_request("POST", target.url, content=body,
                                                      headers=headers)
                 response = await self._request(client, request, stream=stream, target=target)
+            except httpx.PoolTimeout as exc:
+                raise ProviderBusy(self._unreachable(target.url, exc), route=target.route,
+                                   provider=target.provider, retries=self.retries) from exc
             except (httpx.TimeoutException, httpx.TransportError, FirstByteTimeout) as exc:
                 if not isinstance(exc, _NOT_SENT):
                     # The POST may have reached the model: a retry could run (and bill) it
@@ -248,8 +305,12 @@ class HttpTransport:
                 continue
             if response.status_code < 400:
                 return response
-            text = (await response.aread()).decode("utf-8", "replace")
-            await response.aclose()
+            try:
+                # Redacted whole before anything cuts it (provider_message keeps 500 chars).
+                text = redact((await response.aread()).decode("utf-8", "replace"),
+                              target.secrets)
+            finally:
+                await response.aclose()
             if response.status_code in RETRY_STATUSES and not last:
                 self.retries += 1
                 await self._backoff(attempt, response.headers, target)
@@ -261,11 +322,14 @@ class HttpTransport:
     async def post_json(self, target: Target, body: bytes) -> Any:
         response = await self._send(target, body, stream=False)
         try:
-            return orjson.loads(response.content)
+            data = orjson.loads(response.content)
         except orjson.JSONDecodeError as exc:
-            raise self._error(target, "the response is not JSON: "
-                              f"{response.text[:200]!r}", status=response.status_code,
-                              body=response.text) from exc
+            shown = cut(response.text, target.secrets, 200)
+            raise self._error(target, f"the response is not JSON: {shown!r}",
+                              status=response.status_code, body=response.text) from exc
+        if deeper_than(data, raw=response.content):
+            raise ProtocolError(too_deep("the response"))
+        return data
 
     async def stream_events(self, target: Target, body: bytes) -> AsyncIterator[tuple[str, Any]]:
         """Yield each stream event as ``(event type, parsed JSON payload)``.
@@ -286,6 +350,11 @@ class HttpTransport:
                     yield event
         except SSEError as exc:
             raise StreamInterrupted(f"not an event stream: {exc}") from exc
+        except _Malformed as exc:
+            raw = exc.data if isinstance(exc.data, str) else bytes(exc.data).decode(
+                "utf-8", "replace")
+            raise StreamInterrupted(f"malformed {exc.what}: "
+                                    f"{cut(raw, target.secrets, 200)!r}") from exc
         except httpx.TimeoutException as exc:
             raise StreamInterrupted(
                 f"the stream from {target.provider or target.url} stalled: nothing arrived for "
@@ -297,13 +366,22 @@ class HttpTransport:
             await response.aclose()
 
 
+class _Malformed(Exception):
+    """A stream element that is not JSON; shown (redacted, then cut) by ``stream_events``."""
+
+    def __init__(self, what: str, data: bytes | str) -> None:
+        super().__init__(what)
+        self.what, self.data = what, data
+
+
 def _json(data: bytes | str, what: str) -> Any:
     try:
-        return orjson.loads(data)
+        value = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        raise StreamInterrupted(f"malformed {what}: {bytes(data[:200])!r}"
-                                if isinstance(data, bytes | bytearray)
-                                else f"malformed {what}: {data[:200]!r}") from exc
+        raise _Malformed(what, data) from exc
+    if deeper_than(value, raw=data):
+        raise ProtocolError(too_deep(f"a {what}"))
+    return value
 
 
 async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:

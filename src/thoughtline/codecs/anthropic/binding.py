@@ -28,7 +28,13 @@ PREFIX_KEY = "prefix"  # the stamp's key under native[NS] of an assistant messag
 
 
 def seed(system: Sequence[Any], tools: Sequence[Any]) -> bytes:
-    return hashlib.sha256(orjson.dumps([system, tools])).digest()
+    return hashlib.sha256(orjson.dumps([_unmarked(system), _unmarked(tools)])).digest()
+
+
+def _unmarked(blocks: Sequence[Any]) -> list[Any]:
+    """Blocks without cache breakpoints (a moved ``cache_control`` is no change of the prefix)."""
+    return [{k: v for k, v in b.items() if k != "cache_control"}
+            if isinstance(b, Mapping) and "cache_control" in b else b for b in blocks]
 
 
 def blocks_of(wire: Mapping[str, Any]) -> Sequence[Any]:

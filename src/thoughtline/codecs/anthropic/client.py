@@ -273,7 +273,7 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
             continue  # a server tool (web_search …): only an Anthropic upstream runs it
         out.append(ToolSpec(name=tool["name"], description=text_of(tool.get("description")),
                             parameters=schema if isinstance(schema, Mapping)
-                            else {"type": "object", "properties": {}}))
+                            else {"type": "object", "properties": {}}, native={NS: tool}))
     return tuple(out)
 
 
@@ -328,10 +328,25 @@ def _unmapped(messages: list[Message]) -> tuple[str, ...]:
     return tuple(sorted(kinds))
 
 
+def _own(params: Mapping[str, Any], neutral: Mapping[str, Any]) -> dict[str, Any]:
+    """What an Anthropic upstream's codec takes as parameters: every key as given, except the
+    ones it writes from canonical values (``system``, ``tools``) and the effort, which it reads
+    as ``reasoning_effort`` and writes into ``output_config`` itself."""
+    out = {k: v for k, v in params.items() if k not in _CANONICAL}
+    if "reasoning_effort" in neutral:
+        out["reasoning_effort"] = neutral["reasoning_effort"]
+        rest = {k: v for k, v in params["output_config"].items() if k != "effort"}
+        if rest:
+            out["output_config"] = rest
+        else:
+            del out["output_config"]
+    return out
+
+
 def _params_for(params: Mapping[str, Any], unmapped: tuple[str, ...] = (),
                 ) -> tuple[dict[str, Mapping[str, Any]], dict[str, tuple[str, ...]]]:
     neutral = _neutral(params)
-    params_for: dict[str, Mapping[str, Any]] = {API: dict(params)}
+    params_for: dict[str, Mapping[str, Any]] = {API: _own(params, neutral)}
     dropped_for: dict[str, tuple[str, ...]] = {API: ()}
     for api, reads in _NEUTRAL_FOR.items():
         kept = {k: v for k, v in neutral.items() if k in reads}

@@ -23,7 +23,13 @@ import orjson
 
 from thoughtline.codecs.anthropic import binding, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
-from thoughtline.codecs.anthropic.encode import Index, WireCache, encode_request, wire_summary
+from thoughtline.codecs.anthropic.encode import (
+    OWNED,
+    Index,
+    WireCache,
+    encode_request,
+    wire_summary,
+)
 from thoughtline.codecs.anthropic.fold import StreamFold
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
@@ -34,6 +40,7 @@ from thoughtline.codecs.anthropic.wire import (
     VERSION_HEADER,
 )
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
@@ -68,6 +75,7 @@ def profile_for(provider: str, base_url: str | None) -> AnthropicProfile:
 
 
 def _vertex_url(provider: ProviderConfig, model: str, verb: str) -> str:
+    model = path_segment(model)
     base = provider.base_url.rstrip("/")
     if "/publishers/anthropic/models" in base:
         return f"{base}/{model}:{verb}"
@@ -149,6 +157,7 @@ class Anthropic:
     """Anthropic Messages (``POST …/v1/messages``, SSE streams with ``event:`` names)."""
 
     api = API
+    owned = OWNED
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import shape
 from thoughtline.codecs.anthropic.wire import (
     NS,
     REDACTED,
@@ -33,7 +32,7 @@ from thoughtline.messages import Message, Opaque, Origin, Part, Reasoning, Text,
 
 def arguments_text(value: Any) -> str:
     """A ``tool_use.input`` object as the canonical arguments text: compact JSON, key order kept."""
-    return orjson.dumps(value if value is not None else {}).decode()
+    return shape.json_text(value if value is not None else {}, "tool_use.input")
 
 
 def block_part(block: Mapping[str, Any], origin: Origin, *, complete: bool = True) -> Part | None:
@@ -83,10 +82,13 @@ def usage_of(raw: Any) -> Usage:
         return Usage()
     details = raw.get("output_tokens_details")
     thinking = details.get("thinking_tokens") if isinstance(details, Mapping) else 0
-    return Usage(input_tokens=int(raw.get("input_tokens") or 0),
-                 output_tokens=int(raw.get("output_tokens") or 0),
-                 reasoning_tokens=int(thinking or 0),
-                 cached_tokens=int(raw.get("cache_read_input_tokens") or 0))
+    return Usage(input_tokens=shape.count(raw.get("input_tokens") or None, "usage.input_tokens"),
+                 output_tokens=shape.count(raw.get("output_tokens") or None,
+                                           "usage.output_tokens"),
+                 reasoning_tokens=shape.count(
+                     thinking or None, "usage.output_tokens_details.thinking_tokens"),
+                 cached_tokens=shape.count(raw.get("cache_read_input_tokens") or None,
+                                           "usage.cache_read_input_tokens"))
 
 
 def reports_of(body: Mapping[str, Any]) -> tuple[object, ...]:

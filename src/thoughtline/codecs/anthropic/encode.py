@@ -44,7 +44,8 @@ from thoughtline.codecs.anthropic.walk import (
     system_blocks,
     target_model,
 )
-from thoughtline.codecs.anthropic.wire import API, SETTING_MISMATCH
+from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
+from thoughtline.codecs.common import merge_params
 from thoughtline.messages import Message, ToolSpec
 from thoughtline.replay import ReplayPlan, loop_start
 
@@ -159,14 +160,24 @@ def _index(walk: Walk, binds: bool) -> Index:
                  prefix=walk.running.hex() if binds else "", counts=walk.counts)
 
 
-def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    out = []
+def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
+    out: list[Any] = []
     for tool in tools:
+        given = tool.native.get(NS)
+        if isinstance(given, Mapping) and given.get("name") == tool.name:
+            out.append(given)  # an Anthropic client's own definition, as it sent it
+            continue
         wire: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
         if tool.description:
             wire["description"] = tool.description
         out.append(wire)
     return out
+
+
+#: The body fields encode_request writes itself: a param naming one is left out (``thinking``
+#: and ``max_tokens`` are read as parameters by ``params`` and never merged raw).
+OWNED = frozenset({"anthropic_version", "model", "system", "messages", "tools", "stream",
+                   "output_config.effort"})
 
 
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
@@ -194,7 +205,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         body["tools"] = wire_tools
     if stream:
         body["stream"] = True
-    body.update(params.passthrough(given))
+    merge_params(body, params.passthrough(given), OWNED)
     return body, index
 
 

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.anthropic.decode import (
     arguments_text,
     block_part,
@@ -98,15 +99,22 @@ class StreamFold:
         kind = event_type or payload.get("type")
         self.saw_chunk = True
         if kind != "content_block_delta":
-            handler = _HANDLERS.get(kind)  # type: ignore[arg-type]
+            handler = _HANDLERS.get(shape.key(kind, "type"))
             return handler(self, payload) if handler is not None else []
         # Nearly every event is a block delta: handled here, without another call.
-        block = self._blocks.get(payload.get("index"))  # type: ignore[arg-type]
+        index = payload.get("index")
+        try:
+            block = self._blocks.get(index)
+        except TypeError:
+            raise shape.bad_key(index, "content_block_delta.index") from None
         delta = payload.get("delta")
         if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
             raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
         kind = delta.get("type")
-        found = _DELTAS.get(kind)  # type: ignore[arg-type]
+        try:
+            found = _DELTAS.get(kind)
+        except TypeError:
+            raise shape.bad_key(kind, "content_block_delta.delta.type") from None
         if found is None:
             if kind == "citations_delta":
                 block.citations.append(delta.get("citation"))

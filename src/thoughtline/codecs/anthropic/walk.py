@@ -208,7 +208,8 @@ def user_turn(message: Message) -> Turn:
 
 
 def system_blocks(messages: Sequence[Message]) -> list[Any]:
-    return [{"type": TEXT, TEXT: p.text} for m in messages
+    """The top-level ``system`` blocks (a client's ``cache_control`` … kept on its own)."""
+    return [_text(p) if p.native else {"type": TEXT, TEXT: p.text} for m in messages
             if m.role == "system" and in_place(m) is None
             for p in m.parts if isinstance(p, Text) and p.text]
 

@@ -21,6 +21,7 @@ from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.bedrock import forms, rejections
 from thoughtline.codecs.bedrock.decode import decode_response
 from thoughtline.codecs.bedrock.encode import (
+    OWNED,
     WireCache,
     encode_request,
     request_body,
@@ -63,6 +64,7 @@ class Bedrock:
     """AWS Bedrock Converse and ConverseStream."""
 
     api = API
+    owned = OWNED
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

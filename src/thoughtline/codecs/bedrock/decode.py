@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.bedrock.profile import claude_key
 from thoughtline.codecs.bedrock.wire import (
     NS,
@@ -50,9 +51,11 @@ from thoughtline.messages import (
 def usage_of(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
-    return Usage(input_tokens=int(raw.get("inputTokens") or 0),
-                 output_tokens=int(raw.get("outputTokens") or 0),
-                 cached_tokens=int(raw.get("cacheReadInputTokens") or 0))
+    return Usage(input_tokens=shape.count(raw.get("inputTokens") or None, "usage.inputTokens"),
+                 output_tokens=shape.count(raw.get("outputTokens") or None,
+                                           "usage.outputTokens"),
+                 cached_tokens=shape.count(raw.get("cacheReadInputTokens") or None,
+                                           "usage.cacheReadInputTokens"))
 
 
 def neutral_finish(stop_reason: str | None) -> FinishReason | None:
@@ -68,7 +71,7 @@ def compact_json(value: Any) -> str:
             return orjson.dumps(orjson.loads(value)).decode()
         except orjson.JSONDecodeError:
             return value  # a stream cut inside the arguments: keep what arrived
-    return orjson.dumps(value if value is not None else {}).decode()
+    return shape.json_text(value if value is not None else {}, "toolUse.input")
 
 
 def _anthropic_data(wire: str) -> str | None:

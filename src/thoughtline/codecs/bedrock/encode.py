@@ -332,6 +332,14 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *,
     return request_body(system, messages, plan, tools=tools, params=params), sent
 
 
+#: The body fields request_body writes. No param is merged raw into a Converse body (the
+#: neutral ones are read into ``inferenceConfig``, ``additional_fields`` goes under
+#: ``additionalModelRequestFields`` with the thinking fields written over it): listed so a
+#: param naming one is reported as left out.
+OWNED = frozenset({"messages", "system", "inferenceConfig", "toolConfig",
+                   "additionalModelRequestFields"})
+
+
 def request_body(system: Sequence[Any], messages: list[dict[str, Any]], plan: ReplayPlan, *,
                  tools: Sequence[ToolSpec] = (),
                  params: Mapping[str, Any] | None = None) -> dict[str, Any]:

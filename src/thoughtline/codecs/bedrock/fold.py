@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.bedrock.decode import neutral_finish, parts_from_content, usage_of
 from thoughtline.codecs.bedrock.wire import (
     BLOCK_DELTA,
@@ -76,10 +77,15 @@ def _exception(kind: str, payload: Any) -> Exception:
     text = message if isinstance(message, str) else repr(payload)[:300]
     status = _EXCEPTION_STATUS.get(kind)
     if kind == "modelStreamErrorException" and isinstance(payload, Mapping):
-        status = payload.get("originalStatusCode") or 424
+        status = payload.get("originalStatusCode")
+        status = status if type(status) is int and 400 <= status <= 599 else 424
     if status is None:
         return ProtocolError(f"Bedrock stream exception {kind}: {text}")
-    return ProviderError(text, status=int(status), body=orjson.dumps(payload).decode())
+    try:
+        body = orjson.dumps(payload).decode()
+    except orjson.JSONEncodeError:
+        body = repr(payload)[:300]
+    return ProviderError(text, status=status, body=body)
 
 
 class StreamFold:
@@ -100,7 +106,10 @@ class StreamFold:
 
     def _block(self, payload: Mapping[str, Any]) -> _Block:
         index = payload.get("contentBlockIndex")
-        block = self._blocks.get(index)  # type: ignore[arg-type]
+        try:
+            block = self._blocks.get(index)  # type: ignore[arg-type]
+        except TypeError:
+            raise shape.bad_key(index, "contentBlockIndex") from None
         if block is None:
             if type(index) is not int:
                 raise ProtocolError("ConverseStream event without contentBlockIndex: "

@@ -15,9 +15,11 @@ from urllib.parse import urlsplit
 import orjson
 
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.common import path_segment
 from thoughtline.codecs.gemini import forms, rejections
 from thoughtline.codecs.gemini.decode import decode_response
 from thoughtline.codecs.gemini.encode import (
+    OWNED,
     Sent,
     WireCache,
     body_extras,
@@ -68,6 +70,7 @@ def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
     ``{region}-aiplatform.googleapis.com``.
     """
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
+    model = path_segment(model)
     base = provider.base_url.rstrip("/")
     path = urlsplit(base).path.rstrip("/")
     if path.lower().endswith(_MODELS_PATH):
@@ -91,6 +94,7 @@ class Gemini:
     """Gemini ``generateContent`` / ``streamGenerateContent?alt=sse`` (AI Studio and Vertex)."""
 
     api = API
+    owned = OWNED
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.gemini.parts import PartsBuilder
 from thoughtline.codecs.gemini.wire import text_of
 from thoughtline.errors import ProtocolError
@@ -40,8 +41,7 @@ def usage_of(raw: Any) -> Usage:
         return Usage()
 
     def count(name: str) -> int:
-        value = raw.get(name)
-        return int(value) if isinstance(value, int | float) else 0
+        return shape.count(raw.get(name), f"usageMetadata.{name}")
 
     thoughts = count("thoughtsTokenCount")
     # candidatesTokenCount leaves the thinking out; neutral output counts include it.

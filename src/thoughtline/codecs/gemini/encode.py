@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.common import deep_merge
+from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import (
     API,
@@ -54,6 +54,11 @@ SIGN_EVERY_CALL = "sign_every_call"
 
 _BODY_KEYS = frozenset({"generationConfig", "safetySettings", "toolConfig", "cachedContent",
                         "labels"})
+#: The body fields request_body writes itself (the model is in the URL): a param naming one is
+#: left out. Only ``_BODY_KEYS`` are merged raw, so this guards what ``generationConfig`` may
+#: hold: the request for thoughts is the codec's (it is how reasoning comes back).
+OWNED = frozenset({"contents", "systemInstruction", "tools",
+                   "generationConfig.thinkingConfig.includeThoughts"})
 _GENERATION = {"max_tokens": "maxOutputTokens", "max_output_tokens": "maxOutputTokens",
                "temperature": "temperature", "top_p": "topP", "top_k": "topK",
                "stop": "stopSequences", "seed": "seed", "thinking_budget": "thinkingBudget",
@@ -411,14 +416,10 @@ def request_body(contents: list[Any], system: list[Any], plan: ReplayPlan, *, mo
     config = generation_config(plan.profile, model, params)
     if config:
         body["generationConfig"] = config
-    for name in _BODY_KEYS:
-        value = params.get(name)
-        if isinstance(value, Mapping):
-            merged = dict(body.get(name) or {})
-            deep_merge(merged, value)
-            body[name] = merged
-        elif value is not None:
-            body[name] = value
+    extra = {name: value for name, value in params.items()
+             if name in _BODY_KEYS and value is not None}
+    if extra:
+        merge_params(body, extra, OWNED)
     return body
 
 

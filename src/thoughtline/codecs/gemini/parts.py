@@ -22,8 +22,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import shape
 from thoughtline.codecs.gemini.wire import FC, FC_SNAKE, NS, SIG, SYNTHETIC_ID, THOUGHT
 from thoughtline.errors import ProtocolError
 from thoughtline.messages import FrozenDict, Opaque, Origin, Part, Reasoning, Text, ToolCall
@@ -44,7 +43,7 @@ class _Run:
 
 def json_text(value: Any) -> str:
     """Function-call ``args`` (an object on this wire) as compact JSON text, key order kept."""
-    return orjson.dumps(value).decode()
+    return shape.json_text(value, "functionCall.args")
 
 
 def synthetic_id(scope: str, position: int) -> str:

@@ -16,6 +16,7 @@ import orjson
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
+    OWNED,
     Tally,
     WireCache,
     body_extras,
@@ -48,6 +49,7 @@ class OpenAIChat(SplicedForms):
     """OpenAI-compatible Chat Completions (``POST {base_url}/chat/completions``, SSE streams)."""
 
     api = API
+    owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
@@ -101,7 +103,8 @@ class OpenAIChat(SplicedForms):
         profile = plan.profile
         target = plan.target
         sent = set(wire_summary(encoded.body)["carriers"])
-        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad)
+        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad,
+                              top_level=encoded.body.keys())
         if target is None:
             return None
         key = {"provider": target.provider, "host": target.host, "model": target.model}

@@ -11,8 +11,7 @@ import hashlib
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_chat.wire import (
     NS_COPILOT,
     NS_GOOGLE,
@@ -45,11 +44,14 @@ def usage_of(raw: Any) -> Usage:
     details = raw.get("completion_tokens_details") or {}
     prompt_details = raw.get("prompt_tokens_details") or {}
     return Usage(
-        input_tokens=int(raw.get("prompt_tokens") or 0),
-        output_tokens=int(raw.get("completion_tokens") or 0),
-        reasoning_tokens=int(details.get("reasoning_tokens") or 0)
+        input_tokens=shape.count(raw.get("prompt_tokens") or None, "usage.prompt_tokens"),
+        output_tokens=shape.count(raw.get("completion_tokens") or None,
+                                  "usage.completion_tokens"),
+        reasoning_tokens=shape.count(details.get("reasoning_tokens") or None,
+                                     "usage.completion_tokens_details.reasoning_tokens")
         if isinstance(details, Mapping) else 0,
-        cached_tokens=int(prompt_details.get("cached_tokens") or 0)
+        cached_tokens=shape.count(prompt_details.get("cached_tokens") or None,
+                                  "usage.prompt_tokens_details.cached_tokens")
         if isinstance(prompt_details, Mapping) else 0,
     )
 
@@ -123,7 +125,7 @@ def _synthetic_call_id(response_id: str, position: int) -> str:
 
 
 def json_text(value: Any) -> str:
-    return orjson.dumps(value).decode()
+    return shape.json_text(value, "function.arguments")
 
 
 def message_from_wire(wire: Mapping[str, Any], origin: Origin, *, response_id: str = "",

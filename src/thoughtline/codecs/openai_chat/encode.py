@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from thoughtline.codecs import splice
-from thoughtline.codecs.common import deep_merge
+from thoughtline.codecs.common import deep_merge, merge_params
 from thoughtline.codecs.openai_chat.wire import (
     API,
     GEMINI_DUMMY_SIGNATURE,
@@ -146,6 +146,11 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
 
 
 
+#: The body fields encode_request writes itself: a request param naming one is left out (the
+#: conversation, the model and the framing are never a param's to choose).
+OWNED = frozenset({"model", "messages", "tools", "stream", "stream_options"})
+
+
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
                    tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                    stream: bool = False, stream_usage: bool | None = None,
@@ -170,7 +175,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     if profile.body_extras:
         deep_merge(body, profile.body_extras)
     if params:
-        deep_merge(body, params)
+        merge_params(body, params, OWNED)
     for name in profile.drop_params:
         body.pop(name, None)
     return body

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_chat.decode import (
     is_text_chunk,
     json_text,
@@ -134,7 +135,10 @@ class StreamFold:
         if usage:
             self.usage = usage
         events: list[Delta] = []
-        for choice in chunk.get("choices") or ():
+        choices = chunk.get("choices") or ()
+        if type(choices) is not list and type(choices) is not tuple:
+            raise ProtocolError(f"`choices` must be an array, not {shape.described(choices)}")
+        for choice in choices:
             if (type(choice) is not dict and not _is_map(choice)) or choice.get("index", 0):
                 continue
             finish = choice.get("finish_reason")
@@ -167,11 +171,17 @@ class StreamFold:
                 elif type(value) is list:
                     others = (others or []) + self._merge_chunks(value)
             elif key == RD:
+                if type(value) is not list:
+                    raise ProtocolError(f"`delta.{RD}` must be an array, not "
+                                        f"{shape.described(value)}")
                 for item in value:
                     piece = self._merge_detail(item)
                     if piece:
                         details = (details or []) + [piece]
             elif key == "tool_calls":
+                if type(value) is not list:
+                    raise ProtocolError("`delta.tool_calls` must be an array, not "
+                                        f"{shape.described(value)}")
                 for raw in value:
                     others = self._merge_call(raw, others or [])
             elif key in _LATEST:
@@ -247,6 +257,11 @@ class StreamFold:
             raise ProtocolError(f"reasoning_details delta is not an object: {item!r:.80}")
         index = item.get("index")
         key = (index, item.get("type")) if index is not None else (len(self._details), id(item))
+        try:
+            hash(key)
+        except TypeError:
+            raise ProtocolError(f"`{RD}[].index` and `.type` must be strings or integers: "
+                                f"{item!r:.120}") from None
         if key == self._last_key:  # streams send one item's fragments back to back
             self._last_detail.merge(item)
         else:
@@ -263,6 +278,9 @@ class StreamFold:
         if type(raw) is not dict and not isinstance(raw, Mapping):
             raise ProtocolError(f"tool_calls delta is not an object: {raw!r:.80}")
         index = raw.get("index", len(self._calls))
+        if type(index) is not int:
+            raise ProtocolError(f"`tool_calls[].index` must be an integer, not "
+                                f"{shape.described(index)}")
         call = self._calls.get(index)
         if call is None:
             call = self._calls[index] = _Call()

@@ -9,7 +9,7 @@ offending ones, retry once without them).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,8 +17,9 @@ import orjson
 
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import rejections
-from thoughtline.codecs.openai_responses.decode import decode_response
+from thoughtline.codecs.openai_responses.decode import decode_response, native_problem
 from thoughtline.codecs.openai_responses.encode import (
+    OWNED,
     Tally,
     WireCache,
     body_extras,
@@ -29,7 +30,7 @@ from thoughtline.codecs.openai_responses.encode import (
 )
 from thoughtline.codecs.openai_responses.fold import StreamFold
 from thoughtline.codecs.openai_responses.profile import resolve_responses
-from thoughtline.codecs.openai_responses.wire import API
+from thoughtline.codecs.openai_responses.wire import API, NS
 from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
@@ -53,7 +54,11 @@ class OpenAIResponses(SplicedForms):
     """OpenAI Responses (``POST {base_url}/responses``), stateless, SSE streams."""
 
     api = API
+    owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
+
+    def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
+        return native_problem(value) if namespace == NS else None
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:

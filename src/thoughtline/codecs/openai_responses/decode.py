@@ -19,8 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_responses.wire import (
     ENCRYPTED,
     FUNCTION_CALL,
@@ -61,10 +60,14 @@ def usage_of(raw: Any) -> Usage:
     output = raw.get("output_tokens_details")
     cached = raw.get("input_tokens_details")
     return Usage(
-        input_tokens=int(raw.get("input_tokens") or 0),
-        output_tokens=int(raw.get("output_tokens") or 0),
-        reasoning_tokens=int(output.get("reasoning_tokens") or 0) if is_map(output) else 0,
-        cached_tokens=int(cached.get("cached_tokens") or 0) if is_map(cached) else 0,
+        input_tokens=shape.count(raw.get("input_tokens") or None, "usage.input_tokens"),
+        output_tokens=shape.count(raw.get("output_tokens") or None, "usage.output_tokens"),
+        reasoning_tokens=shape.count(output.get("reasoning_tokens") or None,
+                                     "usage.output_tokens_details.reasoning_tokens")
+        if is_map(output) else 0,
+        cached_tokens=shape.count(cached.get("cached_tokens") or None,
+                                  "usage.input_tokens_details.cached_tokens")
+        if is_map(cached) else 0,
     )
 
 
@@ -86,7 +89,8 @@ def message_parts(item: Mapping[str, Any]) -> list[Text]:
     texts: list[str] = []
     shell_parts: list[Any] = []
     for part in content:
-        key = TEXT_KEYS.get(part.get("type")) if is_map(part) else None
+        key = TEXT_KEYS.get(shape.key(part.get("type"), "content[].type")) if is_map(
+            part) else None
         if key is None:
             shell_parts.append(part)
             continue
@@ -101,10 +105,30 @@ def message_parts(item: Mapping[str, Any]) -> list[Text]:
     return out
 
 
+def native_problem(value: Mapping[str, Any]) -> tuple[str, str] | None:
+    """What is wrong with a stored ``native[NS]`` record (from an imported file) that encoding it
+    back would trip on: ``(path below the record, why)``, or None. Records are what this module
+    writes: a whole item, a text's message ``item`` shell, a ``part`` index, a ``response`` id."""
+    if "item" in value:
+        shell = value["item"]
+        if not is_map(shell):
+            return ".item", "must be a JSON object (the message item the text came in)"
+        content = shell.get("content")
+        if content is not None and not isinstance(content, list):
+            return ".item.content", "must be a list of content parts"
+        for index, part in enumerate(content or ()):
+            if is_map(part) and not isinstance(part.get("type", ""), str):
+                return f".item.content[{index}].type", "must be a string"
+    if not isinstance(value.get("type", ""), str):
+        return ".type", "must be a string"
+    return None
+
+
 def call_part(item: Mapping[str, Any], *, fallback_id: str) -> ToolCall:
     arguments = item.get("arguments")
     if not isinstance(arguments, str):
-        arguments = orjson.dumps(arguments).decode() if arguments is not None else ""
+        arguments = shape.json_text(arguments, "function_call.arguments") \
+            if arguments is not None else ""
     call_id = text_of(item.get("call_id")) or text_of(item.get("id")) or fallback_id
     rest = {k: v for k, v in item.items() if k not in _CALL_FIELDS}
     return ToolCall(id=call_id, name=text_of(item.get("name")), arguments=arguments,

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from thoughtline.codecs import splice
+from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
 from thoughtline.codecs.openai_responses.wire import (
     API,
@@ -52,6 +53,11 @@ _REASONING_PARAMS = {"reasoning_effort": "effort", "effort": "effort",
                      "reasoning_summary": "summary", "reasoning_context": "context",
                      "reasoning_mode": "mode"}
 _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_output_tokens"}
+#: The body fields encode_request writes itself, and the ones that would bring in a conversation
+#: held by the server (``previous_response_id``, ``conversation``): a param naming one is left
+#: out. ``store`` and ``include`` are how encrypted reasoning comes back to be replayed.
+OWNED = frozenset({"model", "input", "tools", "stream", "store", "include",
+                   "previous_response_id", "conversation"})
 
 
 def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
@@ -273,10 +279,10 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     reasoning = _reasoning_fields(plan, params, settings or {})
     if reasoning:
         body["reasoning"] = reasoning
-    for name, value in params.items():
-        if name in _REASONING_PARAMS or name == "reasoning":
-            continue
-        body[_RENAMED.get(name, name)] = value
+    extra = {_RENAMED.get(name, name): value for name, value in params.items()
+             if name not in _REASONING_PARAMS and name != "reasoning"}
+    if extra:
+        merge_params(body, extra, OWNED)
     return body
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS, failed, message_of
 from thoughtline.codecs.openai_responses.wire import (
     EV_ARGS_DELTA,
@@ -111,10 +112,18 @@ class StreamFold:
             raise ProtocolError("stream event is not a JSON object")
         kind = event_type or payload.get("type")
         self.saw_chunk = True
-        fast = self._deltas.get(kind)  # the bulk of a stream: one delta per event
+        try:
+            fast = self._deltas.get(kind)  # the bulk of a stream: one delta per event
+        except TypeError:
+            raise shape.bad_key(kind, "type") from None
         if fast is not None:
-            item = self._items.get(payload.get("output_index")) or self._item(payload)
-            return fast(payload, item) if item is not None else []
+            try:
+                item = self._items.get(payload.get("output_index")) or self._item(payload)
+                return fast(payload, item) if item is not None else []
+            except TypeError:
+                raise ProtocolError(f"{kind} event: `output_index`, `content_index` and "
+                                    "`summary_index` must be integers: "
+                                    f"{payload!r:.120}") from None
         if kind == EV_ERROR:
             raise ProtocolError(f"provider sent an error in the stream: {payload!r:.300}")
         if kind in FINAL_EVENTS or kind == EV_CREATED:
@@ -135,7 +144,7 @@ class StreamFold:
                 item.done = done
         elif kind == EV_PART_ADDED:
             part = payload.get("part")
-            index = payload.get("content_index", 0)
+            index = shape.key(payload.get("content_index", 0), "content_index")
             if is_map(part) and item.added.get("type") == MESSAGE and index not in item.parts:
                 item.parts[index] = (part, [])
         elif kind == EV_ARGS_DONE:
@@ -148,8 +157,7 @@ class StreamFold:
         raw = payload.get("item")
         if not is_map(raw):
             raise ProtocolError(f"output_item.added without an item: {payload!r:.120}")
-        index = payload.get("output_index")
-        index = index if isinstance(index, int) else len(self._items)
+        index = shape.position(payload.get("output_index"), "output_index", len(self._items))
         item = self._items[index] = _Item(raw)
         item_id = text_of(raw.get("id"))
         if item_id:
@@ -167,7 +175,7 @@ class StreamFold:
         found = self._by_id.get(text_of(payload.get("item_id")))
         if found is None and payload.get("type") == EV_ITEM_DONE and is_map(payload.get("item")):
             # a done item whose added event never came: it is complete on its own
-            index = index if isinstance(index, int) else len(self._items)
+            index = shape.position(index, "output_index", len(self._items))
             self._items[index] = _Item(payload["item"])
             return self._items[index]
         return self._items.get(found) if found is not None else None

@@ -1,0 +1,175 @@
+"""Storing a finished turn: the one persistence path of the CLI's ``Session`` and the gateway.
+
+Owns what every writer of a turn must guarantee, so the CLI and the gateway cannot drift apart:
+
+* **The head check.** A turn is appended only where it was written: ``TurnWrite.at`` is how many
+  turns the session held under the history the answer was written against. When the session
+  holds another number (another writer went on meanwhile, or a client regenerated an answer and
+  continued from an earlier turn), nothing is appended there: the turn goes on a new branch
+  forking at ``at``, never after turns no model saw together with it.
+* **One outcome.** A failed write is retried only while the failure proves nothing was written
+  (a lock held past the busy timeout, a connection lost before ``COMMIT``). A connection lost
+  *while* committing is never written again: whether the first write landed is read back, and
+  the answer is what is in the store. A write made twice never happens.
+* **The rescue file.** A turn that still cannot be stored is saved as JSON under ``rescue_dir``
+  (owner-only) and ``Unsaved`` names the file: the caller says "not stored" and it is true —
+  nothing of the turn is in the store, nothing is lost.
+
+It knows no wire names and no SQL: appends go through the ``Store`` interface (``append``, or
+``append_indexed`` with the gateway's lookup keys), in the caller's thread.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable
+from thoughtline.messages import Message, message_to_json
+from thoughtline.store.base import SessionRecord, Store, StoredMessage
+from thoughtline.store.codec import encode_message
+from thoughtline.store.rehydration import IndexKey
+
+#: Delays before each try of a failed write (the store's own retry runs inside each try).
+WRITE_ATTEMPTS = (0.0, 0.25, 1.0)
+
+
+class Unsaved(StoreError):
+    """A finished turn that could not be stored; ``path`` is the rescue file holding it."""
+
+    def __init__(self, message: str, *, path: Path | None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnWrite:
+    """One turn to store: its messages, where it was written, and (gateway) its lookup keys."""
+
+    session: SessionRecord
+    #: How many turns the session held under the history the answer was written against.
+    at: int
+    messages: Sequence[Message]
+    tenant: str = ""
+    #: Rehydration keys of the last message (``append_indexed``); none: a plain ``append``.
+    keys: Sequence[IndexKey] = ()
+    #: The title of the branch made when the head moved ("" : the session's title + " (branch)").
+    branch_title: str = ""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Written:
+    """Where a turn was stored: the session, or the branch made for it (``branched``)."""
+
+    session: SessionRecord
+    stored: Sequence[StoredMessage]
+    branched: bool = False
+
+
+def write_turn(store: Store, write: TurnWrite, *, rescue_dir: Path | None,
+               attempts: Sequence[float] | None = None) -> Written:
+    """Store ``write`` once (see the module docstring); ``attempts``: the delays before each
+    try (default ``WRITE_ATTEMPTS``).
+
+    Raises ``Unsaved`` naming the rescue file when it cannot be stored; without a
+    ``rescue_dir`` the store's own error is raised as it came.
+    """
+    target, branched = write.session, False
+    error: StoreError | None = None
+    for delay in WRITE_ATTEMPTS if attempts is None else attempts:
+        if delay:
+            time.sleep(delay)
+        try:
+            try:
+                return Written(session=target, stored=_append(store, target.id, write),
+                               branched=branched)
+            except HeadMoved:
+                if branched:
+                    raise
+                target = store.branch(write.session.id, at=write.at, title=_title(write))
+                branched = True
+                return Written(session=target, stored=_append(store, target.id, write),
+                               branched=True)
+        except StoreUnavailable as exc:
+            error = exc
+            if not exc.retry_safe:  # lost while committing: it may be stored already
+                return _settled(store, write, target, branched, exc, rescue_dir)
+        except StoreError as exc:
+            error = exc
+    assert error is not None, "attempts is never empty"
+    raise _failed(write, error, rescue_dir, landed=False)
+
+
+def _append(store: Store, session_id: str, write: TurnWrite) -> list[StoredMessage]:
+    if write.keys:
+        return store.append_indexed(session_id, write.messages, tenant=write.tenant,
+                                    keys=write.keys, expect_turns=write.at)
+    return store.append(session_id, write.messages, expect_turns=write.at)
+
+
+def _settled(store: Store, write: TurnWrite, target: SessionRecord, branched: bool,
+             error: StoreUnavailable, rescue_dir: Path | None) -> Written:
+    """After a write whose ``COMMIT`` was cut: read back whether it landed, never write again."""
+    ids = [encode_message(m).id for m in write.messages]
+    try:
+        landed = store.position(target.id, ids[-1]) == write.at + len(ids)
+    except StoreError:
+        raise _failed(write, error, rescue_dir, landed=None) from error
+    if not landed:
+        raise _failed(write, error, rescue_dir, landed=False) from error
+    now = time.time()
+    stored = [StoredMessage(seq=write.at + offset, id=mid, message=message, created_at=now)
+              for offset, (mid, message) in enumerate(zip(ids, write.messages, strict=True))]
+    return Written(session=target, stored=stored, branched=branched)
+
+
+def _title(write: TurnWrite) -> str:
+    return write.branch_title or f"{write.session.title or 'untitled'} (branch)"
+
+
+def _failed(write: TurnWrite, error: StoreError, rescue_dir: Path | None, *,
+            landed: bool | None) -> StoreError:
+    """The error to raise: ``Unsaved`` with the turn in a rescue file (when a directory is
+    given), else the store's own error."""
+    if rescue_dir is None:
+        return error
+    stored = ("it may or may not be stored (the store could not be asked)" if landed is None
+              else "nothing of it was stored")
+    try:
+        path: Path | None = rescue(write, rescue_dir)
+    except OSError as exc:  # a full disk: say so, in the same clear error
+        path = None
+        saved = f"; saving it to a rescue file in {rescue_dir} failed too ({exc})."
+    else:
+        saved = (f"; it was saved to {path} (the session id, its model config and the turn's "
+                 "messages as JSON) — nothing was lost.")
+    return Unsaved(f"the answer arrived but could not be stored ({error}); {stored}{saved}",
+                   path=path)
+
+
+def default_rescue_dir(store: Store) -> Path:
+    """``rescue/`` beside a SQLite file, else under the thoughtline home."""
+    from thoughtline import config as config_mod
+
+    location = Path(getattr(store, "location", "") or ".")
+    base = location.parent if location.suffix == ".db" else config_mod.home()
+    return base / "rescue"
+
+
+def rescue(write: TurnWrite, directory: Path) -> Path:
+    """Save the turn as an owner-only JSON file in ``directory``; returns its path."""
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    sid = write.session.id
+    path = directory / f"{sid}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns()}.json"
+    record = {"format": "thoughtline.rescue/1", "session": sid, "title": write.session.title,
+              "model_config": write.session.model_config,
+              "messages": [message_to_json(m) for m in write.messages]}
+    if write.tenant:
+        record["tenant"] = write.tenant
+    path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))
+    path.chmod(0o600)
+    return path
