@@ -31,6 +31,7 @@ class Scenario:
     model: str
     rejections: int = 0  # requests the route is expected to reject (the fallback learns once)
     api: str = "openai-chat"  # a native API's scenarios run on its own emulator (testing.native)
+    params: tuple[tuple[str, Any], ...] = ()  # request params of the scenario's sessions
 
 
 SCENARIOS = (
@@ -60,6 +61,9 @@ SCENARIOS = (
              provider="bedrock", model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     Scenario(label="openai responses (encrypted)", personality="", api="openai-responses",
              provider="openai-responses", model="gpt-5.5"),
+    Scenario(label="gemini interactions (thought steps)", personality="",
+             api="gemini-interactions", provider="gemini-interactions",
+             model="gemini-3-pro-preview", params=(("store", False),)),
 )
 
 QUESTIONS = ("What's the weather in Florence?", "And in Rome?")
@@ -100,7 +104,8 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
             emulator = emulators[scenario.label]
             provider = _provider(scenario, emulator)
             session = Session.create(store, provider, title=f"demo: {scenario.label}",
-                                     tools=[_tool()], log=RequestLog(home / "logs"))
+                                     tools=[_tool()], log=RequestLog(home / "logs"),
+                                     params=dict(scenario.params))
             try:
                 await _conversation(session, QUESTIONS)
             finally:

@@ -2,7 +2,7 @@
 
 Every answer is one ``thought`` step (a summary and a signature this service issued for it:
 provider-updates §4d "signature always present") followed by a ``model_output`` step — or, when
-tools were given and the newest input is the user asking for a tool, a ``function_call`` step
+tools were given and the newest input is the user's, a ``function_call`` step
 (status ``requires_action``). The text says how many thought steps the model had in its context
 (stored chain plus input), so a test sees what the model saw. Streams are SSE ``data:`` lines
 discriminated by ``event_type`` (google-genai 3.6.1 ``InteractionSSEEvent``):
@@ -26,8 +26,7 @@ def _asks_for_tool(body: Mapping[str, Any]) -> str | None:
     steps = steps_of(body)
     if not tools or not steps or steps[-1].get("type") != "user_input":
         return None
-    text = "".join(c.get("text", "") for c in steps[-1].get("content", []))
-    return text if "tool" in text.lower() else None
+    return "".join(c.get("text", "") for c in steps[-1].get("content", []))
 
 
 def output_steps(body: Mapping[str, Any], context: Sequence[Mapping[str, Any]], n: int,
