@@ -263,3 +263,45 @@ def test_a_stream_cut_before_its_signature_is_never_replayed_as_signed() -> None
     (part,) = done.message.parts
     assert isinstance(part, Reasoning) and part.signature is None and not part.complete
     assert not fold.finished and done.finish is None
+
+
+def test_the_stateless_preset_keeps_nothing_on_the_server(tmp_path: Path,
+                                                          emu: InteractionsEmulator) -> None:
+    provider = config.provider("gemini-interactions-stateless", base_url=emu.base_url,
+                               model=MODEL)
+    session = Session.create(open_store(None, tmp_path), provider)
+    assert session.route.row == "ai-studio-stateless"
+    assert _talk(session, ["one", "two"], stream=True)[-1] == "reply 2 (thoughts in context: 1)"
+    assert [r.body["store"] for r in emu.received] == [False, False]
+    assert len(_thoughts(emu.received[-1].body)) == 1 and emu.stored == {}
+
+
+def _cli(home: Path, *args: str) -> Any:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("THOUGHTLINE_")}
+    env.update(GEMINI_API_KEY=KEY, THOUGHTLINE_HOME=str(home),
+               PYTHONPATH=str(Path(__file__).resolve().parents[2] / "src"))
+    result = subprocess.run([sys.executable, "-m", "thoughtline.cli.main", *args],
+                            capture_output=True, text=True, env=env, timeout=120, check=False,
+                            stdin=subprocess.DEVNULL)
+    assert result.returncode == 0, (result.stdout, result.stderr)
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_chat_resumed_in_a_fresh_process_continues_the_chain(
+        tmp_path: Path, emu: InteractionsEmulator) -> None:
+    first = _cli(tmp_path, "chat", "--provider", "gemini-interactions", "--base-url",
+                 emu.base_url, "--model", MODEL, "-p", "hello", "--json")
+    _cli(tmp_path, "chat", "-r", first["session"], "-p", "again", "--json", "--no-stream")
+    assert [r.status for r in emu.received] == [200, 200]
+    assert emu.received[1].body["previous_interaction_id"] == "v1_emu0001"
+    assert [s["type"] for s in emu.received[1].body["input"]] == ["user_input"]
+    log = [orjson.loads(line) for line in
+           (tmp_path / "logs" / "requests.jsonl").read_text().splitlines()]
+    assert [r["state"] for r in log] == ["new", "continued"]
+    for path in (p for p in tmp_path.rglob("*") if p.is_file()):
+        assert KEY.encode() not in path.read_bytes(), path

@@ -31,7 +31,6 @@ class Scenario:
     model: str
     rejections: int = 0  # requests the route is expected to reject (the fallback learns once)
     api: str = "openai-chat"  # a native API's scenarios run on its own emulator (testing.native)
-    params: tuple[tuple[str, Any], ...] = ()  # request params of the scenario's sessions
 
 
 SCENARIOS = (
@@ -62,8 +61,8 @@ SCENARIOS = (
     Scenario(label="openai responses (encrypted)", personality="", api="openai-responses",
              provider="openai-responses", model="gpt-5.5"),
     Scenario(label="gemini interactions (thought steps)", personality="",
-             api="gemini-interactions", provider="gemini-interactions",
-             model="gemini-3-pro-preview", params=(("store", False),)),
+             api="gemini-interactions", provider="gemini-interactions-stateless",
+             model="gemini-3-pro-preview"),
 )
 
 QUESTIONS = ("What's the weather in Florence?", "And in Rome?")
@@ -104,8 +103,7 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
             emulator = emulators[scenario.label]
             provider = _provider(scenario, emulator)
             session = Session.create(store, provider, title=f"demo: {scenario.label}",
-                                     tools=[_tool()], log=RequestLog(home / "logs"),
-                                     params=dict(scenario.params))
+                                     tools=[_tool()], log=RequestLog(home / "logs"))
             try:
                 await _conversation(session, QUESTIONS)
             finally:
