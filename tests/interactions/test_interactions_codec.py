@@ -181,6 +181,13 @@ def test_decoding_skips_echoed_input_and_reads_the_status() -> None:
         CODEC.decode_response({"output": []}, ORIGIN)
     with pytest.raises(ProtocolError, match="error object"):
         CODEC.decode_response({"error": {"code": 400, "message": "x"}}, ORIGIN)
+    with pytest.raises(ProtocolError, match=r"interaction failed: .*overloaded"):
+        CODEC.decode_response({"status": "failed", "errors": [{"message": "overloaded"}]},
+                              ORIGIN)
+    fold = CODEC.new_fold(ORIGIN)
+    with pytest.raises(ProtocolError, match="interaction failed"):
+        fold.add_event("", {"event_type": "interaction.completed",
+                            "interaction": {"id": "v1_f", "status": "failed"}})
 
 
 def test_scope_follows_the_gemini_rules() -> None:

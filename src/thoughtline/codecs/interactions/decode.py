@@ -61,6 +61,9 @@ def check_error(body: Mapping[str, Any]) -> None:
     error = body.get("error")
     if isinstance(error, Mapping):
         raise ProtocolError(f"provider returned an error object: {dict(error)!r:.300}")
+    if body.get("status") == "failed":  # ``errors``: a list of {code, message}
+        raise ProtocolError(f"the provider says the interaction failed: "
+                            f"{body.get('errors')!r:.300}")
 
 
 def thought(step: Mapping[str, Any], origin: Origin, *, complete: bool = True) -> Part | None:

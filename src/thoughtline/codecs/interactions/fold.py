@@ -18,6 +18,7 @@ from thoughtline.codecs import shape
 from thoughtline.codecs.interactions.decode import (
     answer,
     call,
+    check_error,
     finish_of,
     thought,
     usage_of,
@@ -76,6 +77,7 @@ class StreamFold:
         if kind in ("interaction.created", "interaction.completed"):
             self._interaction(payload.get("interaction"), completed=kind.endswith("completed"))
         elif kind == "interaction.status_update":
+            check_error(payload)
             self._status = text_of(payload.get("status")) or self._status
             self._id = self._id or text_of(payload.get("interaction_id"))
         elif kind == "step.start":
@@ -89,6 +91,7 @@ class StreamFold:
     def _interaction(self, raw: Any, *, completed: bool) -> None:
         if not isinstance(raw, Mapping):
             return
+        check_error(raw)
         self._id = text_of(raw.get("id")) or self._id
         status = text_of(raw.get("status"))
         if completed and not status:
