@@ -123,6 +123,9 @@ def test_a_request_carries_only_fields_the_api_reads() -> None:
         {"type": "function_call", "id": "c1", "name": "lookup", "arguments": {"q": 1}},
         {"type": "function_result", "call_id": "c1", "result": "42"}]
     assert body["system_instruction"] == "be brief"
+    encoded = CODEC.encode_request(history, PLAN, RequestSpec(
+        model=MODEL, params={"generation_config": {"thinking_level": "high"}}))
+    assert CODEC.summary(encoded)["body_extras"] == ["generation_config"]  # the caller's only
 
 
 def test_rejections_fingerprint_the_sent_signatures_once() -> None:

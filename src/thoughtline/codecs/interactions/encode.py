@@ -92,7 +92,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
         body["stream"] = True
     extra = {k: v for k, v in params.items() if k != "store"}
     merge_params(body, extra, OWNED)
-    sent.extras = tuple(sorted(k for k in body if k not in OWNED))
+    sent.extras = tuple(sorted(k for k in body if k not in OWNED and k != "store"))
     return body, sent
 
 
