@@ -66,6 +66,9 @@ class TurnInput:
     ledger: Sequence[Verdict] = ()
     cache: WireCache | None = None
     session: str = ""  # for the request log
+    #: Why a request that is not a turn of the session was sent (the request log's ``purpose``:
+    #: "compaction" for a summary); "" for a turn.
+    purpose: str = ""
 
     @property
     def route(self) -> Route:
@@ -284,6 +287,7 @@ class TurnEngine:
                          if lesson.verdict is not None],
             **({"repairs": sorted(f for lesson in record.learned for f in lesson.fingerprints)}
                if any(lesson.fingerprints for lesson in record.learned) else {}),
+            **({"purpose": turn.purpose} if turn.purpose else {}),
             **record.extra,
         })
 
