@@ -11,6 +11,7 @@ a stream breaks or is cancelled. It knows no wire field names and no API: the co
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import uuid
@@ -111,7 +112,8 @@ class TurnEngine:
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
                            settings=config.api_settings(route.api),
-                           account=turn.provider.project, region=_region(turn.provider))
+                           account=turn.provider.project, region=_region(turn.provider),
+                           issuer=issuer_of(turn.provider))
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
@@ -329,7 +331,7 @@ def _accepted(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPla
     the reply is read before anything is stored, so a broken one stores nothing."""
     with _reading(route, "answer"):
         shape.check_answer(done)
-        done = _stamped(codec, done, encoded)
+        done = _issued(codec, _stamped(codec, done, encoded), plan)
         return done, _reported(codec, done, encoded, plan)
 
 
@@ -351,6 +353,25 @@ def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
     must know later about the request that produced it (e.g. a prefix digest), before storing."""
     hook = getattr(codec, "stamp", None)
     return hook(done, encoded) if hook is not None else done
+
+
+def _issued(codec: Codec, done: Done, plan: replay.ReplayPlan) -> Done:
+    """The optional codec hook ``issued(done, plan) -> Done``: the answer with its encrypted
+    items stamped with who they were issued to (``plan.issuer``), before storing."""
+    hook = getattr(codec, "issued", None)
+    return hook(done, plan) if hook is not None and plan.issuer else done
+
+
+def issuer_of(provider: ProviderConfig) -> str:
+    """Who a provider issues opaque values to, as far as thoughtline knows: the configured
+    account/project, else a digest of the API key (a key identity, never the key: 64 bits of a
+    domain-separated SHA-256); "" with neither."""
+    if provider.project:
+        return provider.project
+    key = provider.api_key()
+    if not key:
+        return ""
+    return "key-" + hashlib.sha256(b"thoughtline issuer\0" + key.encode()).hexdigest()[:16]
 
 
 def _reported(codec: Codec, done: Done, encoded: Encoded,

@@ -17,6 +17,7 @@ reuses the list it built for its prefix.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from thoughtline.codecs import splice
@@ -39,10 +40,12 @@ from thoughtline.codecs.openai_responses.wire import (
     text_of,
 )
 from thoughtline.codecs.splice import SplicingCache
+from thoughtline.events import Done
 from thoughtline.messages import (
     Message,
     Opaque,
     Origin,
+    Part,
     Reasoning,
     Text,
     ToolCall,
@@ -76,6 +79,30 @@ def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
                 if item is not None and origin is not None:
                     out[item_fingerprint(item)] = origin
     return out
+
+
+def issuer_fingerprint(issuer: str) -> str:
+    """What ``classify`` records when a provider said an issuer's items were not issued to the
+    caller: every item stamped with that issuer stays home from then on."""
+    return fingerprint("issuer", issuer)
+
+
+def stamp_issuer(done: Done, issuer: str) -> Done:
+    """``done`` with each encrypted reasoning item's origin carrying ``issuer`` (where the
+    origin names no account yet)."""
+    if not issuer:
+        return done
+    message = done.message
+    parts: list[Part] = []
+    changed = False
+    for part in message.parts:
+        origin = part.origin or message.origin if isinstance(part, Reasoning) else None
+        if (isinstance(part, Reasoning) and part.kind == "encrypted" and origin is not None
+                and not origin.account):
+            part = replace(part, origin=replace(origin, account=issuer))
+            changed = True
+        parts.append(part)
+    return replace(done, message=replace(message, parts=tuple(parts))) if changed else done
 
 
 def item_fingerprint(item: Mapping[str, Any]) -> str:
@@ -116,6 +143,9 @@ def _sendable(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) 
             # is only a reference to something the server never kept: "Item with id 'rs_…'
             # not found" (§1d).
             return False
+    if plan.fingerprints and origin is not None and origin.account and plan.rejected(
+            issuer_fingerprint(origin.account)):
+        return False  # the provider said this issuer's items are not this caller's
     return not (plan.fingerprints and plan.rejected(item_fingerprint(item)))
 
 
