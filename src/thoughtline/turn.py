@@ -272,6 +272,8 @@ class TurnEngine:
             raise
         if done.reports:
             record.extra["reports"] = list(done.reports)
+        if done.usage.prompt_size > 0:  # the whole prompt (cached tokens too), for the chart
+            record.extra["prompt_tokens"] = done.usage.prompt_size
 
     def _log(self, turn: TurnInput, record: _Attempt) -> None:
         if self.log is None:

@@ -25,6 +25,7 @@ from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
 from thoughtline.store.rehydration import RehydrationStore
+from thoughtline.store.secrets import SecretStore
 from thoughtline.verdicts import Verdict
 
 SESSION_SELECT = (
@@ -36,7 +37,7 @@ _NEWEST_FIRST = " ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
 _CANDIDATES = 10
 
 
-class SqlStore(RehydrationStore):
+class SqlStore(RehydrationStore, SecretStore):
     """Durable sessions, messages and the verdict ledger (see ``thoughtline.store.base.Store``)."""
 
     def __init__(self, db: Database) -> None:
@@ -133,8 +134,9 @@ class SqlStore(RehydrationStore):
             parent = _session(tx, session_id)
             fork = parent.turns if at is None else at
             if not 0 <= fork <= parent.turns:
-                raise UsageError(f"cannot branch session {session_id} at {fork}: it has "
-                                 f"{parent.turns} messages")
+                plural = "" if parent.turns == 1 else "s"
+                raise UsageError(f"cannot branch session {session_id} at turn {fork}: it has "
+                                 f"{parent.turns} turn{plural} (--at 0 to {parent.turns})")
             tx.execute(
                 "INSERT INTO sessions (id, title, created_at, updated_at, parent_id, fork_point, "
                 "model_config, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
