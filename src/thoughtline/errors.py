@@ -69,6 +69,11 @@ class ProviderBusy(ProviderError):
     busy, so nothing was sent (a gateway answers 503)."""
 
 
+class ContextOverflow(ProviderError):
+    """The conversation does not fit the model's context window even after the one automatic
+    compaction (or compaction could not shorten it): nothing more is sent for this turn."""
+
+
 class StoreError(ThoughtlineError):
     """The store could not be read or written."""
 
