@@ -54,6 +54,8 @@ class ProviderError(ThoughtlineError):
         self.route = route
         self.provider = provider
         self.retries = retries
+        #: How many requests the turn had sent when this one failed (the turn engine sets it).
+        self.attempts = 1
 
     def __str__(self) -> str:
         head = f"{self.provider or 'provider'}"

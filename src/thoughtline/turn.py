@@ -36,6 +36,9 @@ from thoughtline.verdicts import Verdict
 class TurnOptions:
     stream: bool = True
     keep_partial: bool = True  # store an interrupted answer marked incomplete (else drop it)
+    #: At most this many requests (1 or 2): the second only when the first's 4xx taught
+    #: something. A turn sent again after a compaction gets what its first sending left over.
+    requests: int = 2
 
 
 class TurnSink(Protocol):
@@ -158,7 +161,7 @@ class TurnEngine:
         options = options or TurnOptions()
         learned: list[Lesson] = []
         config = turn.config
-        for attempt in (1, 2):
+        for attempt in range(1, max(1, min(options.requests, 2)) + 1):
             route = turn.route
             encoded, plan = self.build(turn, stream=options.stream, config=config)
             target = self.target(turn, route, stream=options.stream)
@@ -174,9 +177,10 @@ class TurnEngine:
             except ProviderError as error:
                 record.finish(error.status, "error")
                 lesson = self._lesson(turn, error, encoded, plan, config, options)
-                if lesson is None or attempt == 2:
+                if lesson is None or attempt >= options.requests:
                     if lesson is not None:
                         sink.learned(lesson)
+                    error.attempts = attempt
                     raise
             except ProtocolError:
                 record.finish(200, "interrupted")

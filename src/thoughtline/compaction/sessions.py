@@ -263,6 +263,12 @@ class AutoCompaction:
                 raise
             first = error
         self.overflows += 1
+        if first.attempts >= 2:  # the turn already sent its two requests: none is left
+            raise ContextOverflow(f"{session.provider.model} rejected the turn's second request "
+                                  f"as over its context window ({wording.id}); compact the "
+                                  "session (/compact, or thoughtline sessions compact) and send "
+                                  "it again", status=first.status, body=first.body,
+                                  route=first.route, provider=first.provider) from first
         self.armed = False
         estimator = session_estimator(session)
         rejected = estimator.price([*session.view, message])
@@ -277,8 +283,8 @@ class AutoCompaction:
         yield Notice(f"{session.provider.model} rejected the turn as over its context window "
                      f"({wording.id}): {notice}; sending it once more")
         raw = session_estimator(session).raw(session.view, [message])
-        try:
-            async for event in self._calibrated(session, raw, run):
+        try:  # the turn's second and last request: no fallback retry after it
+            async for event in self._calibrated(session, raw, lambda: run(1)):
                 yield event
         except ProviderError as error:
             again = overflowed(error.status, error.body)

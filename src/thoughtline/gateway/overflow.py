@@ -73,12 +73,13 @@ async def recovering(engine: TurnEngine, turn: TurnInput, sink: TurnSink,
         return
     except ProviderError as error:
         wording = None if started else overflowed(error.status, error.body)
-        if wording is None:
+        if wording is None or error.attempts >= 2:  # no request left for the turn
             raise
         first = error
     retry = await _compacted(engine, turn, wording, first)
     try:
-        async with aclosing(engine.run(retry, _AsSent(sink, turn.pending), options)) as events:
+        last = replace(options, requests=1)  # the turn's second and last request
+        async with aclosing(engine.run(retry, _AsSent(sink, turn.pending), last)) as events:
             async for event in events:
                 yield event
     except ProviderError as error:
