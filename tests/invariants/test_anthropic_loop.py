@@ -28,7 +28,6 @@ from thoughtline.messages import (
     ToolCall,
     ToolResult,
     ToolSpec,
-    tool_results,
     user,
 )
 
@@ -44,11 +43,16 @@ def _turn(n: int, model: str, *, call: bool) -> Message:
     return Message(role="assistant", parts=tuple(parts), origin=where)
 
 
-def _history(model: str) -> list[Message]:
+def _results(call_id: str, role: str) -> Message:
+    """Tool results as a ``tool`` message, or as a ``user`` message holding only results (how an
+    Anthropic-format client or an import sends them): neither opens a new loop."""
+    return Message(role=role, parts=(ToolResult(call_id=call_id, content="ok"),))
+
+
+def _history(model: str, role: str = "tool") -> list[Message]:
     """An earlier exchange, then a tool loop of two calls (its first turn is not the last)."""
     return [user("zero"), _turn(0, model, call=False), user("one"), _turn(1, model, call=True),
-            tool_results([ToolResult(call_id="call-1", content="a")]),
-            _turn(2, model, call=True), tool_results([ToolResult(call_id="call-2", content="b")])]
+            _results("call-1", role), _turn(2, model, call=True), _results("call-2", role)]
 
 
 def _signatures(body: Any) -> list[str]:
@@ -56,15 +60,17 @@ def _signatures(body: Any) -> list[str]:
             if b["type"] == "thinking"]
 
 
+@pytest.mark.parametrize("role", ["tool", "user"])
 @pytest.mark.parametrize(("model", "expected"), [
     ("claude-sonnet-4-5", ["sig-1", "sig-2"]),  # the loop whole, the earlier turn without
     ("claude-3-7-sonnet-20250219", ["sig-1", "sig-2"]),
     ("claude-opus-4-5", ["sig-0", "sig-1", "sig-2"]),  # keeps every turn's thinking
 ])
-def test_the_first_turn_of_the_tool_loop_keeps_its_thinking(model: str,
-                                                           expected: list[str]) -> None:
+def test_the_first_turn_of_the_tool_loop_keeps_its_thinking(model: str, expected: list[str],
+                                                           role: str) -> None:
     plan = replay.plan(CODEC.resolve("anthropic", None, model))
-    body = CODEC.encode_request(_history(model), plan, RequestSpec(model=model, tools=(TOOL,)))
+    body = CODEC.encode_request(_history(model, role), plan,
+                                RequestSpec(model=model, tools=(TOOL,)))
     assert _signatures(body.body) == expected
 
 

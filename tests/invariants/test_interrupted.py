@@ -26,6 +26,7 @@ from thoughtline.codecs.bedrock import CODEC as BEDROCK_CODEC
 from thoughtline.config import ProviderConfig, presets
 from thoughtline.messages import (
     Message,
+    Opaque,
     Origin,
     Reasoning,
     Text,
@@ -240,3 +241,17 @@ def test_anthropic_stored_signed_block_marked_incomplete_is_never_sent() -> None
     assert not cut.reasoning[0].complete and cut.reasoning[0].signature == "SIG-cut-short"
     body = _anthropic_body(cut, model)
     assert b"SIG-cut-short" not in body and b'"answer"' in body
+
+
+def test_anthropic_interrupted_turn_replays_none_of_its_server_tool_blocks() -> None:
+    # Opaque blocks (server tool use and results) of a cut turn may themselves be cut.
+    body = orjson.loads((ANTHROPIC / "pydantic-ai-anthropic-sonnet5-empty-thinking-replay.i0"
+                                     ".response.json").read_bytes())
+    model = "claude-sonnet-5"
+    where = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com", model=model)
+    whole = ANTHROPIC_CODEC.decode_response(body, where).message
+    opaque = [orjson.dumps(p.native["anthropic"]) for p in whole.parts if isinstance(p, Opaque)]
+    assert opaque and all(o in _anthropic_body(whole, model) for o in opaque)  # the control
+    cut = replace(whole, incomplete=True)
+    sent = _anthropic_body(cut, model)
+    assert not any(o in sent for o in opaque)
