@@ -100,3 +100,26 @@ def test_no_token_or_prefix_of_one_reaches_the_store_or_the_logs(
         for size in range(6, len(TOKEN) + 1):
             assert TOKEN[:size].encode() not in data, (path.name, size)
         assert UPSTREAM_KEY.encode() not in data, path.name
+
+
+def test_a_turn_found_by_its_place_is_put_back_only_with_the_same_call_ids(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    # The client resends the call without its id (same name and arguments, same place): the
+    # stored turn is found by its place, but it is not what the client shows (its call has an
+    # id), so the client's own message goes up as sent.
+    with running_gateway(deepseek, tmp_path) as gw:
+        agent = StrippingAgent(gw.client())
+        agent.ask("What's the weather in Paris?")
+        answer = agent.step(stream=False)
+        shown = agent.reasoning[-1]
+        [call] = answer["tool_calls"]
+        stored_id = call["id"]
+        call["id"] = ""
+        agent.messages[-1]["tool_call_id"] = ""
+        agent.step(stream=False)
+    requests = [r for r in deepseek.received if len(_assistants(r.body)) == 1]
+    assert requests
+    for request in requests:
+        [sent] = _assistants(request.body)
+        assert stored_id not in orjson.dumps(sent).decode()
+        assert sent.get("reasoning_content") != shown
