@@ -10,6 +10,7 @@ the editable install; no bytecode is written, so a restored module is never shad
     .venv/bin/python -m benchmarks.mutants            # every mutant
     .venv/bin/python -m benchmarks.mutants M07 M31    # just these
     .venv/bin/python -m benchmarks.mutants --list
+    .venv/bin/python -m benchmarks.mutants --invariants-only   # only tests/invariants/ files
 
 A mutant whose snippet is not found exactly once is reported as stale (an error, not a kill).
 """
@@ -22,6 +23,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from benchmarks.mutants_seeded import MUTANTS, Mutant
@@ -82,7 +84,13 @@ def main(argv: list[str]) -> int:
         for m in MUTANTS:
             print(f"{m.id}  {m.area:<12} {m.file}: {m.what}")
         return 0
-    chosen = [m for m in MUTANTS if not argv or m.id in argv]
+    only = "--invariants-only" in argv
+    names = [a for a in argv if not a.startswith("--")]
+    chosen = [m for m in MUTANTS if not names or m.id in names]
+    if only:  # which of the new invariant tests catch each mutant by themselves
+        chosen = [replace(m, tests=tuple(t for t in m.tests if t.startswith("tests/invariants/")))
+                  for m in chosen]
+        chosen = [m for m in chosen if m.tests]
     with tempfile.TemporaryDirectory(prefix="tl-mutants-") as tmp:
         copy = Path(tmp) / "src"
         shutil.copytree(ROOT / "src", copy, ignore=shutil.ignore_patterns("__pycache__"))
