@@ -102,9 +102,8 @@ def test_bedrock_never_replays_the_cut_tool_call_of_an_interrupted_turn(
     [resumed] = bedrock.received[mark:]
     assert resumed.status == 200, resumed.raw[-300:]
     whole = [c.id for m in again.history[:-2] if not m.incomplete for c in m.tool_calls]
-    assert _uses(resumed.body) == whole and len(whole) == 1  # the answer after the cut's call
+    assert _uses(resumed.body) == whole and len(whole) == 1  # the later answer's call only
     again.store.close()
-
 
 
 def test_an_interrupted_turn_opens_no_pending_calls_that_later_requests_repair(
