@@ -42,14 +42,15 @@ def _load(path: str) -> Any:
 
 
 def _bedrock_round(name: str, model: str, rejection: str) -> tuple[bytes, bytes, bytes]:
-    """(the opaque value as sent, the first body, the retried body) for a recorded answer."""
-    answer = BEDROCK.decode_response(_load(f"bedrock/{name}"), Origin(
+    """(the recorded opaque value, the first body, the retried body) for a recorded answer."""
+    recorded = _load(f"bedrock/{name}")
+    answer = BEDROCK.decode_response(recorded, Origin(
         api="bedrock", provider="bedrock", model=model)).message
     history = [user("q"), answer, user("again")]
     route = BEDROCK.resolve("bedrock", None, model)
     plan = replay.plan(route)
     first = BEDROCK.encode_request(history, plan, RequestSpec(model=model))
-    [block] = [b["reasoningContent"] for m in first.body["messages"] for b in m["content"]
+    [block] = [b["reasoningContent"] for b in recorded["output"]["message"]["content"]
                if "reasoningContent" in b]
     lesson = BEDROCK.classify(400, orjson.dumps({"message": rejection}).decode(), first, plan)
     assert lesson is not None and lesson.fingerprints
