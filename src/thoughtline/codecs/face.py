@@ -1,0 +1,88 @@
+"""What every client face of the gateway hands it: a client's request in canonical terms.
+
+Owns the API-neutral values a client-side codec (``codecs.<api>.client``) produces and the
+gateway consumes: ``ClientRequest`` and ``ClientRequestError``. A face parses its own wire
+(Chat Completions, Messages, Responses) into canonical messages and tools, and says, per target
+API, which of the client's parameters that API reads, what it drops (for the request log), which
+headers it passes on, which session the client named and which values the gateway minted that the
+client echoed back. Knows no wire names and does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from thoughtline.errors import UsageError
+from thoughtline.messages import Message, ToolSpec
+
+#: The prefix of every value the gateway mints (a thinking block's ``signature``, a reasoning
+#: item's ``id`` …). ``:`` is outside the base64 alphabets of real provider values, so a client
+#: codec tells a minted value from a provider's without knowing the gateway's key.
+MINT_PREFIX = "tl1:"
+
+
+def is_minted(value: Any) -> bool:
+    """True when ``value`` has the shape of a value the gateway minted (not that it is valid)."""
+    return isinstance(value, str) and value.startswith(MINT_PREFIX)
+
+
+class ClientRequestError(UsageError):
+    """The client's body is not a valid request of its face's API (HTTP 400)."""
+
+    def __init__(self, message: str, *, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Minted:
+    """A value the gateway minted earlier, echoed by the client on one of its messages.
+
+    ``message`` is the index in ``ClientRequest.messages`` of the assistant turn that carried it;
+    ``value`` the value as received (verified by the gateway, never by a codec).
+    """
+
+    message: int
+    value: str
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ClientRequest:
+    """A client's request in canonical terms."""
+
+    model: str
+    messages: tuple[Message, ...]
+    tools: tuple[ToolSpec, ...] = ()
+    #: The client's other body keys, verbatim, in the face's own API names.
+    params: Mapping[str, Any] = field(default_factory=dict)
+    stream: bool = False
+    include_usage: bool = False
+    #: The face's API (``params`` go verbatim to an upstream of this API only).
+    api: str = "openai-chat"
+    #: Per target API: the parameters that API reads, mapped from the client's (a target API
+    #: missing here gets ``params`` when it is the face's own API, else nothing).
+    params_for: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    #: Per target API: the client's parameters that API has no place for (logged, never sent).
+    dropped_for: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Per target API: request headers of the client passed on to that API (e.g. versions).
+    headers_for: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: The conversation the client names in its own terms ("" when it names none).
+    session_hint: str = ""
+    #: Values the gateway minted that the client sent back, in message order.
+    minted: tuple[Minted, ...] = ()
+
+    def params_to(self, api: str) -> Mapping[str, Any]:
+        """The parameters an upstream of ``api`` receives."""
+        found = self.params_for.get(api)
+        if found is not None:
+            return found
+        return self.params if api == self.api else {}
+
+    def dropped_to(self, api: str) -> tuple[str, ...]:
+        """The client's parameters an upstream of ``api`` does not receive."""
+        found = self.dropped_for.get(api)
+        if found is not None:
+            return found
+        return () if api == self.api else tuple(sorted(self.params))
