@@ -6,7 +6,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from openai.types.responses import Response, ResponseStreamEvent
+from openai.types.responses import CompactedResponse, Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
 from thoughtline.codecs.face import ClientRequestError
@@ -250,3 +250,49 @@ def test_compaction_answer_has_exactly_one_item() -> None:
     (item,) = body["output"]
     assert item["type"] == "compaction" and item["encrypted_content"] == MINTED
     Response.model_validate(body)
+
+
+def test_responses_upstream_stream_keeps_each_items_real_id() -> None:
+    item = {"type": "reasoning", "id": "rs_real", "summary": [
+        {"type": "summary_text", "text": "plan"}], "encrypted_content": "gAAAAB-real"}
+    shell = {"type": "message", "id": "msg_real", "status": "completed", "role": "assistant",
+             "content": [{"type": "output_text", "text": None, "annotations": []}]}
+    message = Message(role="assistant", origin=OPENAI, parts=(
+        Reasoning(kind="encrypted", data="gAAAAB-real", summary="plan", origin=OPENAI,
+                  native={NS: item}),
+        Text(text="done", native={NS: {"item": shell}})))
+    writer = reply.ResponseStreamWriter(response_id="resp_1", model="m", created=1,
+                                        minted=MINTED, live=False)
+    raw = writer.start() + (writer.event(ReasoningDelta(text="plan")) or b"") + (
+        writer.event(TextDelta(text="done")) or b"")
+    raw += writer.finish(Done(message=message, usage=Usage(), finish_reason="completed",
+                              finish="stop"))
+    events = events_of(raw)
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for event in events:
+        adapter.validate_python(event)
+    added = [e["item"]["id"] for e in events if e["type"] == "response.output_item.added"]
+    finished = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert added == ["rs_real", "msg_real"] == [i["id"] for i in finished]
+    assert orjson.dumps(finished[0]) == orjson.dumps(item)
+    deltas = [e["delta"] for e in events if e["type"].endswith(".delta")]
+    assert deltas == ["plan", "done"]
+
+
+def test_compaction_stream_and_compact_endpoint_answers() -> None:
+    writer = reply.ResponseStreamWriter(response_id="resp_1", model="m", created=1,
+                                        minted=MINTED)
+    events = events_of(writer.start() + writer.compaction(Usage(input_tokens=7)))
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for event in events:
+        adapter.validate_python(event)
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    assert done == [reply.compaction_item(MINTED)] == events[-1]["response"]["output"]
+    sent = recorded("codex_run1")[0]
+    request = client.parse_request(sent["body"], sent["headers"])
+    body = reply.compacted_json(response_id="resp_1", created=1, minted=MINTED,
+                                user_items=client.user_items(request))
+    assert set(body) >= set(CompactedResponse.model_fields) - {"image"}
+    assert body["object"] == "response.compaction"
+    assert [i["type"] for i in body["output"]] == ["message", "message", "compaction"]
+    assert body["output"][:2] == sent["body"]["input"][2:4]  # the user messages, as sent

@@ -80,7 +80,7 @@ COMPACTION, COMPACTION_TRIGGER = "compaction", "compaction_trigger"
 CUSTOM_INPUT = "input"
 
 __all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "MINT_PREFIX", "SESSION_HEADERS",
-           "ResponsesRequest", "is_minted", "parse_request"]
+           "ResponsesRequest", "is_minted", "parse_request", "user_items"]
 
 #: Body keys the face turns into canonical values itself (every other key is a parameter).
 _HANDLED = frozenset({"model", "input", "stream"})
@@ -335,6 +335,12 @@ def _tools(raw: Any) -> tuple[tuple[ToolSpec, ...], frozenset[str], tuple[str, .
         else:
             builtins.append(f"tools[{kind}]")
     return tuple(out), frozenset(custom), tuple(dict.fromkeys(builtins))
+
+
+def user_items(request: ClientRequest) -> list[Mapping[str, Any]]:
+    """The client's user message items as it sent them (a compaction answer repeats them)."""
+    return [m.native[NS]["item"] for m in request.messages
+            if m.role == "user" and is_map(m.native.get(NS)) and "item" in m.native[NS]]
 
 
 # --- parameters per target API --------------------------------------------------------------------

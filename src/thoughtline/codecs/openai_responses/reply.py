@@ -40,6 +40,7 @@ from thoughtline.codecs.openai_responses.wire import (
     REASONING,
     SUMMARY_TEXT,
     is_map,
+    text_of,
 )
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Opaque, Reasoning, Text, ToolCall, Usage
@@ -56,6 +57,11 @@ _ERRORS: Mapping[int, str] = {
 def reasoning_id(minted: str) -> str:
     """The ``id`` of the reasoning item that carries ``minted`` (derived, so it is stable)."""
     return "rs_" + hashlib.sha256(minted.encode()).hexdigest()[:40]
+
+
+def message_id(response_id: str, number: int) -> str:
+    """The ``id`` of the answer's ``number``-th message item the gateway made."""
+    return f"msg_{response_id.removeprefix('resp_')}_{number}"
 
 
 def own_item(part: Reasoning | Opaque, message: Message) -> Mapping[str, Any] | None:
@@ -137,10 +143,13 @@ def output_json(message: Message, *, response_id: str, minted: str = "",
                 if isinstance(p, Reasoning) and own_item(p, message) is None]
     placed = False
 
+    messages = 0
+
     def flush() -> None:
-        nonlocal shell
+        nonlocal shell, messages
         if shell is not None or any(texts):
-            out.append(_message_item(shell, texts, f"msg_{response_id}_{len(out)}"))
+            out.append(_message_item(shell, texts, message_id(response_id, messages)))
+            messages += 1
         shell = None
         texts.clear()
 
@@ -207,13 +216,27 @@ def whole_json(done: Done, *, response_id: str, model: str, created: int, minted
                          usage=done.usage, incomplete=incomplete)
 
 
+def compaction_item(minted: str) -> dict[str, Any]:
+    """The one ``compaction`` item naming a stored checkpoint by its minted value."""
+    return {"type": COMPACTION, "id": "cmp_" + reasoning_id(minted)[3:], ENCRYPTED: minted}
+
+
 def compaction_json(*, response_id: str, model: str, created: int, minted: str,
                     usage: Usage | None = None) -> dict[str, Any]:
-    """The answer to a compaction request: exactly one ``compaction`` item naming the stored
-    checkpoint by its minted value."""
-    item = {"type": COMPACTION, "id": "cmp_" + reasoning_id(minted)[3:], ENCRYPTED: minted}
+    """The answer to a ``compaction_trigger``: a response with exactly one ``compaction``
+    item."""
     return response_json(response_id=response_id, model=model, created=created,
-                         output=[item], usage=usage or Usage())
+                         output=[compaction_item(minted)], usage=usage or Usage())
+
+
+def compacted_json(*, response_id: str, created: int, minted: str,
+                   user_items: Iterable[Mapping[str, Any]] = (),
+                   usage: Usage | None = None) -> dict[str, Any]:
+    """The answer of ``POST /v1/responses/compact``: the client's user messages, then exactly
+    one ``compaction`` item (``object: response.compaction``)."""
+    return {"id": response_id, "object": "response.compaction", "created_at": created,
+            "output": [*user_items, compaction_item(minted)],
+            "usage": usage_json(usage or Usage())}
 
 
 def error_type(status: int) -> str:
@@ -244,27 +267,32 @@ def error_frame(message: str, *, status: int = 500, code: str | None = None,
 class ResponseStreamWriter:
     """Renders one streamed answer as Responses SSE events (bytes).
 
-    Readable reasoning streams live as the summary of one ``reasoning`` item, text as one
-    ``message`` item; both are closed when the other kind starts. Everything else — tool calls,
-    a Responses upstream's own items, a minted item for hidden reasoning — goes out whole at
-    the end (a call's arguments as one delta): some upstreams stream arguments in another
-    spelling than the stored turn's, and the client must send back exactly what is stored.
-    ``output_item.done`` always carries the final item, which ``response.completed`` repeats.
+    Readable reasoning streams live as the summary of the turn's one minted ``reasoning`` item,
+    text as ``message`` items; each is closed when the other kind starts. Everything else —
+    tool calls, a minted item for hidden reasoning — goes out whole at the end (a call's
+    arguments as one delta): some upstreams stream arguments in another spelling than the
+    stored turn's, and the client must send back exactly what is stored. An item keeps its
+    ``id`` from ``output_item.added`` to ``.done`` (the SDK and Codex insist), so when the
+    upstream is a Responses API (``live=False``), whose items' real ids are only known once
+    they are whole, every item goes out at the end, each with its full event sequence.
     """
 
     def __init__(self, *, response_id: str, model: str, created: int, minted: str = "",
-                 custom: frozenset[str] = frozenset()) -> None:
+                 custom: frozenset[str] = frozenset(), live: bool = True) -> None:
         self._response_id = response_id
         self._model = model
         self._created = created
         self._minted = minted
         self._custom = custom
+        self._live_ok = live
         self._sequence = 0
         self._index = 0  # the next output_index
         self._open: str | None = None
         self._open_id = ""
         self._text: list[str] = []
-        self._live: list[tuple[str, int, str, str]] = []  # (kind, index, id, text) streamed
+        self._messages = 0  # message items begun
+        self._thought = False  # the minted reasoning item went out live
+        self._live: dict[str, tuple[int, str, str]] = {}  # id → (index, kind, text) streamed
 
     def _emit(self, payload: dict[str, Any]) -> bytes:
         payload["sequence_number"] = self._sequence
@@ -282,27 +310,39 @@ class ResponseStreamWriter:
                 + self._emit({"type": "response.in_progress",
                               "response": self._response("in_progress")}))
 
+    def _added(self, item: Mapping[str, Any]) -> bytes:
+        return self._emit({"type": "response.output_item.added", "output_index": self._index,
+                           "item": item})
+
     def _begin(self, kind: str) -> bytes:
         self._open = kind
-        index = self._index
         if kind == REASONING:
-            self._open_id = (reasoning_id(self._minted) if self._minted
-                             else f"rs_{self._response_id}_{index}")
-            item = {"type": REASONING, "id": self._open_id, "summary": []}
-            return (self._emit({"type": "response.output_item.added", "output_index": index,
-                                "item": item})
-                    + self._emit({"type": "response.reasoning_summary_part.added",
-                                  "item_id": self._open_id, "output_index": index,
-                                  "summary_index": 0,
-                                  "part": {"type": SUMMARY_TEXT, "text": ""}}))
-        self._open_id = f"msg_{self._response_id}_{index}"
-        item = {"type": MESSAGE, "id": self._open_id, "status": "in_progress",
-                "role": "assistant", "content": []}
-        return (self._emit({"type": "response.output_item.added", "output_index": index,
-                            "item": item})
-                + self._emit({"type": "response.content_part.added", "item_id": self._open_id,
-                              "output_index": index, "content_index": 0,
-                              "part": {"type": OUTPUT_TEXT, "text": "", "annotations": []}}))
+            self._open_id = reasoning_id(self._minted)
+            self._thought = True
+            return self._added({"type": REASONING, "id": self._open_id, "summary": []}) \
+                + self._part_added(REASONING)
+        self._open_id = message_id(self._response_id, self._messages)
+        self._messages += 1
+        return self._added({"type": MESSAGE, "id": self._open_id, "status": "in_progress",
+                            "role": "assistant", "content": []}) + self._part_added(MESSAGE)
+
+    def _part_added(self, kind: str) -> bytes:
+        if kind == REASONING:
+            return self._emit({"type": "response.reasoning_summary_part.added",
+                               "item_id": self._open_id, "output_index": self._index,
+                               "summary_index": 0, "part": {"type": SUMMARY_TEXT, "text": ""}})
+        return self._emit({"type": "response.content_part.added", "item_id": self._open_id,
+                           "output_index": self._index, "content_index": 0,
+                           "part": {"type": OUTPUT_TEXT, "text": "", "annotations": []}})
+
+    def _delta(self, text: str) -> bytes:
+        if self._open == REASONING:
+            return self._emit({"type": "response.reasoning_summary_text.delta",
+                               "item_id": self._open_id, "output_index": self._index,
+                               "summary_index": 0, "delta": text})
+        return self._emit({"type": "response.output_text.delta", "item_id": self._open_id,
+                           "output_index": self._index, "content_index": 0, "delta": text,
+                           "logprobs": []})
 
     def _close(self) -> bytes:
         """Ends the open item's text (its ``output_item.done`` waits for the final item)."""
@@ -325,54 +365,73 @@ class ResponseStreamWriter:
                                "logprobs": []})
                    + self._emit({"type": "response.content_part.done", "item_id": item_id,
                                  "output_index": index, "content_index": 0, "part": part}))
-        self._live.append((self._open, index, item_id, text))
+        self._live[item_id] = (index, self._open, text)
         self._open, self._text = None, []
         self._index += 1
         return out
 
     def event(self, event: Event) -> bytes | None:
         """The frames for one event (None for events a client is not shown)."""
-        if isinstance(event, ReasoningDelta | TextDelta):
-            if not event.text:
-                return None
-            kind = REASONING if isinstance(event, ReasoningDelta) else MESSAGE
-            out = b"" if self._open == kind else self._close() + self._begin(kind)
-            self._text.append(event.text)
-            if kind == REASONING:
-                return out + self._emit({"type": "response.reasoning_summary_text.delta",
-                                         "item_id": self._open_id, "output_index": self._index,
-                                         "summary_index": 0, "delta": event.text})
-            return out + self._emit({"type": "response.output_text.delta",
-                                     "item_id": self._open_id, "output_index": self._index,
-                                     "content_index": 0, "delta": event.text, "logprobs": []})
-        return None
+        if not self._live_ok or not isinstance(event, ReasoningDelta | TextDelta):
+            return None
+        if not event.text:
+            return None
+        kind = REASONING if isinstance(event, ReasoningDelta) else MESSAGE
+        if kind == REASONING and (not self._minted or (self._thought and self._open != kind)):
+            return None  # the turn has one reasoning item: what follows shows in its summary
+        out = b"" if self._open == kind else self._close() + self._begin(kind)
+        self._text.append(event.text)
+        return out + self._delta(event.text)
 
     def _whole(self, item: Mapping[str, Any]) -> bytes:
-        index = self._index
-        self._index += 1
+        """An item sent at once, with its whole event sequence."""
         kind = item.get("type")
         item_id = item.get("id")
+        index = self._index
+        where = {"item_id": item_id, "output_index": index}
         if kind == FUNCTION_CALL:
-            out = self._emit({"type": "response.output_item.added", "output_index": index,
-                              "item": {**item, "status": "in_progress", "arguments": ""}})
-            out += self._emit({"type": "response.function_call_arguments.delta",
-                               "item_id": item_id, "output_index": index,
+            out = self._added({**item, "status": "in_progress", "arguments": ""})
+            out += self._emit({"type": "response.function_call_arguments.delta", **where,
                                "delta": item["arguments"]})
-            out += self._emit({"type": "response.function_call_arguments.done",
-                               "item_id": item_id, "output_index": index,
+            out += self._emit({"type": "response.function_call_arguments.done", **where,
                                "name": item["name"], "arguments": item["arguments"]})
         elif kind == CUSTOM_CALL:
-            out = self._emit({"type": "response.output_item.added", "output_index": index,
-                              "item": {**item, CUSTOM_INPUT: ""}})
-            out += self._emit({"type": "response.custom_tool_call_input.delta",
-                               "item_id": item_id, "output_index": index,
+            out = self._added({**item, CUSTOM_INPUT: ""})
+            out += self._emit({"type": "response.custom_tool_call_input.delta", **where,
                                "delta": item[CUSTOM_INPUT]})
-            out += self._emit({"type": "response.custom_tool_call_input.done",
-                               "item_id": item_id, "output_index": index,
+            out += self._emit({"type": "response.custom_tool_call_input.done", **where,
                                CUSTOM_INPUT: item[CUSTOM_INPUT]})
+        elif kind == REASONING:
+            out = self._added({**item, "summary": []})
+            for number, part in enumerate(item.get("summary") or ()):
+                text = part.get("text", "") if is_map(part) else ""
+                shown = {"type": SUMMARY_TEXT, "text": text}
+                at = {**where, "summary_index": number}
+                out += self._emit({"type": "response.reasoning_summary_part.added", **at,
+                                   "part": {"type": SUMMARY_TEXT, "text": ""}})
+                out += self._emit({"type": "response.reasoning_summary_text.delta", **at,
+                                   "delta": text})
+                out += self._emit({"type": "response.reasoning_summary_text.done", **at,
+                                   "text": text})
+                out += self._emit({"type": "response.reasoning_summary_part.done", **at,
+                                   "part": shown})
+        elif kind == MESSAGE:
+            out = self._added({**item, "status": "in_progress", "content": []})
+            for number, part in enumerate(item.get("content") or ()):
+                at = {**where, "content_index": number}
+                text_key = "refusal" if is_map(part) and part.get("type") == "refusal" else "text"
+                text = part.get(text_key) or "" if is_map(part) else ""
+                empty = {**part, text_key: ""} if is_map(part) else part
+                out += self._emit({"type": "response.content_part.added", **at, "part": empty})
+                if text_key == "text":
+                    out += self._emit({"type": "response.output_text.delta", **at,
+                                       "delta": text, "logprobs": []})
+                    out += self._emit({"type": "response.output_text.done", **at,
+                                       "text": text, "logprobs": []})
+                out += self._emit({"type": "response.content_part.done", **at, "part": part})
         else:
-            out = self._emit({"type": "response.output_item.added", "output_index": index,
-                              "item": item})
+            out = self._added(item)
+        self._index += 1
         return out + self._emit({"type": "response.output_item.done", "output_index": index,
                                  "item": item})
 
@@ -382,21 +441,32 @@ class ResponseStreamWriter:
         out = [self._close()]
         final = output_json(done.message, response_id=self._response_id, minted=self._minted,
                             custom=self._custom)
-        live = list(self._live)
         for item in final:
-            kind = item.get("type")
-            match = next((entry for entry in live if entry[0] == kind), None)
-            if match is not None and kind in (REASONING, MESSAGE):
-                live.remove(match)
+            live = self._live.pop(text_of(item.get("id")), None)
+            if live is not None and live[1] == item.get("type"):
                 out.append(self._emit({"type": "response.output_item.done",
-                                       "output_index": match[1], "item": item}))
-                continue
-            out.append(self._whole(item))
+                                       "output_index": live[0], "item": item}))
+            else:
+                out.append(self._whole(item))
+        for item_id, (index, kind, text) in self._live.items():  # shown, but not kept
+            item = _minted_item(self._minted, text) if kind == REASONING else _message_item(
+                None, [text], item_id)
+            out.append(self._emit({"type": "response.output_item.done", "output_index": index,
+                                   "item": item}))
+        self._live.clear()
         status, incomplete = _status(done)
         name = "response.completed" if status == "completed" else "response.incomplete"
         out.append(self._emit({"type": name, "response": self._response(
             status, output=final, usage=done.usage, incomplete=incomplete)}))
         return b"".join(out)
+
+    def compaction(self, usage: Usage | None = None) -> bytes:
+        """The closing events of a compaction: its one ``compaction`` item (the minted value
+        names the stored checkpoint) and ``response.completed``."""
+        item = compaction_item(self._minted)
+        out = self._whole(item)
+        return out + self._emit({"type": "response.completed", "response": self._response(
+            "completed", output=[item], usage=usage or Usage())})
 
     def fail(self, message: str, *, code: str = "server_error") -> bytes:
         """``error`` then ``response.failed``: the upstream failed after the stream began."""
