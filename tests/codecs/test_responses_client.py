@@ -57,8 +57,8 @@ def test_codex_parameters_mapped_per_target_api_and_builtins_dropped() -> None:
     sent = recorded("codex_run1")[0]
     request = client.parse_request(sent["body"], sent["headers"])
     body = sent["body"]
-    assert request.params_to("openai-responses") == {k: v for k, v in body.items()
-                                                     if k not in ("model", "input", "stream")}
+    assert request.params_to("openai-responses") == {
+        k: v for k, v in body.items() if k not in ("model", "input", "stream", "client_metadata")}
     assert request.params_to("openai-chat") == {"reasoning_effort": "medium",
                                                 "tool_choice": "auto"}
     dropped = request.dropped_to("openai-chat")
@@ -66,7 +66,7 @@ def test_codex_parameters_mapped_per_target_api_and_builtins_dropped() -> None:
                 "include", "tools[web_search]", "tools[tool_search]"):
         assert key in dropped
     assert "reasoning" not in dropped and "tool_choice" not in dropped
-    assert request.dropped_to("openai-responses") == ()
+    assert request.dropped_to("openai-responses") == ("client_metadata",)  # ChatGPT-only
     assert request.custom_tools == frozenset({"apply_patch"})
     names = [t.name for t in request.tools]
     assert "exec_command" in names and "apply_patch" in names and len(names) == 8

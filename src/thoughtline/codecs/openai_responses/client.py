@@ -86,6 +86,9 @@ __all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "MINT_PREFIX", "SES
 _HANDLED = frozenset({"model", "input", "stream"})
 #: Keys every upstream gets in canonical form (a Responses one also verbatim, as given).
 _CANONICAL = frozenset({"instructions", "tools"})
+#: Codex's bookkeeping for the ChatGPT backend: not a parameter of the public Responses API
+#: (``ResponseCreateParams``), so no upstream gets it.
+_CLIENT_ONLY = frozenset({"client_metadata"})
 #: Output-item kinds that belong to an assistant turn.
 _ASSISTANT_ITEMS = frozenset({REASONING, FUNCTION_CALL, CUSTOM_CALL, COMPACTION})
 _OUTPUT_ITEMS = frozenset({FUNCTION_CALL_OUTPUT, CUSTOM_CALL_OUTPUT})
@@ -376,8 +379,9 @@ def _chat_tool_choice(choice: Any) -> Any:
 def _params_for(params: Mapping[str, Any], builtins: tuple[str, ...],
                 ) -> tuple[dict[str, Mapping[str, Any]], dict[str, tuple[str, ...]]]:
     neutral = _neutral(params)
-    params_for: dict[str, Mapping[str, Any]] = {API: dict(params)}
-    dropped_for: dict[str, tuple[str, ...]] = {API: ()}
+    params_for: dict[str, Mapping[str, Any]] = {
+        API: {k: v for k, v in params.items() if k not in _CLIENT_ONLY}}
+    dropped_for: dict[str, tuple[str, ...]] = {API: tuple(sorted(_CLIENT_ONLY & set(params)))}
     for api, reads in _NEUTRAL_FOR.items():
         kept = {k: v for k, v in neutral.items() if k in reads}
         params_for[api] = kept
