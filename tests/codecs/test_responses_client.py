@@ -239,10 +239,15 @@ def test_errors_in_the_responses_shape() -> None:
                   "code": None}}
     writer = reply.ResponseStreamWriter(response_id="r", model="m", created=1)
     events = events_of(writer.start() + (writer.event(TextDelta(text="a")) or b"")
-                       + writer.fail("upstream went away"))
+                       + writer.fail("upstream went away", code="bad_upstream"))
     assert [e["type"] for e in events][-2:] == ["error", "response.failed"]
     assert events[-1]["response"]["status"] == "failed"
-    assert events[-1]["response"]["error"]["message"] == "upstream went away"
+    assert events[-1]["response"]["error"] == {"code": "server_error",
+                                               "message": "upstream went away"}
+    assert events[-2]["code"] == "bad_upstream"
+    adapter = TypeAdapter(ResponseStreamEvent)
+    for event in events:
+        adapter.validate_python(event)
 
 
 def test_compaction_answer_has_exactly_one_item() -> None:

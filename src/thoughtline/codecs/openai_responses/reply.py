@@ -469,9 +469,11 @@ class ResponseStreamWriter:
             "completed", output=[item], usage=usage or Usage())})
 
     def fail(self, message: str, *, code: str = "server_error") -> bytes:
-        """``error`` then ``response.failed``: the upstream failed after the stream began."""
-        error = {"code": code, "message": message}
+        """``error`` (with the gateway's own ``code``) then ``response.failed``, whose
+        ``error.code`` is one of the API's words (``rate_limit_exceeded`` or ``server_error``):
+        the upstream failed after the stream began."""
+        failed = "rate_limit_exceeded" if code.startswith("rate_limit") else "server_error"
         return (self._close()
                 + self._emit({"type": "error", "code": code, "message": message, "param": None})
-                + self._emit({"type": "response.failed",
-                              "response": self._response("failed", error=error)}))
+                + self._emit({"type": "response.failed", "response": self._response(
+                    "failed", error={"code": failed, "message": message})}))
