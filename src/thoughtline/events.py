@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TypeAlias
 
-from thoughtline.messages import FinishReason, Message, Usage
+from thoughtline.messages import FinishReason, Message, Opaque, Reasoning, Usage
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +34,16 @@ class ToolCallDelta:
 
 
 @dataclass(frozen=True, slots=True)
+class PartDone:
+    """A part that streams no deltas of its own finished, whole and in its place: a reasoning
+    block with its signature or opaque data, a block replayed verbatim (``Opaque``). Said before
+    whatever follows it, so a client face that replays blocks in order can. Additive: consumers
+    that only show deltas ignore it."""
+
+    part: Reasoning | Opaque
+
+
+@dataclass(frozen=True, slots=True)
 class Done:
     """The turn is over: the folded canonical message, stored when complete.
 
@@ -57,4 +67,5 @@ class Notice:
     text: str
 
 
-Event: TypeAlias = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta | Done | Notice
+Event: TypeAlias = (ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta | PartDone
+                    | Done | Notice)

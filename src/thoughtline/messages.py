@@ -208,12 +208,21 @@ Part: TypeAlias = Text | Reasoning | ToolCall | ToolResult | Opaque
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ToolSpec:
-    """A tool the model may call: a name, a description and a JSON Schema for its arguments."""
+    """A tool the model may call: a name, a description and a JSON Schema for its arguments.
+
+    ``native`` holds a client's own definition of the tool, verbatim, namespaced by the format
+    that owns it (an Anthropic client's tool with ``cache_control`` / ``defer_loading``): only
+    that format's codec sends it, in place of the one it would build.
+    """
 
     name: str
     description: str = ""
     parameters: Mapping[str, Any] = field(
         default_factory=lambda: {"type": "object", "properties": {}})
+    native: Native = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _frozen_native(self)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -154,3 +154,26 @@ def test_only_upstreams_that_need_a_key_are_warned_about() -> None:
         'api_key_env = "UNUSED_BY_SIGV4"\n'))
     assert missing_keys(config, {}) == [("ds", "DEEPSEEK_API_KEY")]
     assert missing_keys(config, {"DEEPSEEK_API_KEY": "sk-x"}) == []
+
+
+def test_aliases_map_client_model_names_to_upstream_models() -> None:
+    config = parse(tomllib.loads(EXAMPLE + '\n[aliases]\n"claude-opus-5-5" = "ds/deepseek-v4-pro"\n'
+                                 '"*" = "local/qwen3"\n'))
+    assert config.aliases["claude-opus-5-5"] == "ds/deepseek-v4-pro"
+    upstream, model = config.upstream_for("claude-opus-5-5")
+    assert (upstream.name, model) == ("ds", "deepseek-v4-pro")
+    upstream, model = config.upstream_for("claude-haiku-5-5")  # any other name
+    assert (upstream.name, model) == ("local", "qwen3")
+    upstream, model = config.upstream_for("local/gpt-oss")  # upstream/model still wins
+    assert (upstream.name, model) == ("local", "gpt-oss")
+    without = parse(tomllib.loads(EXAMPLE + '\n[aliases]\n"sonnet" = "ds/deepseek-v4-pro"\n'))
+    with pytest.raises(UsageError, match="sonnet"):  # the error lists the aliases too
+        without.upstream_for("claude-opus-5-5")
+
+
+@pytest.mark.parametrize("table", ['"x" = "nowhere/model"', '"x" = "ds"', '"x" = 3',
+                                   '"x" = "ds/"', '"x" = "g/gemini-3-flash"'])
+def test_an_alias_must_name_a_configured_upstream_and_model(table: str) -> None:
+    listed = '\n[[upstream]]\nname = "g"\nprovider = "gemini"\nmodels = ["gemini-3-pro"]\n'
+    with pytest.raises(ConfigError, match=r"aliases\.x"):
+        parse(tomllib.loads(EXAMPLE + listed + f"\n[aliases]\n{table}\n"))

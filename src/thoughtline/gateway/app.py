@@ -1,20 +1,21 @@
-"""The gateway's ASGI app: ``POST /v1/chat/completions``, ``GET /v1/models``, ``GET /healthz``.
+"""The gateway's ASGI app: every client face (``faces``), ``GET /v1/models``, ``GET /healthz``.
 
-Owns the HTTP side of a request: bearer-token tenancy (401), the body limit (413), JSON and
-request validation (400), model → upstream (404), the ``X-Thoughtline-Session`` header both ways,
-mapping upstream failures to OpenAI error objects with the upstream's status, streamed and whole
-answers, cancelling the upstream request when the client leaves, and one access-log line per
-request. It has no wire logic: the client's Chat wire is ``codecs.openai_chat.client``, the
-upstream's is its codec behind the ``TurnEngine``, storage is ``conversation``/``storage``.
+Owns the HTTP side of a request, the same for every face: token tenancy (401), the body limit
+(413), JSON and request validation (400), model → upstream or alias (404), the
+``X-Thoughtline-Session`` header both ways, verifying the values the gateway minted that a client
+echoed and minting the answer's own, mapping upstream failures to the face's error shape with
+the upstream's status, streamed and whole answers, cancelling the upstream request when the
+client leaves, and one access-log line per request. It has no wire logic: each face's client wire
+is its codec's (``faces``), the upstream's is its codec behind the ``TurnEngine``, storage is
+``conversation``/``storage``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import time
-import uuid
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import anyio
@@ -25,6 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from thoughtline.codecs import shape
+from thoughtline.codecs.face import ClientRequest, ClientRequestError
 from thoughtline.codecs.openai_chat import client
 from thoughtline.errors import (
     ProtocolError,
@@ -33,10 +35,22 @@ from thoughtline.errors import (
     ThoughtlineError,
     UsageError,
 )
+from thoughtline.estimate import Estimator
 from thoughtline.events import Done
 from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.config import GatewayConfig, upstream_models
 from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepared, UnknownSession
+from thoughtline.gateway.faces import (
+    CHAT,
+    FACES,
+    MESSAGES,
+    Face,
+    MessagesFace,
+    Reply,
+    all_paths,
+    token_of,
+)
+from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
@@ -65,9 +79,13 @@ class HttpError(Exception):
         #: the turn was under way ("error": an upstream or store failure).
         self.outcome = "refused"
 
-    def response(self, headers: Mapping[str, str] | None = None) -> Response:
-        body = client.error_json(str(self), kind=self.kind, code=self.code, param=self.param)
+    def response(self, face: Face = CHAT, headers: Mapping[str, str] | None = None) -> Response:
+        body = face.error_json(self.status, str(self), kind=self.kind, code=self.code,
+                               param=self.param)
         return _json(self.status, body, headers)
+
+    def frame(self, face: Face) -> bytes:
+        return face.error_frame(self.status, str(self), kind=self.kind, code=self.code)
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -107,6 +125,13 @@ class Gateway:
             # A request log that cannot be written is said once, as a JSON line of the access log.
             request_log.on_error = lambda text: self.access.write({"event": "request_log_error",
                                                                    "error": text})
+        self._minter: Minter | None = None
+
+    async def minter(self) -> Minter:
+        """The minting key's holder (the key is read from the store once, made on first use)."""
+        if self._minter is None:
+            self._minter = Minter(await self.store.call(self.store.store.secret, KEY_NAME))
+        return self._minter
 
     async def aclose(self) -> None:
         await self.engines.aclose()
@@ -120,36 +145,95 @@ class Gateway:
 
     async def models(self, request: Request) -> Response:
         record = _Record(fields={"method": "GET", "path": request.url.path})
-        tenant = self.tenants.authenticate(request.headers.get("authorization"))
+        tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
-            return self._logged(record, _unauthorized())
+            return self._logged(record, _unauthorized(CHAT))
         record.fields["tenant"] = tenant
         return self._logged(record, _json(200, client.models_json(upstream_models(self.config))))
 
-    async def chat(self, request: Request) -> Any:
-        record = _Record(fields={"method": "POST", "path": request.url.path})
+    def endpoint(self, face: Face) -> Any:
+        """The request handler of ``face``."""
+
+        async def serve(request: Request) -> Any:
+            record = _Record(fields={"method": "POST", "path": request.url.path})
+            try:
+                return await self._serve(request, record, face)
+            except HttpError as error:
+                record.fields["error"] = error.kind
+                headers = {"www-authenticate": "Bearer"} if error.status == 401 else None
+                return self._logged(record, error.response(face, headers), error.outcome)
+
+        return serve
+
+    def counter(self, face: MessagesFace) -> Any:
+        """The token-counting handler of ``face``: the request priced as it would be sent."""
+
+        async def count(request: Request) -> Any:
+            record = _Record(fields={"method": "POST", "path": request.url.path})
+            try:
+                return self._logged(record, _json(200, await self._count(request, record, face)))
+            except HttpError as error:
+                record.fields["error"] = error.kind
+                return self._logged(record, error.response(face), error.outcome)
+
+        return count
+
+    async def _count(self, request: Request, record: _Record, face: MessagesFace) -> Any:
+        tenant = self.tenants.authenticate(token_of(request.headers))
+        if tenant is None:
+            raise _unauthorized_error()
+        record.fields["tenant"] = tenant
+        parsed = client_request(await self._body(request, record), face, request.headers)
+        upstream, model = self._upstream(parsed.model)
+        record.fields.update(face=face.name, upstream=upstream.name, model=model)
         try:
-            return await self._chat(request, record)
-        except HttpError as error:
-            record.fields["error"] = error.kind
-            return self._logged(record, error.response(), error.outcome)
+            minted = _verified(await self.minter(), tenant, parsed, record)
+            prepared = await self.conversations.prepare(
+                tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
+                minted=minted, create=False)
+        except UnknownSession as exc:
+            raise HttpError(404, str(exc), code="session_not_found") from None
+        except StoreError as exc:
+            raise HttpError(503, f"the gateway's store is unavailable: {exc}",
+                            kind="server_error") from None
+        turn = prepared.turn
+        try:
+            estimator = Estimator.for_config(turn.codec, turn.route, turn.config,
+                                             ledger=turn.ledger)
+            tokens = estimator.scale(estimator.raw(turn.history, turn.pending))
+        except UsageError as exc:
+            raise HttpError(400, str(exc)) from None
+        record.fields["tokens"] = tokens
+        return face.count_json(tokens)
 
     def _logged(self, record: _Record, response: Response,
                 outcome: str | None = None) -> Response:
         self.access.write(record.line(response.status_code, outcome))
         return response
 
-    async def _chat(self, request: Request, record: _Record) -> Any:
-        tenant = self.tenants.authenticate(request.headers.get("authorization"))
+    async def _serve(self, request: Request, record: _Record, face: Face) -> Any:
+        tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
             raise _unauthorized_error()
         record.fields["tenant"] = tenant
-        parsed = client_request(await self._body(request, record))
+        parsed = client_request(await self._body(request, record), face, request.headers)
         upstream, model = self._upstream(parsed.model)
-        record.fields.update(upstream=upstream.name, model=model, stream=parsed.stream)
+        record.fields.update(face=face.name, upstream=upstream.name, model=model,
+                             stream=parsed.stream)
+        dropped = parsed.dropped_to(upstream.provider.api)
+        if dropped:  # the client's parameters this upstream's API has no place for
+            record.fields["dropped"] = list(dropped)
+        reply = Reply(response_id=face.new_id(), model=parsed.model,
+                      include_usage=parsed.include_usage)
         try:
+            minted: dict[int, str] = {}
+            if face.mints:
+                minter = await self.minter()
+                minted = _verified(minter, tenant, parsed, record)
+                reply = replace(reply, minted=minter.mint(tenant, reply.response_id))
             prepared = await self.conversations.prepare(
-                tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None)
+                tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
+                minted=minted, answer_ref=reply.response_id if face.mints else "")
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
@@ -158,10 +242,9 @@ class Gateway:
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
         headers = {SESSION_HEADER: prepared.session.id}
-        reply = _Reply(model=parsed.model, include_usage=parsed.include_usage)
         if parsed.stream:
-            return await self._stream(request, prepared, reply, headers, record)
-        return await self._whole(request, prepared, reply, headers, record)
+            return await self._stream(request, prepared, face, reply, headers, record)
+        return await self._whole(request, prepared, face, reply, headers, record)
 
     async def _body(self, request: Request, record: _Record) -> bytes:
         limit = self.config.max_body_bytes
@@ -186,7 +269,7 @@ class Gateway:
 
     # --- answering ----------------------------------------------------------------------------
 
-    async def _whole(self, request: Request, prepared: Prepared, reply: _Reply,
+    async def _whole(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
                      headers: Mapping[str, str], record: _Record) -> Response:
         sink = GatewaySink()
 
@@ -200,7 +283,7 @@ class Gateway:
                     if isinstance(event, Done):
                         done = event
                 if done is not None:
-                    body = _rendered(client.completion_json, done, **reply.ids())
+                    body = _rendered(face.whole, done, reply)
             except Exception:
                 sink.done = None  # the client is told it failed: the answer is not stored
                 raise
@@ -223,7 +306,7 @@ class Gateway:
             record.fields["session"] = written.session.id
         return self._logged(record, _json(200, body, headers))
 
-    async def _stream(self, request: Request, prepared: Prepared, reply: _Reply,
+    async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
         events = self.engines[prepared.upstream].run(
@@ -243,10 +326,13 @@ class Gateway:
         outcome = {"value": "client_closed"}
 
         async def frames() -> AsyncIterator[bytes]:
-            writer = client.ChunkWriter(**reply.ids(), include_usage=reply.include_usage)
+            writer = face.writer(reply)
             event: Any = first
             persisted = False
             try:
+                opening = _rendered(writer.start)
+                if opening:
+                    yield opening
                 while True:
                     if isinstance(event, Done):
                         last = _rendered(writer.finish, event)
@@ -265,7 +351,7 @@ class Gateway:
                 error = self._failure(exc, prepared)
                 outcome["value"] = error.outcome
                 record.fields["error"] = error.kind
-                yield client.error_frame(str(error), kind=error.kind, code=error.code)
+                yield error.frame(face)
             finally:
                 await _closed(events)
                 if not persisted:  # what a failed or cut turn taught (it stored no turn)
@@ -290,6 +376,9 @@ class Gateway:
                                            prepared), kind="upstream_error", code="bad_upstream")
         elif isinstance(exc, StoreError):
             error = HttpError(503, f"the answer could not be stored: {exc}", kind="server_error")
+        elif isinstance(exc, UsageError):  # the request asks what the upstream cannot take
+            error = HttpError(400, _redact(f"upstream {name!r} cannot take this request: {exc}",
+                                           prepared), code="invalid_request")
         else:
             error = HttpError(500, _redact(f"the gateway cannot reach upstream {name!r}: {exc}",
                                            prepared), kind="server_error")
@@ -297,26 +386,33 @@ class Gateway:
         return error
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Reply:
-    model: str
-    include_usage: bool
-    response_id: str = field(default_factory=lambda: "chatcmpl-" + uuid.uuid4().hex)
-    created: int = field(default_factory=lambda: int(time.time()))
-
-    def ids(self) -> dict[str, Any]:
-        return {"response_id": self.response_id, "model": self.model, "created": self.created}
-
-
 def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
     """A frame or body of the answer; an answer that cannot be written is a broken answer."""
     try:
         return render(*args, **kwargs)
     except (TypeError, ValueError) as exc:
-        raise ProtocolError(f"the answer cannot be written as a Chat completion: {exc}") from exc
+        raise ProtocolError(f"the answer cannot be written for the client: {exc}") from exc
 
 
-def client_request(raw: bytes) -> client.ClientRequest:
+def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
+              record: _Record) -> dict[int, str]:
+    """The references of the minted values the client echoed that verify for ``tenant``; the
+    others (forged, another tenant's, damaged) name nothing and are counted in the access log."""
+    out: dict[int, str] = {}
+    rejected = 0
+    for echoed in parsed.minted:
+        ref = minter.verify(tenant, echoed.value)
+        if ref is None:
+            rejected += 1
+        else:
+            out[echoed.message] = ref
+    if rejected:
+        record.fields["minted_rejected"] = rejected
+    return out
+
+
+def client_request(raw: bytes, face: Face = CHAT,
+                   headers: Mapping[str, str] | None = None) -> ClientRequest:
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -325,8 +421,8 @@ def client_request(raw: bytes) -> client.ClientRequest:
     if shape.deeper_than(body, raw=raw):
         raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
     try:
-        return client.parse_request(body)
-    except client.ClientRequestError as exc:
+        return face.parse(body, headers or {})
+    except ClientRequestError as exc:
         raise HttpError(400, str(exc), param=exc.param) from None
 
 
@@ -361,11 +457,12 @@ def _redact(text: str, prepared: Prepared) -> str:
 
 def _unauthorized_error() -> HttpError:
     return HttpError(401, "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-                          "with a token configured for this gateway", code="invalid_api_key")
+                          "(or 'x-api-key: <token>') with a token configured for this gateway",
+                     code="invalid_api_key")
 
 
-def _unauthorized() -> Response:
-    return _unauthorized_error().response({"www-authenticate": "Bearer"})
+def _unauthorized(face: Face) -> Response:
+    return _unauthorized_error().response(face, {"www-authenticate": "Bearer"})
 
 
 def create_app(gateway: Gateway) -> Starlette:
@@ -378,8 +475,10 @@ def create_app(gateway: Gateway) -> Starlette:
         finally:
             await gateway.aclose()
 
-    routes = [Route("/v1/chat/completions", gateway.chat, methods=["POST"]),
-              Route("/chat/completions", gateway.chat, methods=["POST"]),
-              Route("/v1/models", gateway.models, methods=["GET"]),
-              Route("/healthz", gateway.healthz, methods=["GET"])]
+    routes = [Route(path, gateway.endpoint(face), methods=["POST"])
+              for face in FACES for path in all_paths(face)]
+    routes += [Route(path, gateway.counter(MESSAGES), methods=["POST"])
+               for path in (p for c in MESSAGES.count_paths for p in (c, c.removeprefix("/v1")))]
+    routes += [Route("/v1/models", gateway.models, methods=["GET"]),
+               Route("/healthz", gateway.healthz, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -1,11 +1,12 @@
 """``gateway.toml`` and the ``serve`` flags: the server settings and the upstreams, validated.
 
 Owns the file's shape (design.md §3.3): ``[server]`` (host, port, tokens_env, max_body_bytes,
-access_log, store) and ``[[upstream]]`` tables (name, provider, base_url, api_key_env, api, models,
+access_log, store), ``[[upstream]]`` tables (name, provider, base_url, api_key_env, api, models,
 allow_any_model, route_as, echo, region, auth, and the upstream's own connect_timeout,
-read_timeout, first_byte_timeout and max_connections). Each upstream becomes a ``ProviderConfig``
-built on the provider's preset when there is one. Keys are never read here: only the *names* of
-their variables.
+read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a client's model name,
+or ``"*"`` for any other name, → ``upstream/model``, for clients that cannot choose model names
+freely). Each upstream becomes a ``ProviderConfig`` built on the provider's preset when there is
+one. Keys are never read here: only the *names* of their variables.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class GatewayConfig:
     #: A store path or postgresql:// URL; "" means the default store of the home.
     store: str = ""
     upstreams: Mapping[str, Upstream] = field(default_factory=dict)
+    #: Client model names (``"*"``: any name nothing else resolves) → ``upstream/model``.
+    aliases: Mapping[str, str] = field(default_factory=dict)
     source: str = ""
 
     def with_flags(self, *, host: str | None = None, port: int | None = None) -> GatewayConfig:
@@ -78,16 +81,23 @@ class GatewayConfig:
         return tuple(dict.fromkeys(t.strip() for t in raw.split(",") if t.strip()))
 
     def upstream_for(self, model: str) -> tuple[Upstream, str]:
-        """The upstream and upstream model id for a request's ``model`` (split at the first /)."""
+        """The upstream and upstream model id for a request's ``model``: an alias, else
+        ``<upstream>/<model>`` (split at the first /), else the ``"*"`` alias."""
+        aliased = self.aliases.get(model)
+        if aliased is not None:
+            model = aliased
         name, slash, rest = model.partition("/")
         found = self.upstreams.get(name) if slash else None
+        if found is None and "*" in self.aliases and aliased is None:
+            return self.upstream_for(self.aliases["*"])
         if found is None and not slash and len(self.upstreams) == 1:
             found = next(iter(self.upstreams.values()))  # one upstream: a bare id is its model
             rest = model if model != found.name else found.provider.model
         if found is None:
-            known = ", ".join(f"{u}/<model>" for u in sorted(self.upstreams))
-            raise UsageError(f"model {model!r} names no configured upstream; use one of: "
-                             f"{known}")
+            known = ", ".join([*(f"{u}/<model>" for u in sorted(self.upstreams)),
+                               *sorted(a for a in self.aliases if a != "*")])
+            raise UsageError(f"model {model!r} names no configured upstream or alias; use one "
+                             f"of: {known}")
         if not found.serves(rest):
             listed = ", ".join(f"{found.name}/{m}" for m in found.models)
             raise UsageError(f"model {model!r} is not one of upstream {found.name!r}'s models "
@@ -149,6 +159,7 @@ def parse(raw: Mapping[str, Any], *, source: str = "gateway.toml") -> GatewayCon
             raise ConfigError(f"{source}: two upstreams are named {upstream.name!r}")
         upstreams[upstream.name] = upstream
     return GatewayConfig(
+        aliases=_aliases(source, raw.get("aliases", {}), upstreams),
         host=_text(source, "server.host", server.get("host", DEFAULT_HOST)),
         port=_int(source, "server.port", server.get("port", DEFAULT_PORT), low=0, high=65535),
         tokens_env=_text(source, "server.tokens_env",
@@ -205,6 +216,25 @@ def _upstream(source: str, index: int, entry: Any) -> Upstream:
                     max_connections=_int(source, f"upstream {name!r}: max_connections",
                                          entry.get("max_connections", DEFAULT_MAX_CONNECTIONS),
                                          low=1))
+
+
+def _aliases(source: str, raw: Any, upstreams: Mapping[str, Upstream]) -> dict[str, str]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: [aliases] must be a table of model name = "
+                          "\"upstream/model\"")
+    out: dict[str, str] = {}
+    for name, target in raw.items():
+        target = _text(source, f"aliases.{name}", target)
+        upstream, slash, model = target.partition("/")
+        if not slash or not model or upstream not in upstreams:
+            raise ConfigError(f"{source}: aliases.{name} = {target!r} must be "
+                              f"\"<upstream>/<model>\" naming a configured upstream "
+                              f"({', '.join(sorted(upstreams))})")
+        if not upstreams[upstream].serves(model):
+            raise ConfigError(f"{source}: aliases.{name} = {target!r}: {model!r} is not one of "
+                              f"upstream {upstream!r}'s models")
+        out[str(name)] = target
+    return out
 
 
 def _unknown(source: str, where: str, table: Mapping[str, Any], known: frozenset[str]) -> None:

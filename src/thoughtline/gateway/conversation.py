@@ -15,23 +15,25 @@ codec's (through the ``TurnEngine``).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec, Lesson
-from thoughtline.codecs.openai_chat.client import CLIENT_API, ClientRequest
+from thoughtline.codecs.face import ClientRequest
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import NotFound, StoreError
 from thoughtline.events import Done
-from thoughtline.gateway import rehydrate
+from thoughtline.gateway import mint, rehydrate
 from thoughtline.gateway.config import GatewayConfig, Upstream
 from thoughtline.gateway.storage import AsyncStore
-from thoughtline.messages import Message
+from thoughtline.messages import Message, Reasoning
 from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.persist import TurnWrite, Written, default_rescue_dir, write_turn
 from thoughtline.store.base import SessionRecord, Store
+from thoughtline.store.rehydration import NAMED, IndexKey
 from thoughtline.turn import TurnInput
 from thoughtline.verdicts import Verdict
 
@@ -73,6 +75,8 @@ class Prepared:
     stored_config: ModelConfig
     #: The messages as the client sent them (the answer's place is computed from these).
     client_messages: Sequence[Message] = ()
+    #: Further keys the answer is stored under (its minted reference, the client's session name).
+    answer_keys: Sequence[IndexKey] = ()
     #: How many turns ``session`` holds up to the matched turn: where the answer goes.
     at: int = 0
 
@@ -85,32 +89,64 @@ class _Found:
     at: int
 
 
-def _lookups(store: Store, tenant: str, messages: Sequence[Message], ref: str | None,
-             provider: ProviderConfig, tools: Any) -> _Found:
-    """One worker-thread visit: the named session, one lookup per message, the ledger."""
-    named = None
-    if ref:
+def named_key(name: str) -> IndexKey:
+    """The key a turn is stored under by the conversation id its client named."""
+    return IndexKey(kind=NAMED, key="n1:" + hashlib.sha256(name.encode()).hexdigest())
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Ask:
+    """What one request asks the store: the session it names (ours, or the client's own name
+    for its conversation) and the minted references its messages carried (index → reference)."""
+
+    ref: str | None
+    hint: str
+    minted: Mapping[int, IndexKey]
+
+
+def _scope(store: Store, tenant: str, ask: _Ask) -> tuple[SessionRecord | None, str | None]:
+    if ask.ref:
         try:
-            named = store.get_session(ref, tenant=tenant)
+            named = store.get_session(ask.ref, tenant=tenant)
         except NotFound:
-            raise UnknownSession(f"X-Thoughtline-Session {ref!r} names no session of this "
+            raise UnknownSession(f"X-Thoughtline-Session {ask.ref!r} names no session of this "
                                  "tenant; omit the header to start or find one") from None
-    scope = named.id if named else None
-    keys = rehydrate.lookup_keys(messages)
+        return named, named.id
+    if ask.hint:  # the client's own conversation id: the session of its newest turn, if any
+        (found,) = store.rehydrate(tenant, [named_key(ask.hint)])
+        if found is not None:
+            return None, found.session_id
+    return None, None
+
+
+def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
+             provider: ProviderConfig, tools: Any, create: bool = True) -> _Found:
+    """One worker-thread visit: the named session, one lookup per message, the ledger."""
+    named, scope = _scope(store, tenant, ask)
+    plain = rehydrate.lookup_keys(messages)
+    keys = [ask.minted.get(i, k) for i, k in enumerate(plain)]
     hits = store.rehydrate(tenant, keys, session_id=scope) if any(keys) else [None] * len(keys)
-    second = [rehydrate.fallback_key(m, k) if h is None else None
-              for m, k, h in zip(messages, keys, hits, strict=True)]
+    second = [(p if k is not p else rehydrate.fallback_key(m, k)) if h is None else None
+              for m, k, p, h in zip(messages, keys, plain, hits, strict=True)]
     if any(second):  # only for turns whose place was not found (e.g. the client edited history)
         for index, hit in enumerate(store.rehydrate(tenant, second, session_id=scope)):
             if hit is not None:
                 keys[index], hits[index] = second[index], hit
     matched = rehydrate.apply(messages, keys, hits)
     session = named
-    if session is None and matched.session_id:
-        session = store.get_session(matched.session_id, tenant=tenant)
+    if session is None and (matched.session_id or scope):
+        session = store.get_session(matched.session_id or scope, tenant=tenant)
     if session is None:
         config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
+        if not create:  # only priced: no session is made, no branch either
+            dummy = SessionRecord(id="", title="", created_at=0.0, updated_at=0.0,
+                                  model_config=config, tenant=tenant)
+            return _Found(session=dummy, matched=matched,
+                          verdicts=store.verdicts(tenant=tenant), at=0)
         session = store.create_session(title="gateway", model_config=config, tenant=tenant)
+    if not create:
+        return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant),
+                      at=session.turns)
     session, at = _place(store, session, matched)
     return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant), at=at)
 
@@ -135,11 +171,20 @@ class Conversations:
         self.rescue_dir = default_rescue_dir(store.store)
 
     async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
-                      model: str, session_ref: str | None) -> Prepared:
-        provider = upstream.for_model(model)
+                      model: str, session_ref: str | None, *,
+                      minted: Mapping[int, str] | None = None,
+                      answer_ref: str = "", create: bool = True) -> Prepared:
+        """The turn for ``request``. ``minted``: the verified references the client's messages
+        carried (index → reference); ``answer_ref``: the reference of the answer's own minted
+        values (it is stored under it); ``create=False``: a new conversation gets no session
+        (its ``id`` is "": a request that is only priced, never sent)."""
+        provider = _with_headers(upstream.for_model(model), request)
         codec = registry.codec(provider.api)
-        found = await self.store.call(_lookups, self.store.store, tenant, request.messages,
-                                      session_ref, provider, request.tools)
+        messages = _unminted(request)
+        ask = _Ask(ref=session_ref, hint=request.session_hint,
+                   minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
+        found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
+                                      provider, request.tools, create)
         matched, session = found.matched, found.session
         stored = ModelConfig.from_json(session.model_config) if session.model_config else \
             ModelConfig(provider=provider)
@@ -148,9 +193,12 @@ class Conversations:
         turn = TurnInput(codec=codec, provider=provider, config=config,
                          history=matched.history, pending=matched.pending,
                          ledger=tuple(found.verdicts), cache=None, session=session.id)
+        extra = [mint.index_key(answer_ref)] if answer_ref else []
+        if request.session_hint:
+            extra.append(named_key(request.session_hint))
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
                         rehydration=matched, stored_config=stored,
-                        client_messages=request.messages, at=found.at)
+                        client_messages=messages, at=found.at, answer_keys=tuple(extra))
 
     async def persist(self, prepared: Prepared, sink: GatewaySink) -> Written | None:
         """Store what the turn learned and (when it finished) the turn itself, once.
@@ -173,14 +221,34 @@ class Conversations:
         place = rehydrate.prefixes(prepared.client_messages)[-1]
         write = TurnWrite(session=prepared.session, at=prepared.at,
                           messages=[*sink.pending, done.message], tenant=prepared.tenant,
-                          keys=rehydrate.index_keys(done.message, place))
+                          keys=[*rehydrate.index_keys(done.message, place),
+                                *prepared.answer_keys])
         return await self.store.call(write_turn, self.store.store, write,
                                      rescue_dir=self.rescue_dir)
 
 
 def _params(request: ClientRequest, codec: Codec) -> Mapping[str, Any]:
-    """The client's extra body keys are Chat names: passed on only to a Chat upstream."""
-    return request.params if codec.api == CLIENT_API else {}
+    """The client's parameters the upstream's API reads (the face maps or drops the rest)."""
+    return request.params_to(codec.api)
+
+
+def _with_headers(provider: ProviderConfig, request: ClientRequest) -> ProviderConfig:
+    """The provider with the client's headers its API takes (e.g. Anthropic versions, betas)."""
+    given = request.headers_for.get(provider.api)
+    if not given:
+        return provider
+    return replace(provider, headers={**(provider.headers or {}), **given})
+
+
+def _unminted(request: ClientRequest) -> tuple[Message, ...]:
+    """The client's messages without the reasoning it carried next to a minted value: that text
+    is the gateway's own copy of a stored turn (swapped back in when the value verifies), never
+    the client's to send — a forged or foreign value leaves the turn without reasoning."""
+    if not request.minted:
+        return request.messages
+    carried = {m.message for m in request.minted}
+    return tuple(replace(m, parts=tuple(p for p in m.parts if not isinstance(p, Reasoning)))
+                 if i in carried else m for i, m in enumerate(request.messages))
 
 
 def _merge_lessons(prepared: Prepared, lessons: Sequence[Lesson]) -> Any:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import orjson
 
 from thoughtline.messages import Message
-from thoughtline.store.rehydration import CALL, CONTENT, CONTEXT, IndexKey, Rehydrated
+from thoughtline.store.rehydration import CALL, CONTENT, CONTEXT, MINT, IndexKey, Rehydrated
 
 
 def _arguments(text: str) -> str:
@@ -97,12 +97,12 @@ def matches(client: Message, stored: Rehydrated, key: IndexKey) -> bool:
     """True when ``stored`` is the turn the client is showing us (visible content and ids).
 
     A turn found by its place or its content digest shows that content by construction (it was
-    indexed under its own digest); one found by a call id is compared.
+    indexed under its own digest); one found by a call id or a minted reference is compared.
     """
     calls = stored.message.tool_calls
     if [c.id for c in client.tool_calls] != [c.id for c in calls]:
         return False
-    if key.kind != CALL:
+    if key.kind not in (CALL, MINT):
         return True
     return visible_digest(client) == _stored_digest(stored)
 

@@ -1,4 +1,4 @@
-"""Who is asking: bearer tokens to tenants, compared in constant time.
+"""Who is asking: gateway tokens to tenants, compared in constant time.
 
 Each configured token is a tenant. A tenant is stored and logged by a digest of its token (never
 the token), so the store and the access log hold nothing a client could authenticate with. With
@@ -17,7 +17,7 @@ def tenant_id(token: str) -> str:
 
 
 class Tenants:
-    """The configured tokens; ``authenticate`` maps an Authorization header to a tenant."""
+    """The configured tokens; ``authenticate`` maps a presented token to a tenant."""
 
     def __init__(self, tokens: Sequence[str]) -> None:
         self._tokens = [(t.encode(), tenant_id(t)) for t in tokens]
@@ -26,12 +26,11 @@ class Tenants:
     def required(self) -> bool:
         return bool(self._tokens)
 
-    def authenticate(self, authorization: str | None) -> str | None:
-        """The tenant of a ``Bearer <token>`` header; None when missing or wrong."""
+    def authenticate(self, token: str | None) -> str | None:
+        """The tenant of a presented token (see ``faces.token_of``); None when missing or wrong."""
         if not self._tokens:
             return ""
-        scheme, _, token = (authorization or "").partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if not token or not token.strip():
             return None
         given = token.strip().encode()
         found = None

@@ -25,6 +25,7 @@ from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
 from thoughtline.store.rehydration import RehydrationStore
+from thoughtline.store.secrets import SecretStore
 from thoughtline.verdicts import Verdict
 
 SESSION_SELECT = (
@@ -36,7 +37,7 @@ _NEWEST_FIRST = " ORDER BY s.updated_at DESC, s.created_at DESC, s.id"
 _CANDIDATES = 10
 
 
-class SqlStore(RehydrationStore):
+class SqlStore(RehydrationStore, SecretStore):
     """Durable sessions, messages and the verdict ledger (see ``thoughtline.store.base.Store``)."""
 
     def __init__(self, db: Database) -> None:

@@ -186,6 +186,18 @@ def create_tenant_verdicts(tx: Tx, d: Dialect) -> None:
         )""")
 
 
+@migration
+def create_secrets(tx: Tx, d: Dialect) -> None:
+    """Named random keys the store keeps for the processes sharing it (the gateway's MAC key for
+    the values it mints); written once per name, never updated."""
+    tx.execute(f"""
+        CREATE TABLE secrets (
+            name TEXT PRIMARY KEY,
+            value {d.blob} NOT NULL,
+            created_at {d.real} NOT NULL
+        )""")
+
+
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,

@@ -28,8 +28,10 @@ if TYPE_CHECKING:
     from thoughtline.store.db import Database, Tx
 
 #: Lookup-key kinds: a tool-call id of the turn; the digest of its visible content in its place in
-#: the conversation (everything the client saw before it); the digest of its visible content alone.
-CALL, CONTEXT, CONTENT = "call", "context", "content"
+#: the conversation (everything the client saw before it); the digest of its visible content alone;
+#: the reference a value the gateway minted names (``gateway.mint``); the digest of the
+#: conversation id a client names (its newest turn: which session that conversation is).
+CALL, CONTEXT, CONTENT, MINT, NAMED = "call", "context", "content", "mint", "named"
 
 _CHUNK = 400  # keys per IN (...) list, well under every backend's parameter limit
 

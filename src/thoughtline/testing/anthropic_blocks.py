@@ -54,11 +54,15 @@ def _system(system: Any) -> list[str]:
 
 
 def _visible(content: Any) -> list[Any]:
+    """Blocks as the prefix sees them: no thinking, no cache breakpoints. Claude Code moves its
+    ``cache_control`` marks to the newest blocks on every request (tests/fixtures/clients) and
+    keeps its thinking valid, so a moved breakpoint is no change of the prefix."""
     if isinstance(content, str):
         return [{"type": "text", "text": content}]
     if not isinstance(content, list):
         return []
-    return [b for b in content if not (isinstance(b, Mapping) and b.get("type") in _BLOCKS)]
+    return [{k: v for k, v in b.items() if k != "cache_control"} if isinstance(b, Mapping) else b
+            for b in content if not (isinstance(b, Mapping) and b.get("type") in _BLOCKS)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ a provider puts that on the wire (``replies``) or what it rejects (``rejections`
 
 Script: tools offered and the last message is a user message → reasoning + one call to the first
 tool; the last message is a tool result → reasoning + a final answer quoting it; otherwise →
-reasoning + text.
+reasoning + text. System messages after the last message (turn-scoped instructions) are passed
+over.
 """
 
 from __future__ import annotations
@@ -107,7 +108,10 @@ def plan_turn(body: Mapping[str, Any], *, call_id_style: CallIdStyle = "openai")
     """Plan the reply to a (validated) Chat Completions request body."""
     messages = body.get("messages") or []
     digest = hashlib.sha256(orjson.dumps(messages, option=orjson.OPT_SORT_KEYS)).hexdigest()
-    last = messages[-1] if messages and isinstance(messages[-1], dict) else {}
+    # A turn-scoped system message after the user's (Claude Code sends one) instructs the model;
+    # what it answers is still the last message of the conversation before it.
+    spoken = [m for m in messages if not (isinstance(m, dict) and m.get("role") == "system")]
+    last = spoken[-1] if spoken and isinstance(spoken[-1], dict) else {}
     role = last.get("role") if isinstance(last.get("role"), str) else "user"
     turn = 1 + sum(1 for m in messages if isinstance(m, dict) and m.get("role") == "assistant")
     text = _snippet(message_text(last))

@@ -28,12 +28,29 @@ PREFIX_KEY = "prefix"  # the stamp's key under native[NS] of an assistant messag
 
 
 def seed(system: Sequence[Any], tools: Sequence[Any]) -> bytes:
-    return hashlib.sha256(orjson.dumps([system, tools])).digest()
+    return hashlib.sha256(orjson.dumps([_unmarked(system), _unmarked(tools)])).digest()
+
+
+def _unmarked(blocks: Sequence[Any]) -> list[Any]:
+    """Blocks without cache breakpoints (a moved ``cache_control`` is no change of the prefix)."""
+    return [{k: v for k, v in b.items() if k != "cache_control"}
+            if isinstance(b, Mapping) and "cache_control" in b else b for b in blocks]
+
+
+def blocks_of(wire: Mapping[str, Any]) -> Sequence[Any]:
+    """A wire message's blocks (a client's string content is one text block)."""
+    content = wire["content"]
+    return ({"type": "text", "text": content},) if isinstance(content, str) else content
 
 
 def visible(wire: Mapping[str, Any]) -> bytes:
-    """The digest of one wire message without its thinking blocks."""
-    blocks = [b for b in wire["content"] if b.get("type") not in _SKIP]
+    """The digest of one wire message without its thinking blocks.
+
+    What a client resends changes in ways that are no change of the prefix: a cache breakpoint
+    moves (``cache_control``), string content becomes one text block. Both are left out.
+    """
+    blocks = [{k: v for k, v in b.items() if k != "cache_control"} if "cache_control" in b else b
+              for b in blocks_of(wire) if b.get("type") not in _SKIP]
     return hashlib.sha256(orjson.dumps([wire["role"], blocks])).digest()
 
 

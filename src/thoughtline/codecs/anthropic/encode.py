@@ -44,7 +44,7 @@ from thoughtline.codecs.anthropic.walk import (
     system_blocks,
     target_model,
 )
-from thoughtline.codecs.anthropic.wire import API, SETTING_MISMATCH
+from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
 from thoughtline.codecs.common import merge_params
 from thoughtline.messages import Message, ToolSpec
 from thoughtline.replay import ReplayPlan, loop_start
@@ -160,9 +160,13 @@ def _index(walk: Walk, binds: bool) -> Index:
                  prefix=walk.running.hex() if binds else "", counts=walk.counts)
 
 
-def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    out = []
+def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
+    out: list[Any] = []
     for tool in tools:
+        given = tool.native.get(NS)
+        if isinstance(given, Mapping) and given.get("name") == tool.name:
+            out.append(given)  # an Anthropic client's own definition, as it sent it
+            continue
         wire: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
         if tool.description:
             wire["description"] = tool.description

@@ -26,12 +26,19 @@ from thoughtline.codecs.anthropic.decode import (
     reports_of,
     usage_of,
 )
-from thoughtline.codecs.anthropic.wire import THINKING, TOOL_USE, neutral_finish, text_of
+from thoughtline.codecs.anthropic.wire import TEXT, THINKING, TOOL_USE, neutral_finish, text_of
 from thoughtline.errors import ProtocolError
-from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallDelta, ToolCallStarted
-from thoughtline.messages import Message, Origin, Part, ToolCall
+from thoughtline.events import (
+    Done,
+    PartDone,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallStarted,
+)
+from thoughtline.messages import Message, Opaque, Origin, Part, Reasoning, ToolCall
 
-Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta
+Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta | PartDone
 #: A delta's type -> the block field its fragment extends, and the event that shows it (None:
 #: not shown as text; a tool's input fragment is shown as a ToolCallDelta).
 _DELTAS: dict[str, tuple[str, type[ReasoningDelta] | type[TextDelta] | None]] = {
@@ -153,9 +160,15 @@ class StreamFold:
 
     def _block_stop(self, payload: Mapping[str, Any]) -> list[Delta]:
         block = self._blocks.get(_index(payload))
-        if block is not None:
-            block.stopped = True
-        return []
+        if block is None:
+            return []
+        block.stopped = True
+        if block.start.get("type") in (TEXT, TOOL_USE):
+            return []
+        # The block is whole now (a thinking block's signature came just before): said in its
+        # place, for a face that replays blocks in order before the text after them.
+        part = block_part(block.whole()[0], self.origin)
+        return [PartDone(part)] if isinstance(part, Reasoning | Opaque) else []
 
     def _message_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
         delta = payload.get("delta")

@@ -51,6 +51,9 @@ def thinking_fields(model: str, params: Mapping[str, Any],
     requested = params.get("thinking")
     if isinstance(requested, Mapping):
         out: dict[str, Any] = {"thinking": dict(requested)}
+        effort = _effort(params, model)
+        if effort is not None:  # a client's own thinking object and its effort (the gateway)
+            out["output_config"] = {"effort": effort}
     elif not models.is_claude(model):
         out = {"thinking": {"type": str(requested)}} if requested else {}
     else:

@@ -11,7 +11,7 @@ have none. Nothing here builds a request body.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,6 +20,9 @@ import orjson
 from thoughtline.codecs.anthropic import binding, models
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
+    CARRIED,
+    CONTENT,
+    IN_PLACE,
     NS,
     REDACTED,
     TEXT,
@@ -65,7 +68,7 @@ class Turn:
 
     @property
     def blocks(self) -> Sequence[Any]:
-        return self.wire["content"] if self.wire is not None else ()
+        return binding.blocks_of(self.wire) if self.wire is not None else ()
 
 
 def make_turn(role: str, message: Message, blocks: list[Any], parts: list[int], omitted: int = 0,
@@ -154,7 +157,39 @@ def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain)
     return make_turn("assistant", message, blocks, parts, omitted, (chain.started, chain.cut))
 
 
+def in_place(message: Message) -> Mapping[str, Any] | None:
+    """A turn-scoped ``role: "system"`` message a client placed inside ``messages`` (kept there,
+    never moved into ``system``, provider-updates §1a): its message-level fields."""
+    found = message.native.get(NS)
+    return found if isinstance(found, Mapping) and found.get(IN_PLACE) else None
+
+
+def _text(part: Text) -> dict[str, Any]:
+    """A client's text block as it sent it (``cache_control`` … kept natively)."""
+    return {"type": TEXT, TEXT: part.text, **part.native.get(NS, {})}
+
+
+def system_turn(message: Message, fields: Mapping[str, Any]) -> Turn:
+    verbatim = fields.get(CONTENT)
+    texts = [(i, p) for i, p in enumerate(message.parts) if isinstance(p, Text) and p.text]
+    if not texts:
+        return Turn(wire=None, parts=(), reasoning=())
+    content = verbatim if isinstance(verbatim, str) else FrozenList(
+        freeze(_text(p)) for _, p in texts)
+    wire = FrozenDict({"role": "system", "content": content,
+                       **{k: v for k, v in fields.items() if k not in (IN_PLACE, CONTENT)}})
+    return Turn(wire=wire, parts=tuple(i for i, _ in texts), reasoning=(None,) * len(texts))
+
+
 def user_turn(message: Message) -> Turn:
+    found = message.native.get(NS)
+    if isinstance(found, Mapping) and found.get(CARRIED):
+        return Turn(wire=None, parts=(), reasoning=())  # sent with the turn before it
+    verbatim = found.get(CONTENT) if isinstance(found, Mapping) else None
+    if isinstance(verbatim, str | list):  # the client's message as sent (images, cache_control)
+        wire = FrozenDict({"role": "user", "content": freeze(verbatim)})
+        count = len(binding.blocks_of(wire))
+        return Turn(wire=wire, parts=tuple(range(count)), reasoning=(None,) * count)
     blocks: list[Any] = []
     parts: list[int] = []
     for position, part in enumerate(message.parts):
@@ -173,7 +208,9 @@ def user_turn(message: Message) -> Turn:
 
 
 def system_blocks(messages: Sequence[Message]) -> list[Any]:
-    return [{"type": TEXT, TEXT: p.text} for m in messages if m.role == "system"
+    """The top-level ``system`` blocks (a client's ``cache_control`` … kept on its own)."""
+    return [_text(p) if p.native else {"type": TEXT, TEXT: p.text} for m in messages
+            if m.role == "system" and in_place(m) is None
             for p in m.parts if isinstance(p, Text) and p.text]
 
 
@@ -313,7 +350,7 @@ def step(walk: Walk, index: int, message: Message, rules: Rules, memo: WireCache
     """Encode ``message`` (at ``index`` of the history) onto ``walk``: the one rule for every
     turn the encoder meets as a message (a decoded history, a resumed one's new turns)."""
     role = message.role
-    if role == "system":
+    if role == "system" and in_place(message) is None:
         return
     chain = walk.chain
     key: tuple[bool, ...] = ()
@@ -330,6 +367,7 @@ def step(walk: Walk, index: int, message: Message, rules: Rules, memo: WireCache
             chain.started, chain.cut = turn.chain_after
     else:
         turn = (assistant_turn(message, rules.plan, keep, chain) if role == "assistant"
+                else system_turn(message, in_place(message) or {}) if role == "system"
                 else user_turn(message))
         entries[id(message)] = (message, key, turn)
     walk.omitted += turn.omitted

@@ -12,6 +12,13 @@ from thoughtline.messages import FinishReason
 API = "anthropic"
 NS = "anthropic"  # the namespace of native values this codec owns (verbatim blocks, citations)
 
+#: Keys of a client's message kept natively by the client face (``client``) for an Anthropic
+#: upstream: a turn-scoped system message's flag, a user message's content as sent, and the mark
+#: of a canonical turn whose blocks went out with the turn before it.
+IN_PLACE = "in_place"
+CONTENT = "content"
+CARRIED = "carried"
+
 THINKING = "thinking"
 REDACTED = "redacted_thinking"
 TEXT = "text"

@@ -15,14 +15,13 @@ is DeepSeek's documented carrier, which clients that display reasoning read.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
 
+from thoughtline.codecs.face import ClientRequest, ClientRequestError
 from thoughtline.codecs.openai_chat.wire import API, RC, R
 from thoughtline.codecs.openai_chat.wire import text_of as _str
-from thoughtline.errors import UsageError
 from thoughtline.events import (
     Done,
     Event,
@@ -44,29 +43,12 @@ from thoughtline.messages import (
 
 CLIENT_API = API
 
+__all__ = ["CLIENT_API", "ChunkWriter", "ClientRequest", "ClientRequestError", "completion_json",
+           "error_frame", "error_json", "finish_reason", "message_json", "models_json",
+           "parse_request", "usage_json"]
+
 #: Request keys the gateway interprets itself; every other key is passed to a Chat upstream.
 _HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", "functions"})
-
-
-class ClientRequestError(UsageError):
-    """The client's body is not a valid Chat Completions request (HTTP 400)."""
-
-    def __init__(self, message: str, *, param: str | None = None) -> None:
-        super().__init__(message)
-        self.param = param
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ClientRequest:
-    """A client's request in canonical terms."""
-
-    model: str
-    messages: tuple[Message, ...]
-    tools: tuple[ToolSpec, ...] = ()
-    #: The client's other body keys, verbatim (Chat names: only for a Chat upstream).
-    params: Mapping[str, Any] = field(default_factory=dict)
-    stream: bool = False
-    include_usage: bool = False
 
 
 # --- parsing ------------------------------------------------------------------------------------
