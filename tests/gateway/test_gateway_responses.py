@@ -32,6 +32,7 @@ from thoughtline.requestlog import RequestLog
 from thoughtline.store import SQLiteStore
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.loopback import LoopbackServer
+from thoughtline.testing.responses_emulator import ResponsesEmulator
 
 TOKENS = ("tok-alice", "tok-bob")
 
@@ -375,3 +376,24 @@ def test_the_clients_session_keeps_identical_conversations_apart(
     assert a1 == a2 and b1 == b2 and a1 != b1  # one conversation, one session; two kept apart
     assert c1 == c2 == a1  # the same client conversation (a resume) is found again
     assert all(r.status == 200 for r in deepseek.received)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_responses_upstream_compacts_itself(tmp_path: Path, stream: bool) -> None:
+    with ResponsesEmulator() as emu, serving(emu, tmp_path, provider="openai-responses",
+                                             model="gpt-5.5") as (origin, _):
+        agent = ResponsesAgent(responses_client(origin), model="up/gpt-5.5")
+        agent.ask(QUESTIONS[0])
+        agent.step(stream=False)
+        agent.step(stream=True)
+        item = _compact(agent, stream=stream)
+        agent.ask(QUESTIONS[1])
+        agent.step(stream=True)
+        received = list(emu.received)
+    assert all(r.status == 200 for r in received)
+    assert not item["encrypted_content"].startswith(MINT_PREFIX)  # the provider's own
+    asked = received[2].body["input"]
+    assert asked[-1] == {"type": "compaction_trigger"}  # the request as it was
+    back = [i for i in received[3].body["input"] if i.get("type") == "compaction"]
+    assert back == [item]  # its own item, byte for byte
+    assert orjson.dumps(item["encrypted_content"]) in received[3].raw

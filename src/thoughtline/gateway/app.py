@@ -237,6 +237,9 @@ class Gateway:
                 minter = await self.minter()
                 parsed = await self._expanded(minter, tenant, await self._continued(
                     tenant, parsed))
+                own = getattr(face, "own_compaction", None)
+                passed = own(parsed, upstream.provider.api) if own and not compact else None
+                parsed = passed or parsed  # an upstream that compacts itself gets the trigger
                 minted = _verified(minter, tenant, parsed, record)
                 reply = replace(reply, minted=minter.mint(tenant, reply.response_id))
             prepared = await self.conversations.prepare(

@@ -211,6 +211,12 @@ class ResponsesFace:
     #: ``POST /v1/responses/compact``: the history in, exactly one ``compaction`` item out.
     compact_paths = ("/v1/responses/compact",)
 
+    def own_compaction(self, request: ClientRequest, api: str) -> ClientRequest | None:
+        """The request an upstream of ``api`` compacts itself, else None (the gateway does)."""
+        if not isinstance(request, responses_client.ResponsesRequest):
+            return None
+        return responses_client.own_compaction(request, api)
+
     def compaction(self, reply: Reply, request: ClientRequest, *, endpoint: bool,
                    usage: Usage) -> Mapping[str, Any]:
         """The whole answer to a compaction (``endpoint``: ``/responses/compact``'s shape)."""

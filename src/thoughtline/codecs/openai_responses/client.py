@@ -35,7 +35,7 @@ provider-updates §4a–4b).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
@@ -80,7 +80,8 @@ COMPACTION, COMPACTION_TRIGGER = "compaction", "compaction_trigger"
 CUSTOM_INPUT = "input"
 
 __all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "MINT_PREFIX", "SESSION_HEADERS",
-           "ResponsesRequest", "is_minted", "parse_request", "user_items"]
+           "ResponsesRequest", "is_minted", "own_compaction", "parse_request",
+           "user_items"]
 
 #: Body keys the face turns into canonical values itself (every other key is a parameter).
 _HANDLED = frozenset({"model", "input", "stream"})
@@ -338,6 +339,16 @@ def _tools(raw: Any) -> tuple[tuple[ToolSpec, ...], frozenset[str], tuple[str, .
         else:
             builtins.append(f"tools[{kind}]")
     return tuple(out), frozenset(custom), tuple(dict.fromkeys(builtins))
+
+
+def own_compaction(request: ResponsesRequest, api: str) -> ResponsesRequest | None:
+    """The request as a Responses upstream compacts it itself (its ``compaction_trigger``
+    back in place as the last input item), or None when ``api`` is another API: the gateway
+    compacts then."""
+    if api != API or not request.compact:
+        return None
+    trigger = Message(role="user", native={NS: {"item": {"type": COMPACTION_TRIGGER}}})
+    return replace(request, messages=(*request.messages, trigger), compact=False)
 
 
 def user_items(request: ClientRequest) -> list[Mapping[str, Any]]:
