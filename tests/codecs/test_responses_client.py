@@ -6,6 +6,8 @@ from pathlib import Path
 
 import orjson
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from openai.types.responses import CompactedResponse, Response, ResponseStreamEvent
 from pydantic import TypeAdapter
 
@@ -301,3 +303,55 @@ def test_compaction_stream_and_compact_endpoint_answers() -> None:
     assert body["object"] == "response.compaction"
     assert [i["type"] for i in body["output"]] == ["message", "message", "compaction"]
     assert body["output"][:2] == sent["body"]["input"][2:4]  # the user messages, as sent
+
+
+_JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.text(max_size=8)
+                     | st.sampled_from(["reasoning", "function_call", "message", "user",
+                                        "assistant", "compaction", "custom_tool_call",
+                                        "function_call_output", "compaction_trigger", MINTED]),
+                     lambda inner: st.lists(inner, max_size=4)
+                     | st.dictionaries(st.sampled_from(
+                         ["type", "role", "content", "id", "summary", "encrypted_content",
+                          "arguments", "call_id", "name", "input", "output", "text"]),
+                         inner, max_size=6), max_leaves=30)
+
+
+_PARTS = st.text(max_size=8) | st.lists(st.fixed_dictionaries(
+    {"type": st.sampled_from(["input_text", "output_text", "input_image", "refusal"])},
+    optional={"text": _JSON, "annotations": _JSON}), max_size=3) | _JSON
+_ITEMS = st.one_of(
+    st.fixed_dictionaries({"type": st.just("message"), "role": st.sampled_from(
+        ["user", "developer", "assistant", "system"]), "content": _PARTS},
+        optional={"id": st.text(max_size=6)}),
+    st.fixed_dictionaries({"type": st.just("reasoning"), "id": st.text(max_size=6)}, optional={
+        "summary": _JSON | st.lists(st.fixed_dictionaries({"type": st.just("summary_text"),
+                                                           "text": _JSON})),
+        "encrypted_content": st.just(MINTED) | st.text(max_size=8) | _JSON, "content": _JSON}),
+    st.fixed_dictionaries({"type": st.sampled_from(["function_call", "custom_tool_call"])},
+                          optional={"call_id": _JSON, "name": _JSON, "arguments": _JSON,
+                                    "input": _JSON, "id": _JSON}),
+    st.fixed_dictionaries({"type": st.sampled_from(["function_call_output",
+                                                    "custom_tool_call_output"])},
+                          optional={"call_id": _JSON, "output": _JSON}),
+    st.fixed_dictionaries({"type": st.just("compaction")},
+                          optional={"encrypted_content": st.just(MINTED) | _JSON}),
+    st.just({"type": "compaction_trigger"}), _JSON)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(items=st.lists(_ITEMS, min_size=1, max_size=6),
+       tools=st.none() | st.lists(st.fixed_dictionaries(
+           {"type": st.sampled_from(["function", "custom", "web_search"]),
+            "name": st.text(min_size=1, max_size=4)}, optional={"parameters": _JSON}),
+           max_size=3) | _JSON,
+       instructions=st.none() | st.text(max_size=8))
+def test_any_body_parses_or_names_what_is_wrong(items: list, tools: object,
+                                                instructions: object) -> None:
+    body = {"model": "m", "input": items, "tools": tools, "instructions": instructions}
+    try:
+        request = client.parse_request(body, {"session-id": "s"})
+    except ClientRequestError as exc:
+        assert str(exc)
+        return
+    for message in request.messages:  # what parsed renders back without error
+        reply.output_json(message, response_id="r", minted=MINTED)
