@@ -17,6 +17,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from gateway_support import running_gateway
 from test_gateway_responses import serving
 
 from thoughtline.codecs.face import MINT_PREFIX
@@ -163,3 +164,21 @@ def test_recorded_codex_run_on_a_responses_upstream_is_byte_exact(tmp_path: Path
     assert back and orjson.dumps(back[0]["encrypted_content"]) == orjson.dumps(
         reasoning["encrypted_content"])
     assert not reasoning["encrypted_content"].startswith(MINT_PREFIX)
+
+
+def test_what_an_upstream_cannot_take_is_named_in_the_access_log(deepseek: ChatEmulator,
+                                                                 tmp_path: Path) -> None:
+    log = tmp_path / "access.log"
+    (request, _) = recorded("codex_run1")
+    with running_gateway(deepseek, tmp_path, access_log=str(log)) as gw:
+        replayer = Replayer(gw.server.origin)
+        replayer._send({**request, "body": {**request["body"], "model": "ds/deepseek-v4-pro"}},
+                       request["body"]["input"])
+    (line,) = [orjson.loads(x) for x in log.read_text().splitlines() if '"/v1/responses"' in x]
+    for key in ("client_metadata", "prompt_cache_key", "text", "parallel_tool_calls",
+                "tools[web_search]", "tools[tool_search]"):
+        assert key in line["dropped"]
+    (sent,) = deepseek.received
+    assert b"web_search" not in sent.raw and b"prompt_cache_key" not in sent.raw
+    assert sent.body["reasoning_effort"] == "medium"  # what it has a place for is mapped
+    assert {t["function"]["name"] for t in sent.body["tools"]} >= {"exec_command", "apply_patch"}
