@@ -397,3 +397,25 @@ def test_a_responses_upstream_compacts_itself(tmp_path: Path, stream: bool) -> N
     back = [i for i in received[3].body["input"] if i.get("type") == "compaction"]
     assert back == [item]  # its own item, byte for byte
     assert orjson.dumps(item["encrypted_content"]) in received[3].raw
+
+
+def test_the_compact_endpoint_answers_with_user_messages_and_one_compaction(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    with serving(deepseek, tmp_path) as (origin, _):
+        agent = ResponsesAgent(responses_client(origin), model="up/deepseek-v4-pro")
+        for question in (*QUESTIONS, "And in Oslo?"):
+            agent.ask(question)
+            agent.step(stream=False)
+            agent.step(stream=False)
+        compacted = httpx.post(origin + "/v1/responses/compact", timeout=60, json={
+            "model": "up/deepseek-v4-pro", "input": agent.input}).json()
+        assert compacted["object"] == "response.compaction"
+        kinds = [i["type"] for i in compacted["output"]]
+        assert kinds == ["message"] * 3 + ["compaction"]
+        agent.input = list(compacted["output"])
+        agent.ask("And in Lisbon?")
+        agent.step(stream=True)
+    assert all(r.status == 200 for r in deepseek.received)
+    last = deepseek.received[-1].raw
+    assert orjson.dumps(agent.summaries()[4])[1:-1] in last  # a retained turn's reasoning
+    assert MINT_PREFIX.encode() not in last
