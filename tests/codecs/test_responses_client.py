@@ -130,6 +130,8 @@ def test_custom_tool_call_round_trip() -> None:
      "input[0].role"),
     ({"model": "m", "input": "x", "tools": [{"type": "function"}]}, "tools[0].name"),
     ({"model": "m", "input": "x", "instructions": 5}, "instructions"),
+    ({"model": "m", "input": [{"type": "function_call", "arguments": -2 ** 64}]},
+     "input[0].arguments"),
 ])
 def test_bad_requests_name_what_is_wrong(body: object, param: str | None) -> None:
     with pytest.raises(ClientRequestError) as raised:

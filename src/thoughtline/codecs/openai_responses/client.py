@@ -61,6 +61,7 @@ from thoughtline.codecs.openai_responses.wire import (
     joined,
     text_of,
 )
+from thoughtline.errors import ProtocolError
 from thoughtline.messages import (
     Message,
     Opaque,
@@ -227,7 +228,11 @@ class _Walk:
         elif kind == REASONING:
             self._assistant.append(self._reasoning(item))
         elif kind == FUNCTION_CALL:
-            self._assistant.append(call_part(item, fallback_id=text_of(item.get("id"))))
+            try:
+                self._assistant.append(call_part(item, fallback_id=text_of(item.get("id"))))
+            except ProtocolError:  # arguments that are not JSON text and cannot be written
+                raise ClientRequestError(f"{where}.arguments must be a string of JSON",
+                                         param=f"{where}.arguments") from None
         elif kind == CUSTOM_CALL:
             self._assistant.append(_custom_call(item))
         else:  # web_search_call, tool_search_call, local_shell_call …: verbatim, in place
