@@ -136,3 +136,42 @@ def test_named_provider_built_on_a_preset_routes_as_the_preset(home: Path) -> No
     assert (proxy["carriers"], proxy["must_echo"]) == ([RC], True)
     plain = routes_json(home, "--provider", "plain")
     assert (plain["carriers"], plain["must_echo"]) == ([R, RC], False)
+
+
+def test_demo_describes_the_route_its_chats_use(home: Path) -> None:
+    """Issue 31 item 5: ``routes --provider demo`` said route ``default`` while demo chats went
+    out on ``local-endpoint`` (they talk to an emulator on loopback)."""
+    chat = run(home, "chat", "--provider", "demo", "-p", "which route?", "--json")
+    assert chat.returncode == 0, chat.stderr
+    logs = run(home, "logs", "--json")
+    [record] = [json.loads(line) for line in logs.stdout.splitlines()]
+    out = routes_json(home, "--provider", "demo")
+    assert out["route"] == record["route"]
+    assert (out["api"], record["api"]) == ("openai-chat", "openai-chat")
+    sent = run(home, "routes", "--provider", "demo", "--base-url",
+               f"http://{record['host']}:9/v1", "--json")
+    assert json.loads(sent.stdout)["carriers"] == out["carriers"]  # what the chat's URL gets
+    text = run(home, "routes", "--provider", "demo").stdout
+    assert f"route: {record['route']} " in text
+    assert "(no base URL)" not in text
+
+
+@pytest.mark.parametrize(("provider", "path"),
+                         [("bedrock", ""), ("bedrock-anthropic", "/anthropic")])
+def test_bedrock_shows_its_region_templated_default_url(home: Path, provider: str,
+                                                        path: str) -> None:
+    base = {k: v for k, v in os.environ.items()
+            if not k.startswith(("THOUGHTLINE_", "AWS_"))}
+    base.update(THOUGHTLINE_HOME=str(home), NO_COLOR="1")
+    unset = subprocess.run([*ENTRY, "routes", "--provider", provider], capture_output=True,
+                           text=True, env=base, timeout=60, check=False)
+    assert unset.returncode == 0, unset.stderr
+    first = unset.stdout.splitlines()[0]
+    assert f"@ https://bedrock-runtime.{{region}}.amazonaws.com{path} (the default)" in first
+    assert "(no base URL)" not in unset.stdout
+    if provider == "bedrock":  # Converse reads the region from the AWS environment too
+        regional = subprocess.run([*ENTRY, "routes", "--provider", provider],
+                                  capture_output=True, text=True, timeout=60, check=False,
+                                  env={**base, "AWS_REGION": "eu-west-3"})
+        assert "@ https://bedrock-runtime.eu-west-3.amazonaws.com (the default)" in \
+            regional.stdout.splitlines()[0]

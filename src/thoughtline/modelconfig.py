@@ -25,6 +25,10 @@ from thoughtline.verdicts import Verdict
 IMPORTED_KEY = "imported"
 HELD_KEY = "held"
 
+#: Model-config key set by ``thoughtline demo`` on its sessions: ``{"scenario": label}``, so that
+#: ``chat -r`` resumes one against a freshly started emulator of that scenario.
+DEMO_KEY = "demo"
+
 _KNOWN = frozenset({"provider", "tools", "params", "verdicts", "fingerprints", "settings"})
 
 

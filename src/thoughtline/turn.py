@@ -267,6 +267,8 @@ class TurnEngine:
             raise
         if done.reports:
             record.extra["reports"] = list(done.reports)
+        if done.usage.input_tokens > 0:  # what the prompt cost, for the inspector's chart
+            record.extra["prompt_tokens"] = done.usage.input_tokens
 
     def _log(self, turn: TurnInput, record: _Attempt) -> None:
         if self.log is None:

@@ -7,6 +7,9 @@ checks both what the CLI printed and what the provider actually received.
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
 import signal
 import subprocess
 import time
@@ -14,7 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ENTRY, Cli, assistant_messages, seed_sessions
+from cli_support import ANSI, DIM, ENTRY, Cli, assistant_messages, seed_sessions, strip_ansi
 
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.script import plan_turn
@@ -88,6 +91,68 @@ def test_hide_reasoning(cli: Cli, emu: ChatEmulator, stream: bool) -> None:
     # ... but the reasoning is still kept (and will be replayed): hiding is display only.
     [turn] = [t for t in cli.show(cli.sessions()[0]["id"])["turns"] if t["role"] == "assistant"]
     assert turn["reasoning"][0]["bytes"] == len(said.reasoning.encode())
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+def test_piped_one_shot_prints_the_answer_only(cli: Cli, emu: ChatEmulator, stream: bool) -> None:
+    """Issue 31 item 1: ``chat -p hi > out.txt`` captures the answer; the reasoning goes to
+    stderr (plain there, as stderr is not a terminal either)."""
+    before = len(emu.received)
+    flags = () if stream else ("--no-stream",)
+    result = cli.ok(*deepseek(emu), *flags, "-p", "only the answer please")
+    [request] = emu.received[before:]
+    said = plan_turn(request.body)
+    assert result.stdout == said.content + "\n"
+    assert said.reasoning in result.stderr
+    assert not ANSI.search(result.stderr), result.stderr
+
+
+@pytest.mark.parametrize("stream", [True, False], ids=["stream", "no-stream"])
+def test_show_reasoning_keeps_it_on_piped_stdout(cli: Cli, emu: ChatEmulator,
+                                                 stream: bool) -> None:
+    before = len(emu.received)
+    flags = () if stream else ("--no-stream",)
+    result = cli.ok(*deepseek(emu), *flags, "--show-reasoning", "-p", "all of it on stdout")
+    [request] = emu.received[before:]
+    said = plan_turn(request.body)
+    assert result.stdout.index(said.reasoning) < result.stdout.index(said.content)
+    assert said.reasoning not in result.stderr
+
+
+def test_piped_one_shot_dims_the_reasoning_on_a_terminal_stderr(cli: Cli,
+                                                                 emu: ChatEmulator) -> None:
+    before = len(emu.received)
+    master, slave = pty.openpty()
+    env = {**cli.environ(), "TERM": "xterm-256color"}
+    proc = subprocess.Popen([*ENTRY, *deepseek(emu), "-p", "stderr is a terminal"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave,
+                            env=env)
+    os.close(slave)
+    try:
+        stdout, _ = proc.communicate(timeout=60)
+        stderr = b""
+        while select.select([master], [], [], 1)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: the child closed the terminal
+                break
+            if not chunk:
+                break
+            stderr += chunk
+    finally:
+        os.close(master)
+    assert proc.returncode == 0, stderr
+    said = plan_turn(emu.received[before].body)
+    assert stdout.decode() == said.content + "\n"
+    text = stderr.decode()
+    assert DIM.search(text), text
+    assert said.reasoning in strip_ansi(text).replace("\r\n", "\n")
+
+
+def test_chat_help_says_where_the_reasoning_goes(cli: Cli) -> None:
+    help_text = " ".join(cli.ok("chat", "--help").stdout.split())
+    assert "stdout is the answer only" in help_text
+    assert "--show-reasoning writes it to stdout" in help_text
 
 
 def test_demo_provider_needs_no_key_and_no_network(cli: Cli) -> None:
@@ -236,7 +301,11 @@ def test_broken_stream_exits_1_and_keeps_the_partial_answer(cli: Cli, emu: ChatE
     result = cli.run(*deepseek(emu), "-p", "cut me off")
     assert result.returncode == 1, result
     assert "broke off" in result.stderr and "Traceback" not in result.stderr
-    assert result.stdout.startswith("Turn 1:") and result.stdout.endswith("\n")
+    # Piped, the partial reasoning went to stderr; its line is ended before the error message.
+    assert result.stdout == ""
+    assert result.stderr.startswith("Turn 1:")
+    [cut] = [line for line in result.stderr.splitlines() if "broke off" in line]
+    assert not cut.startswith("Turn 1:")
     [session] = cli.sessions()
     turns = cli.show(session["id"])["turns"]
     assert [(t["role"], t["incomplete"]) for t in turns] == [("user", False),

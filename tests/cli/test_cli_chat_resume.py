@@ -70,7 +70,8 @@ def convo(module_home: Any, emu: ChatEmulator) -> Conversation:
 
 
 def test_resume_by_full_id_replays_the_reasoning(convo: Conversation) -> None:
-    stdout, request = convo.resume("-r", convo.id, "-p", "again", json_out=False)
+    stdout, request = convo.resume("-r", convo.id, "-p", "again", "--show-reasoning",
+                                    json_out=False)
     assert_faithful_replay(convo.last, request)
     assert len(assistant_messages(request.body)) == 1
     said = plan_turn(request.body)

@@ -156,3 +156,32 @@ def test_a_request_whose_stream_broke_off_is_logged(cli: Cli, emu: ChatEmulator)
     assert len(emu.received[mark:]) == 1
     [record] = cli.log_records()
     assert record["outcome"] == "interrupted"
+
+
+def test_records_of_a_session_never_stored_say_so(cli: Cli, emu: ChatEmulator) -> None:
+    """Issue 31 item 7: a failed first request leaves a log record but no session; ``logs``
+    says so, and ``logs --session ID`` shows its records instead of "no session"."""
+    chat = ("chat", "--provider", "deepseek", "--base-url", emu.base_url)
+    emu.fail_next(400, {"error": {"message": "no such model", "type": "invalid_request"}})
+    assert cli.run(*chat, "-p", "refused").returncode == 1
+    kept = cli.json(*chat, "-p", "answered", "--json")["session"]
+    [lost, ok] = cli.log_records()
+    assert [s["id"] for s in cli.sessions()] == [kept] == [ok["session"]]
+    orphan = lost["session"]
+    assert orphan != kept and lost["status"] == 400
+    assert lost["stored_session"] is False and "stored_session" not in ok
+
+    lines = cli.ok("logs").stdout.splitlines()
+    assert len(lines) == 2
+    assert f"{orphan[:8]} 400 " in lines[0] and lines[0].endswith("(no stored session)")
+    assert "no stored session" not in lines[1] and f"{kept[:8]} 200 " in lines[1]
+
+    for ref in (orphan, orphan[:10]):
+        shown = cli.run("logs", "--session", ref)
+        assert shown.returncode == 0, shown.stderr
+        [line] = shown.stdout.splitlines()
+        assert f"{orphan[:8]} 400 " in line and line.endswith("(no stored session)")
+        assert f"{orphan} (no stored session)" in shown.stderr
+    assert cli.log_records("--session", orphan) == [lost]
+    unknown = cli.run("logs", "--session", "f" * 32)
+    assert unknown.returncode == 2 and "no session" in unknown.stderr

@@ -36,7 +36,8 @@ def test_piped_output_has_no_escape_codes(home_cli: Cli, emu: ChatEmulator) -> N
     mark = len(emu.received)
     chat = home_cli.ok("chat", "-c", "-p", "piped, so plain")
     said = plan_turn(emu.received[mark].body)
-    assert said.reasoning in chat.stdout  # shown, just not dimmed
+    # shown (on stderr: piped one-shot output is the answer only), just not dimmed
+    assert said.reasoning in chat.stderr and said.reasoning not in chat.stdout
     outputs = [chat.stdout, chat.stderr]
     for args in (("sessions", "list"), ("sessions", "show", session), ("logs",),
                  ("routes", "--provider", "deepseek"), ("--help",)):

@@ -132,9 +132,10 @@ def test_chat_prints_a_one_line_notice_once_and_never_again(emulator: Start,
     emu = emulator("strict-custom")
     write_config(home, emu.base_url)
 
-    out, err = chat(home, "--provider", "relay", "-p", "hello")
+    # --show-reasoning keeps the reasoning on stdout, so stderr holds the notice alone.
+    out, err = chat(home, "--provider", "relay", "--show-reasoning", "-p", "hello")
     assert "Scripted answer" in out and err == ""
-    out, err = chat(home, "-c", "-p", "again")
+    out, err = chat(home, "-c", "--show-reasoning", "-p", "again")
     assert "Scripted answer" in out
     assert err.splitlines() == [NOTICE]  # exactly one line, on stderr only
     assert NOTICE not in out

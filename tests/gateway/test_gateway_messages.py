@@ -43,9 +43,9 @@ TOKENS = ("tok-alice", "tok-bob")
 @contextmanager
 def serving(emu: Any, tmp: Path, *, tokens: tuple[str, ...] = (), aliases: str = "",
             provider: str = "deepseek", model: str = "deepseek-v4-pro",
-            db: str = "state.db") -> Iterator[tuple[str, Gateway]]:
+            db: str = "state.db", max_body: int | None = None) -> Iterator[tuple[str, Gateway]]:
     """A gateway (SQLite store ``tmp/db``) in front of ``emu``: (its origin, the gateway)."""
-    text = gateway_toml(emu, name="up", provider=provider, model=model)
+    text = gateway_toml(emu, name="up", provider=provider, model=model, max_body=max_body)
     if aliases:
         text += f"\n[aliases]\n{aliases}\n"
     store = SQLiteStore(tmp / db)
@@ -232,6 +232,19 @@ def test_errors_come_in_the_messages_shape(deepseek: ChatEmulator, tmp_path: Pat
         assert refused.status_code == 400
         assert refused.json()["error"]["type"] == "invalid_request_error"
         assert "bad max_tokens" in refused.json()["error"]["message"]
+
+
+def test_a_body_over_the_limit_gets_413_in_the_messages_shape(deepseek: ChatEmulator,
+                                                              tmp_path: Path) -> None:
+    body = {"model": "up/deepseek-v4-pro", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "x" * 4096}]}
+    with serving(deepseek, tmp_path, max_body=1024) as (origin, _):
+        large = _post(origin, "/v1/messages", body)
+    assert large.status_code == 413
+    assert large.json() == {"type": "error", "error": {
+        "type": "request_too_large", "message": large.json()["error"]["message"]}}
+    assert "max_body_bytes" in large.json()["error"]["message"]
+    assert deepseek.received == []
 
 
 def test_a_stream_that_breaks_ends_with_an_error_event(deepseek: ChatEmulator,

@@ -72,7 +72,7 @@ def test_the_error_names_the_branch_command_and_the_command_works(cli: Cli) -> N
 def test_branch_validates_n(cli: Cli) -> None:
     [sid] = seed_sessions(cli.home, 1)
     result = cli.run("sessions", "branch", sid, "--at", "5")
-    assert result.returncode == 2 and "has 2 messages" in result.stderr
+    assert result.returncode == 2 and "has 2 turns" in result.stderr  # as --at counts
     assert "Traceback" not in result.stderr
     whole = cli.invoke("sessions", "branch", sid)
     assert whole.returncode == 0

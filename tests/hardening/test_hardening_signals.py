@@ -45,7 +45,8 @@ def wait_for_output(proc: subprocess.Popen[bytes], text: bytes, limit: float = 3
 def test_sigterm_mid_answer_keeps_the_session_and_logs_the_request(
         cli: Cli, slow_emu: ChatEmulator) -> None:
     proc = subprocess.Popen([*ENTRY, "chat", "--provider", "deepseek", "--base-url",
-                             slow_emu.base_url, "-p", "a slow question"],
+                             slow_emu.base_url, "--show-reasoning", "-p",
+                             "a slow question"],
                             stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, env=cli.environ())
     try:

@@ -13,6 +13,7 @@ import click
 from thoughtline import config
 from thoughtline.cli.common import console, home_dir, open_store
 from thoughtline.errors import UsageError
+from thoughtline.termsafe import safe_line
 
 # Presets tried, in order, when no provider is given and config.toml names none.
 _AUTODETECT = ("openrouter", "deepseek", "openai", "kimi", "zai", "xai", "mistral", "groq",
@@ -135,8 +136,10 @@ def _one_shot(runner: Any, text: str, as_json: bool) -> Any:
 @click.option("-p", "--prompt", "prompt_opt", metavar="TEXT", help="Send one turn and exit.")
 @click.option("--json", "as_json", is_flag=True, help="One-shot: print one JSON object.")
 @click.option("--no-stream", is_flag=True, help="Wait for the whole answer instead of streaming.")
-@click.option("--show-reasoning/--hide-reasoning", default=True,
-              help="Show the model's reasoning (dimmed).")
+@click.option("--show-reasoning/--hide-reasoning", default=None,
+              help="Show the model's reasoning, dimmed (the default). A one-shot whose output "
+              "is not a terminal writes it to stderr, so stdout is the answer only; "
+              "--show-reasoning writes it to stdout there too.")
 @click.option("--title", help="Title for a new session.")
 @click.option("--trust-provider", is_flag=True,
               help="Resuming an imported session: use the base URL, key variable, request "
@@ -145,7 +148,7 @@ def _one_shot(runner: Any, text: str, as_json: bool) -> Any:
 @click.pass_context
 def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_url: str | None,
          model: str | None, key_env: str | None, resume: str | None, cont: bool,
-         prompt_opt: str | None, as_json: bool, no_stream: bool, show_reasoning: bool,
+         prompt_opt: str | None, as_json: bool, no_stream: bool, show_reasoning: bool | None,
          title: str | None, trust_provider: bool) -> None:
     """Chat with a reasoning model; its reasoning is kept and replayed per route.
 
@@ -158,11 +161,16 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
       thoughtline chat -c -p "and then?"          # continue the latest session
       thoughtline chat -r 3f2a -p "again"          # continue a session by id prefix
       thoughtline chat --provider demo             # offline, emulated model
+      thoughtline chat -p "hi" > answer.txt        # the answer only; reasoning on stderr
 
     Long sessions compact automatically before a request above [compaction] threshold (default
     0.8) × the model's context window (context_window = N on [providers.NAME] overrides it);
     /compact [N] compacts now. Kept turns keep their reasoning exactly.
     """
+    if cont and resume:
+        raise click.UsageError(f"-c/--continue (the latest session) and -r/--resume "
+                               f"{safe_line(resume)} (that session) contradict each other: "
+                               "pass one of them")
     text = _prompt_text(prompt_opt or prompt, title)
     if as_json and text is None:
         raise click.UsageError("--json needs a prompt (-p TEXT, an argument or piped stdin)")
@@ -174,8 +182,11 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
 
     terminate_gracefully()
     store = open_store(ctx)
+    out, err = console(), console(stderr=True)
     runner = ChatRunner(ctx=ctx, store=store, stream=not no_stream,
-                        show_reasoning=show_reasoning, out=console(), err=console(stderr=True))
+                        show_reasoning=show_reasoning is not False, out=out, err=err)
+    if show_reasoning is None and text is not None and not sys.stdout.isatty():
+        runner.thoughts = err  # piped one-shot output is the answer only, as `llm` does
     try:
         if prov is None:
             runner.resume(resume or None, provider_id=provider_id, base_url=base_url,

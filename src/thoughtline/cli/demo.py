@@ -12,6 +12,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +90,7 @@ async def _conversation(session: Any, questions: tuple[str, ...]) -> None:
 
 
 async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
+    from thoughtline.modelconfig import DEMO_KEY
     from thoughtline.requestlog import RequestLog
     from thoughtline.session import Session
     from thoughtline.store import open_store
@@ -101,6 +104,8 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
             provider = _provider(scenario, emulator)
             session = Session.create(store, provider, title=f"demo: {scenario.label}",
                                      tools=[_tool()], log=RequestLog(home / "logs"))
+            mark = {DEMO_KEY: {"scenario": scenario.label}}  # chat -r restarts its emulator
+            store.update_model_config(session.id, lambda stored, mark=mark: {**stored, **mark})
             try:
                 await _conversation(session, QUESTIONS)
             finally:
@@ -128,6 +133,28 @@ def _provider(scenario: Scenario, emulator: Any) -> Any:
     preset = config.provider(scenario.provider, model=scenario.model,
                              base_url=BACKENDS[scenario.api].base_url(emulator))
     return replace(preset, key_env="")
+
+
+def resume_backend(prov: Any, model_config: Mapping[str, Any], cleanup: ExitStack) -> Any:
+    """The provider a demo session resumes on: its scenario's emulator, started afresh (the one
+    the demo ran is gone), with no key. ``None`` for a session the demo did not make. The
+    emulator (and, for Bedrock, the demo's fake AWS credentials) last until ``cleanup`` closes."""
+    from dataclasses import replace
+
+    from thoughtline.modelconfig import DEMO_KEY
+    from thoughtline.testing.native import demo_credentials
+
+    mark = model_config.get(DEMO_KEY)
+    label = mark.get("scenario") if isinstance(mark, Mapping) else None
+    scenario = next((s for s in SCENARIOS if s.label == label), None)
+    if scenario is None or scenario.provider != prov.id:
+        return None
+    if scenario.api == "bedrock":  # SigV4 signs with the demo's fake keys, never yours
+        cleanup.enter_context(demo_credentials())
+    emulator = _start(scenario)
+    cleanup.callback(emulator.stop)
+    started = _provider(scenario, emulator)
+    return replace(prov, base_url=started.base_url, key_env="")
 
 
 def _start(scenario: Scenario) -> Any:
@@ -278,8 +305,8 @@ def _run(ctx: click.Context, home: Path, out: Any, keep: bool,
               "process with its "
               f"reasoning replayed byte-identical: {'yes' if ok else 'NO'}", markup=False)
     if keep or root.get("home"):
-        out.print(f"state kept in {home} (try: thoughtline --home {home} sessions list)",
-                  markup=False)
+        out.print(f"state kept in {home} (try: thoughtline --home {home} sessions list; "
+                  f"chat -r ID resumes one on a freshly started emulator)", markup=False)
     else:
         shutil.rmtree(home, ignore_errors=True)
     if not ok:

@@ -81,7 +81,8 @@ def _slash(runner: ChatRunner, line: str) -> bool:
         branched = runner.branch(arg)
         out.print(f"branched: now in session {branched.id[:12]} "
                   f"({safe_line(branched.record.title)}) with "
-                  f"{branched.turns} turns carried over", markup=False)
+                  f"{branched.turns} turn{'' if branched.turns == 1 else 's'} carried over",
+                  markup=False)
     elif name == "model":
         if not arg:
             out.print(f"model: {runner.session.provider.model}", markup=False)

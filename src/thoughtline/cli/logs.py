@@ -9,8 +9,13 @@ from typing import Any
 import click
 
 from thoughtline.cli.common import console, home_dir
+from thoughtline.errors import NotFound, StoreError
 from thoughtline.requestlog import Follower, RequestLog
 from thoughtline.termsafe import safe_line
+
+#: What a record of a session that was never stored says (a first request that failed leaves
+#: its log record, but no session).
+UNSTORED = "(no stored session)"
 
 
 def _status(record: dict[str, Any]) -> str:
@@ -26,6 +31,38 @@ def _status(record: dict[str, Any]) -> str:
     if status is None:
         return "unreachable" if outcome == "error" else "no-answer"
     return str(status)
+
+
+class _StoredSessions:
+    """Whether a record's session is stored: each id looked up once, the store opened only when
+    a record needs it (and left alone, answering "unknown", when it cannot be opened)."""
+
+    def __init__(self, ctx: click.Context) -> None:
+        self._ctx = ctx
+        self._store: Any = None
+        self._usable = True
+        self._known: dict[str, bool] = {}
+
+    def __call__(self, session_id: Any) -> bool | None:
+        if not isinstance(session_id, str) or not session_id or not self._usable:
+            return None
+        if session_id not in self._known:
+            try:
+                if self._store is None:
+                    from thoughtline.cli.common import open_store
+
+                    self._store = open_store(self._ctx)
+                self._known[session_id] = self._store.get_session(session_id).id == session_id
+            except NotFound:
+                self._known[session_id] = False
+            except StoreError:
+                self._usable = False
+                return None
+        return self._known[session_id]
+
+    def close(self) -> None:
+        if self._store is not None:
+            self._store.close()
 
 
 def _line(record: dict[str, Any]) -> str:
@@ -52,6 +89,8 @@ def _line(record: dict[str, Any]) -> str:
         extras.append(f"learned: {learned}")
     if record.get("attempt", 1) > 1:
         extras.append("fallback retry")
+    if record.get("stored_session") is False:  # said last: the columns before stay in place
+        extras.append(UNSTORED.strip("()"))
     tail = f" ({'; '.join(extras)})" if extras else ""
     session = str(record.get("session", ""))[:8]
     # Every field came from a file anyone with access to the home can edit: shown via termsafe.
@@ -60,7 +99,9 @@ def _line(record: dict[str, Any]) -> str:
                      f"{record.get('assistant_turns', 0)} assistant turns: {carried}{tail}")
 
 
-def _emit(record: dict[str, Any], as_json: bool) -> None:
+def _emit(record: dict[str, Any], as_json: bool, stored: _StoredSessions) -> None:
+    if stored(record.get("session")) is False:
+        record = {**record, "stored_session": False}
     if as_json:
         click.echo(json.dumps(record, ensure_ascii=False))
     else:
@@ -88,32 +129,51 @@ def logs(ctx: click.Context, follow: bool, session_ref: str | None, as_json: boo
     counted; the log rotates by size and -f follows across rotations.
     """
     home = home_dir(ctx)
-    session_id = None
-    if session_ref:
-        from thoughtline.cli.common import open_store
-
-        store = open_store(ctx)
-        try:
-            session_id = store.get_session(session_ref).id
-        finally:
-            store.close()
     log = RequestLog(home / "logs")
+    session_id = _session_of(ctx, log, session_ref) if session_ref else None
     follower = Follower(log) if follow else None  # opened first: nothing falls in between
-    records = list(log.read(session=session_id))
-    for record in records[-lines:] if lines else records:
-        _emit(record, as_json)
-    _note_skipped(log.skipped)
-    if follower is not None:
-        _follow(follower, session_id, as_json)
+    stored = _StoredSessions(ctx)
+    try:
+        records = list(log.read(session=session_id))
+        for record in records[-lines:] if lines else records:
+            _emit(record, as_json, stored)
+        _note_skipped(log.skipped)
+        if follower is not None:
+            _follow(follower, session_id, as_json, stored)
+    finally:
+        stored.close()
 
 
-def _follow(follower: Follower, session_id: str | None, as_json: bool) -> None:
+def _session_of(ctx: click.Context, log: RequestLog, ref: str) -> str:
+    """The session id ``--session`` names: a stored session's, else one the log alone knows
+    (exact id or unique prefix), said on stderr. Neither: the store's "no session" error."""
+    from thoughtline.cli.common import open_store
+
+    store = open_store(ctx)
+    try:
+        return store.get_session(ref).id
+    except NotFound:
+        wanted = ref.strip().lower()
+        logged = {str(r.get("session")) for r in log.read() if r.get("session")}
+        found = sorted(s for s in logged if s == wanted) or \
+            sorted(s for s in logged if s.startswith(wanted))
+        if len(found) != 1 or found[0] in {s.id for s in store.list_sessions()}:
+            raise  # ambiguous, or a stored session's prefix that named several: the store's
+        click.echo(f"note: {found[0]} {UNSTORED}: its requests are in the log, but no session "
+                   "was kept (a first request that failed leaves none)", err=True)
+        return found[0]
+    finally:
+        store.close()
+
+
+def _follow(follower: Follower, session_id: str | None, as_json: bool,
+            stored: _StoredSessions) -> None:
     try:
         while True:
             before = follower.skipped
             for record in follower.poll():
                 if session_id is None or record.get("session") == session_id:
-                    _emit(record, as_json)
+                    _emit(record, as_json, stored)
             _note_skipped(follower.skipped - before)
             time.sleep(0.2)
     except KeyboardInterrupt:

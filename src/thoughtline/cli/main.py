@@ -21,6 +21,7 @@ _COMMANDS: dict[str, tuple[str, str, str]] = {
                "Explain what a route receives (and what was learned about it)."),
     "demo": ("thoughtline.cli.demo", "demo", "Offline walkthrough on the built-in emulators."),
     "serve": ("thoughtline.cli.serve", "serve", "Run the OpenAI-compatible reasoning gateway."),
+    "ui": ("thoughtline.cli.ui", "ui", "Browse sessions, reasoning and requests in a browser."),
 }
 
 

@@ -13,9 +13,10 @@ from thoughtline.routes import Route, resolve
 from thoughtline.termsafe import safe_line
 
 
-def describe(route: Route) -> list[str]:
-    """The resolution in words a user understands."""
-    where = route.host or "(no base URL)"
+def describe(route: Route, default_url: str = "") -> list[str]:
+    """The resolution in words a user understands; ``default_url`` is where requests go when
+    the route names no host (a region-templated preset URL)."""
+    where = route.host or (f"{default_url} (the default)" if default_url else "(no base URL)")
     lines = [f"{route.provider} @ {where}, model {route.model or '(none)'}",
              f"route: {route.row} — {route.explain}"]
     return [*lines, *route.profile.describe(), *route.notes]
@@ -92,8 +93,10 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
             data["effective_must_echo"] = wire.get("must_echo", False)
         click.echo(json.dumps(data))
         return
-    for line in describe(route):
+    for line in describe(route, _default_url(prov)):
         click.echo(safe_line(line))
+    if prov.id == config.DEMO_PROVIDER and prov.base_url == config.DEMO_BASE_URL:
+        click.echo("demo: the built-in emulator, started on a free loopback port for each chat")
     for verdict in learned:
         what = [f"stop sending {', '.join(sorted(verdict.drop))}"] if verdict.drop else []
         if verdict.pad:
@@ -103,6 +106,14 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
                              f"({verdict.reason or 'from a 4xx'})"))
     if learned:
         click.echo("effective on the wire: " + (", ".join(wire.get("carriers", [])) or "nothing"))
+
+
+def _default_url(prov: config.ProviderConfig) -> str:
+    """The URL a preset without a base URL talks to, from its codec (Bedrock's is per region)."""
+    from thoughtline.codecs.registry import codec
+
+    default = getattr(codec(prov.api), "default_base_url", None)
+    return default(prov) if default is not None else ""
 
 
 def _effective(profile: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from thoughtline.cli.common import console, open_store, plain_output
-from thoughtline.cli.importfile import EXPORT_FORMAT
+from thoughtline.cli.importfile import EXPORT_FORMAT, ImportRejected
 from thoughtline.termsafe import safe, safe_line
 
 if TYPE_CHECKING:
@@ -324,7 +324,13 @@ def import_(ctx: click.Context, file: str) -> None:
         raw = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
     except OSError as exc:
         raise click.UsageError(f"cannot read {file}: {exc.strerror or exc}") from exc
-    plan = read_export(raw, "<stdin>" if file == "-" else file)
+    source = "<stdin>" if file == "-" else file
+    if _is_jsonl_export(raw):
+        raise ImportRejected(f"cannot import {source}: it is an 'export --format jsonl' file, "
+                             "which does not re-import; only 'export --format json' files do "
+                             "(thoughtline sessions export SESSION --format json -o FILE); "
+                             "nothing was imported")
+    plan = read_export(raw, source)
     store = open_store(ctx)
     try:
         record = store.import_session(title=plan.title, model_config=plan.model_config,
@@ -344,6 +350,17 @@ def import_(ctx: click.Context, file: str) -> None:
         click.echo(f"The file's request params and settings ({safe_line(', '.join(names))}) "
                    "are kept but not used unless you pass --trust-provider.", err=True)
     click.echo(record.id)
+
+
+def _is_jsonl_export(raw: bytes) -> bool:
+    """An ``export --format jsonl`` file: its first line is the session header alone."""
+    first = raw.partition(b"\n")[0]
+    try:
+        head = json.loads(first)
+    except (ValueError, RecursionError):
+        return False
+    return (isinstance(head, dict) and head.get("format") == EXPORT_FORMAT
+            and "session" in head and "messages" not in head)
 
 
 @sessions.command()
@@ -388,7 +405,8 @@ def branch(ctx: click.Context, session: str, at: int | None, title: str | None) 
                             f"{record.title or 'untitled'} (branch)")
     finally:
         store.close()
-    click.echo(f"branched {made.turns} turns of {record.id} into a new session; continue with: "
+    click.echo(f"branched {made.turns} turn{'' if made.turns == 1 else 's'} of {record.id} into "
+               "a new session; continue with: "
                f"thoughtline chat -r {made.id}", err=True)
     click.echo(made.id)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +61,10 @@ class ChatRunner:
         self.show_reasoning = show_reasoning
         self.out = out
         self.err = err
+        self.thoughts = out  # where shown reasoning goes (stderr for a piped one-shot)
         self.loop = asyncio.new_event_loop()
         self.emulator: Any = None
+        self._cleanup = contextlib.ExitStack()  # what a resumed demo session started
         self._session: Session | None = None
         self._created = False  # this run created the session (removed again if it stays empty)
         self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
@@ -112,7 +115,7 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
-        from thoughtline.cli.trust import settle_params, settle_provider
+        from thoughtline.cli.trust import settle_params, settle_provider, untrusted
 
         if base_url:
             config.check_base_url(base_url)
@@ -129,6 +132,8 @@ class ChatRunner:
                                      ("key_env", key_env)) if v}
         if changes:
             prov = replace(prov, **changes)
+        if not base_url and not untrusted(session.record.model_config):
+            prov = self._resume_demo(prov, session.record.model_config)
         prepared = self._prepare(prov)
         if prepared != session.provider:
             session.set_provider(prepared)
@@ -137,6 +142,18 @@ class ChatRunner:
         self._session = self._auto_compact(session)
         self._tell_waits()
         self._warn_problems()
+
+    def _resume_demo(self, prov: config.ProviderConfig,
+                     model_config: Mapping[str, Any]) -> config.ProviderConfig:
+        """A session ``thoughtline demo`` made talks to its scenario's emulator, started now (the
+        demo's own emulators stopped with it), as ``--provider demo`` does."""
+        from thoughtline.modelconfig import DEMO_KEY
+
+        if DEMO_KEY not in model_config:
+            return prov
+        from thoughtline.cli.demo import resume_backend
+
+        return resume_backend(prov, model_config, self._cleanup) or prov
 
     def _warn_problems(self) -> None:
         """Say each damaged stored part once: found on resume, or later, when the stored history
@@ -171,6 +188,7 @@ class ChatRunner:
         self.loop.run_until_complete(self.loop.shutdown_asyncgens())
         if self.emulator is not None:
             self.emulator.stop()
+        self._cleanup.close()
         self.loop.close()
 
     # --- turns --------------------------------------------------------------------------------
@@ -244,29 +262,52 @@ class ChatRunner:
         finally:
             # End the streamed line, also when an error or Ctrl-C cut it short, so the message
             # that follows starts on a line of its own.
-            if render and self.stream and (done is not None or state.reasoning or state.text):
-                self.out.print()
+            if render and self.stream:
+                self._end_lines(state, answered=done is not None)
         return done
 
+    def _end_lines(self, state: _RenderState, *, answered: bool) -> None:
+        if self.thoughts is self.out:
+            if answered or state.reasoning or state.text:
+                self.out.print()
+            return
+        self._close_thoughts(state)
+        if answered or state.text:
+            self.out.print()
+
+    def _close_thoughts(self, state: _RenderState) -> None:
+        """End the reasoning's line when it is written to a stream of its own (stderr)."""
+        if state.thinking:
+            self.thoughts.print()
+            state.thinking = False
+
     def _render_delta(self, event: Any, state: _RenderState) -> None:
+        separate = self.thoughts is not self.out
         if isinstance(event, ReasoningDelta):
             if self.show_reasoning:
-                self.out.print(safe(event.text), style="dim italic", end="", markup=False)
+                self.thoughts.print(safe(event.text), style="dim italic", end="", markup=False)
                 state.reasoning = True
+                state.thinking = separate
         elif isinstance(event, TextDelta):
-            if state.reasoning and not state.text:
+            if separate:
+                self._close_thoughts(state)
+            elif state.reasoning and not state.text:
                 self.out.print("\n")
             state.text = True
             self.out.print(safe(event.text), end="", markup=False)
         elif isinstance(event, ToolCallStarted):
-            self.out.print(f"\n→ tool call: {safe_line(event.name)}", style="cyan", markup=False)
+            self._close_thoughts(state)
+            gap = "\n" if state.text or (state.reasoning and not separate) else ""
+            self.out.print(f"{gap}→ tool call: {safe_line(event.name)}", style="cyan",
+                           markup=False)
 
     def _render_whole(self, done: Done) -> None:
         message = done.message
         thought = message.reasoning_text()
         if self.show_reasoning and thought:
-            self.out.print(safe(thought), style="dim italic", markup=False)
-            self.out.print()
+            self.thoughts.print(safe(thought), style="dim italic", markup=False)
+            if self.thoughts is self.out:
+                self.out.print()
         if message.text:
             self.out.print(safe(message.text), markup=False)
         for call in message.tool_calls:
@@ -275,8 +316,9 @@ class ChatRunner:
 
 
 class _RenderState:
-    __slots__ = ("reasoning", "text")
+    __slots__ = ("reasoning", "text", "thinking")
 
     def __init__(self) -> None:
         self.reasoning = False
         self.text = False
+        self.thinking = False  # reasoning written to its own stream, its line not ended yet

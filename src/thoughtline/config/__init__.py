@@ -19,6 +19,9 @@ from thoughtline.errors import ConfigError, HomeError, UsageError
 from thoughtline.packaged import packaged_text
 
 DEMO_PROVIDER = "demo"
+#: Where ``--provider demo`` chats: a Chat Completions emulator on a loopback port picked when
+#: it starts (so it routes as a local endpoint; the URL here stands for that one).
+DEMO_BASE_URL = "http://127.0.0.1/v1"
 _ECHO_VALUES = ("auto", "always", "never")
 _TIMEOUTS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
@@ -226,7 +229,8 @@ def provider(provider_id: str, config: Config | None = None, *, base_url: str | 
     found = named.get(wanted) or presets().get(wanted)
     if found is None:
         if wanted == DEMO_PROVIDER:
-            found = ProviderConfig(id=DEMO_PROVIDER, model="demo-reasoner")
+            found = ProviderConfig(id=DEMO_PROVIDER, base_url=DEMO_BASE_URL,
+                                   model="demo-reasoner")
         else:
             known = ", ".join(sorted({*presets(), *named, DEMO_PROVIDER}))
             raise UsageError(f"unknown provider {provider_id!r}. Known providers: {known}. "

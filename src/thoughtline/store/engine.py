@@ -134,8 +134,9 @@ class SqlStore(RehydrationStore, SecretStore):
             parent = _session(tx, session_id)
             fork = parent.turns if at is None else at
             if not 0 <= fork <= parent.turns:
-                raise UsageError(f"cannot branch session {session_id} at {fork}: it has "
-                                 f"{parent.turns} messages")
+                plural = "" if parent.turns == 1 else "s"
+                raise UsageError(f"cannot branch session {session_id} at turn {fork}: it has "
+                                 f"{parent.turns} turn{plural} (--at 0 to {parent.turns})")
             tx.execute(
                 "INSERT INTO sessions (id, title, created_at, updated_at, parent_id, fork_point, "
                 "model_config, tenant) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",

@@ -23,6 +23,7 @@ import orjson
 
 from thoughtline.testing import anthropic_rules as rules
 from thoughtline.testing.anthropic_blocks import BlockSigner, Prefix
+from thoughtline.testing.toolargs import arguments
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -71,8 +72,10 @@ def plan(body: Mapping[str, Any], model: str) -> tuple[list[Said], str]:
         return [Said(kind="thinking"), Said(kind="redacted"),
                 Said(kind="text", text=f"The tool said: {said[:60]}")], "end_turn"
     if tools and text:
+        n = int(digest[:2], 16)
         call = {"id": f"toolu_{digest[:24]}", "name": tools[0]["name"],
-                "input": {"query": text[:40], "n": int(digest[:2], 16)}}
+                "input": arguments(tools[0].get("input_schema"), text[:40], number=n,
+                                   fallback={"query": text[:40], "n": n})}
         return [Said(kind="thinking", text=thought), Said(kind="tool_use", call=call)], (
             "tool_use")
     return [Said(kind="thinking", text=thought),

@@ -39,6 +39,7 @@ from thoughtline.testing.bedrock_rules import (
 from thoughtline.testing.loopback import LoopbackServer
 from thoughtline.testing.server import InjectedFailure, Received
 from thoughtline.testing.signing import DEFAULT_SECRET, Signer
+from thoughtline.testing.toolargs import arguments
 
 #: The string that makes Claude return redacted thinking (Anthropic's documented test trigger,
 #: used by the recorded pydantic-ai-bedrock-claude-redacted cassettes).
@@ -108,9 +109,9 @@ class _Script:
             stop = "end_turn"
         elif tools:
             spec = tools[0]["toolSpec"]
-            required = spec.get("inputSchema", {}).get("json", {}).get("required", ())
+            schema = (spec.get("inputSchema") or {}).get("json")
             use_id = "tooluse_" + hashlib.sha256(f"{model}{turn}".encode()).hexdigest()[:22]
-            answer = [{"toolUse": {"input": {name: "London" for name in required},
+            answer = [{"toolUse": {"input": arguments(schema, "London"),
                                    "name": spec["name"], "toolUseId": use_id}}]
             stop = "tool_use"
         else:

@@ -3,8 +3,9 @@
 Script (deterministic, derived from the request): when tools are offered and the last content is
 a user's text, the model calls a tool — the first two tools in parallel when the text asks for
 "both" (only the first call signed); when the last content holds function responses, it answers
-with text quoting them — unless the user's text asked for a "chain" and this is the first step, then
-it calls the next tool (a sequential step signs its own first call); otherwise it answers in text.
+with text quoting them — unless the user's text asked for a "chain", another tool is offered and
+this is the first step, then it calls the next tool (a sequential step signs its own first call);
+otherwise it answers in text. Call arguments follow each tool's schema (``toolargs``).
 With ``includeThoughts`` a thought summary part comes first.
 
 Wire shapes follow the recordings (tests/fixtures/gemini, SOURCES.md):
@@ -23,6 +24,7 @@ Wire shapes follow the recordings (tests/fixtures/gemini, SOURCES.md):
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,8 +33,10 @@ import orjson
 
 from thoughtline.testing.gemini_rules import KIND, SIG, call_binding, text_binding
 from thoughtline.testing.signing import Signer
+from thoughtline.testing.toolargs import arguments
 
 _SNIPPET = 40
+_CHAIN = re.compile(r"\bchain\b", re.IGNORECASE)  # the word, not "blockchain"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -64,12 +68,9 @@ def _tools(body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 
 
 def _args_for(declaration: Mapping[str, Any], prompt: str) -> dict[str, Any]:
-    schema = declaration.get("parameters") or {}
-    args: dict[str, Any] = {}
-    for name, spec in (schema.get("properties") or {}).items():
-        kind = str(spec.get("type", "string")).lower() if isinstance(spec, Mapping) else "string"
-        args[name] = 1 if kind in ("integer", "number") else prompt[:_SNIPPET] or name
-    return args
+    # ``parameters`` (Gemini's OpenAPI subset) or ``parametersJsonSchema`` (JSON Schema).
+    schema = declaration.get("parameters") or declaration.get("parametersJsonSchema")
+    return arguments(schema, prompt[:_SNIPPET] or str(declaration.get("name", "")))
 
 
 def _last_user_text(contents: Sequence[Mapping[str, Any]]) -> str:
@@ -100,7 +101,9 @@ def plan_reply(body: Mapping[str, Any], *, call_ids: bool = True) -> Reply:
     last = contents[-1]
     results = _responses(last) if last.get("role") == "user" else []
     steps = _steps_since_user_text(contents)
-    calling = bool(tools) and (not results or ("chain" in prompt.lower() and steps < 2))
+    # A "chain" prompt calls the next tool once more; only where there is another tool to call.
+    chained = bool(_CHAIN.search(prompt)) and len(tools) > 1 and steps < 2
+    calling = bool(tools) and (not results or chained)
     if calling:
         count = 2 if "both" in prompt.lower() and len(tools) > 1 else 1
         start = steps % len(tools)

@@ -5,9 +5,9 @@ loop, all derived from the request so the same request always gets the same answ
 a provider puts that on the wire (``replies``) or what it rejects (``rejections``).
 
 Script: tools offered and the last message is a user message → reasoning + one call to the first
-tool; the last message is a tool result → reasoning + a final answer quoting it; otherwise →
-reasoning + text. System messages after the last message (turn-scoped instructions) are passed
-over.
+tool, its arguments following the tool's schema (``toolargs``); the last message is a tool result
+→ reasoning + a final answer quoting it; otherwise → reasoning + text. System messages after the
+last message (turn-scoped instructions) are passed over.
 """
 
 from __future__ import annotations
@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 import orjson
+
+from thoughtline.testing.toolargs import arguments
 
 CallIdStyle = Literal["openai", "mistral"]
 
@@ -75,16 +77,13 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= _SNIPPET else flat[:_SNIPPET].rstrip() + "…"
 
 
-def _first_tool(tools: Sequence[Any]) -> tuple[str, str]:
-    """(name, first parameter name) of the first function tool offered."""
+def _first_tool(tools: Sequence[Any]) -> tuple[str, Any]:
+    """(name, parameters schema) of the first function tool offered."""
     for tool in tools:
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict) and isinstance(function.get("name"), str):
-            params = function.get("parameters")
-            props = params.get("properties") if isinstance(params, dict) else None
-            first = next(iter(props), "query") if isinstance(props, dict) else "query"
-            return function["name"], first
-    return "tool", "query"
+            return function["name"], function.get("parameters")
+    return "tool", None
 
 
 def _called_tool_name(messages: Sequence[Any], call_id: object) -> str:
@@ -127,11 +126,12 @@ def plan_turn(body: Mapping[str, Any], *, call_id_style: CallIdStyle = "openai")
             request_digest=digest,
         )
     if role == "user" and isinstance(tools, list) and tools:
-        name, param = _first_tool(tools)
+        name, schema = _first_tool(tools)
         call = PlannedCall(
             id=_call_id(digest, call_id_style),
             name=name,
-            arguments=json.dumps({param: text}, ensure_ascii=False),
+            arguments=json.dumps(arguments(schema, text, fallback={"query": text}),
+                                 ensure_ascii=False),
         )
         return TurnPlan(
             reasoning=f"{opening} The user asks “{text}”. I should call the {name} tool first.",

@@ -49,6 +49,7 @@ from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import ApiRow, Route, api_table, hostname_of, path_of
 
 DEFAULT_BASE = "https://api.anthropic.com"
+_BEDROCK_URL = "https://bedrock-runtime.{region}.amazonaws.com/anthropic"  # Bedrock's Messages API
 
 
 @lru_cache(maxsize=64)
@@ -94,7 +95,7 @@ def _messages_url(provider: ProviderConfig, profile: AnthropicProfile) -> str:
     if not base and profile.platform == "bedrock":
         if not provider.region:
             raise UsageError("no AWS region: set region under [providers.NAME] in config.toml")
-        base = f"https://bedrock-runtime.{provider.region}.amazonaws.com/anthropic"
+        base = _BEDROCK_URL.format(region=provider.region)
     base = base or DEFAULT_BASE
     if base.endswith("/messages"):
         return base
@@ -207,6 +208,14 @@ class Anthropic:
             url = _messages_url(provider, profile)
         return Endpoint(url=url, framing="sse" if stream else "json",
                         headers=api_headers(provider, profile, model))
+
+    def default_base_url(self, provider: ProviderConfig) -> str:
+        """Bedrock's region-templated URL when no base URL is set (what ``thoughtline routes``
+        shows); other platforms need theirs given, or name their host in the route data."""
+        profile = profile_for(provider.route_id, provider.base_url)
+        if provider.base_url or profile.platform != "bedrock":
+            return provider.base_url
+        return _BEDROCK_URL.format(region=provider.region or "{region}")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or profile_for(provider.route_id, provider.base_url).auth

@@ -40,6 +40,8 @@ from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
 
 AUTH_SCHEME = "sigv4:bedrock"
+#: The regional runtime endpoint botocore uses when no ``endpoint_url`` is given.
+RUNTIME_URL = "https://bedrock-runtime.{region}.amazonaws.com"
 
 
 def region_of(provider: ProviderConfig, environ: Mapping[str, str] | None = None) -> str:
@@ -57,7 +59,7 @@ def endpoint_url(provider: ProviderConfig, environ: Mapping[str, str] | None = N
     if not region:
         raise UsageError("no AWS region for Bedrock: set region under [providers.NAME] in "
                          "config.toml, or AWS_REGION / AWS_DEFAULT_REGION")
-    return f"https://bedrock-runtime.{region}.amazonaws.com"
+    return RUNTIME_URL.format(region=region)
 
 
 class Bedrock:
@@ -108,6 +110,11 @@ class Bedrock:
         url = f"{endpoint_url(provider)}/model/{quote(model, safe='')}/" + (
             "converse-stream" if stream else "converse")
         return Endpoint(url=url, framing="aws-eventstream" if stream else "json")
+
+    def default_base_url(self, provider: ProviderConfig) -> str:
+        """The URL requests go to without ``--base-url``, ``{region}`` left in when none is set
+        (what ``thoughtline routes`` shows; ``endpoint`` insists on a region)."""
+        return RUNTIME_URL.format(region=region_of(provider) or "{region}")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or AUTH_SCHEME
