@@ -22,7 +22,7 @@ import openai
 import orjson
 import pytest
 from gateway_support import gateway_toml
-from responses_support import RESPONSES_TOOLS, ResponsesAgent, item_json, responses_client
+from responses_face_support import RESPONSES_TOOLS, ResponsesAgent, item_json, responses_client
 from test_gateway_replay import AWS_KEYS, MODES, QUESTIONS, UPSTREAMS, Upstream
 
 from thoughtline.codecs.face import MINT_PREFIX

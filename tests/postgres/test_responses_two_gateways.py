@@ -20,7 +20,7 @@ from gateway_support import (
     gateway_toml,
     start_serve,
 )
-from responses_support import ResponsesAgent, item_json, responses_client
+from responses_face_support import ResponsesAgent, item_json, responses_client
 
 from thoughtline.codecs.face import MINT_PREFIX
 from thoughtline.testing import ChatEmulator
