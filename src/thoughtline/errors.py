@@ -54,6 +54,8 @@ class ProviderError(ThoughtlineError):
         self.route = route
         self.provider = provider
         self.retries = retries
+        #: How many requests the turn had sent when this one failed (the turn engine sets it).
+        self.attempts = 1
 
     def __str__(self) -> str:
         head = f"{self.provider or 'provider'}"
@@ -67,6 +69,11 @@ class ProviderError(ThoughtlineError):
 class ProviderBusy(ProviderError):
     """No connection to the provider came free in time: every one of the pool's connections was
     busy, so nothing was sent (a gateway answers 503)."""
+
+
+class ContextOverflow(ProviderError):
+    """The conversation does not fit the model's context window even after the one automatic
+    compaction (or compaction could not shorten it): nothing more is sent for this turn."""
 
 
 class StoreError(ThoughtlineError):

@@ -8,8 +8,9 @@ one token per code point, everything else UTF-8 bytes / 4 (provider-contracts §
 go through ``Estimator.price``, so they cannot disagree and compaction cannot loop.
 
 It also owns the per-route calibration (the ratio between what the provider reported as prompt
-tokens and the raw estimate of the same request, stored with the session under the settings
-namespace ``CALIBRATION``) and the known models' facts (``config/models.toml``: context windows and
+tokens — every input-token count of the answer — and the raw estimate of the same request, each
+sample bounded to ``PLAUSIBLE``, stored with the session under the settings namespace
+``CALIBRATION``) and the known models' facts (``config/models.toml``: context windows and
 the few model-dependent compaction rules). It sends nothing and stores nothing itself.
 """
 
@@ -34,8 +35,9 @@ from thoughtline.modelconfig import ModelConfig
 from thoughtline.packaged import packaged_text
 from thoughtline.routes.resolve import Route
 
-__all__ = ["CALIBRATION", "Calibration", "Estimator", "ModelFacts", "calibration_of",
-           "context_window", "model_facts", "observe", "text_tokens"]
+__all__ = ["CALIBRATION", "PLAUSIBLE", "SAMPLE_FLOOR", "Calibration", "Estimator", "ModelFacts",
+           "calibration_of", "context_window", "model_facts", "observe", "plausible",
+           "text_tokens"]
 
 #: The ``ModelConfig.settings`` namespace calibrations are stored under (no API has this id, so
 #: no codec ever receives it).
@@ -76,6 +78,24 @@ class Calibration:
 
 _WINDOW = 8  # responses the running mean spans (older ones fade out)
 
+#: The plausible range of one sample (reported prompt tokens / raw estimate). Measured on the 96
+#: recorded request/response pairs of the shared fixtures that report a prompt size: 5th
+#: percentile 0.27, median 0.67, 95th percentile 4.1. Below 0.25 sit requests made mostly of
+#: encrypted reasoning blobs the provider does not count as prompt; above 4 sit requests under
+#: ~150 raw tokens whose hidden tool or thinking system prompt dominates, and server-side
+#: multi-iteration answers (Anthropic ``usage.iterations``) whose top-level count sums several
+#: requests. Outside the range a sample says more about the reporter (a relay answering a
+#: constant, a count leaving cached tokens out) than about the tokenizer: it is ignored, so a
+#: small report can never switch automatic compaction off.
+PLAUSIBLE = (0.25, 4.0)
+
+#: Requests estimated under this many tokens calibrate nothing (silently): every sample of the
+#: fixtures above 4× is a request under 150 raw tokens, where a hidden system prompt of a few
+#: hundred tokens (398 reported for 97 estimated, recorded with tools and thinking) says
+#: nothing about how the tokenizer prices a long history, and a single early sample would
+#: otherwise set the ratio on its own.
+SAMPLE_FLOOR = 512
+
 
 def calibration_key(route: Route) -> str:
     """Calibrations are per route row and model: tokenizers differ by model, envelopes by row."""
@@ -93,10 +113,18 @@ def calibration_of(config: ModelConfig, route: Route) -> Calibration:
     return Calibration(ratio=ratio, samples=samples) if ratio > 0 else Calibration()
 
 
+def plausible(*, raw: int, reported: int) -> bool:
+    """Whether ``reported`` prompt tokens is a believable count for a request estimated at
+    ``raw`` (``PLAUSIBLE``); nothing reported (0) is not a sample at all."""
+    low, high = PLAUSIBLE
+    return raw > 0 and reported > 0 and low <= reported / raw <= high
+
+
 def observe(known: Calibration, *, raw: int, reported: int) -> Calibration | None:
-    """``known`` after one response that reported ``reported`` prompt tokens for a request whose
-    raw estimate was ``raw``; None when the response says nothing usable."""
-    if raw <= 0 or reported <= 0:
+    """``known`` after one response that reported ``reported`` prompt tokens (every input token,
+    ``Usage.prompt_size``) for a request whose raw estimate was ``raw``; None when the response
+    says nothing usable: a request under ``SAMPLE_FLOOR``, or a count outside ``PLAUSIBLE``."""
+    if raw < SAMPLE_FLOOR or not plausible(raw=raw, reported=reported):
         return None
     sample = reported / raw
     weight = min(known.samples, _WINDOW - 1)

@@ -6,6 +6,10 @@ model) or demands ``reasoning_content`` on assistant turns (learn to **pad** it 
 placeholder). Every wording it recognises is one row of ``WORDINGS``; where a carrier counts as
 *named* is the ``_NAMED`` table. Nothing else in the code base should grep error bodies.
 
+It also recognises the "context length exceeded" wordings of every API (``OVERFLOW_WORDINGS``,
+read by ``overflowed``): such a rejection teaches replay nothing, but lets automatic compaction
+compact once and retry once.
+
 It is pure: it does not retry, record or persist a verdict, touch a history or do any I/O. The
 caller turns a ``Classification`` into a ``replay.Verdict`` for its (provider, host, model), retries
 once, and shows ``describe(...)`` to the user.
@@ -48,7 +52,7 @@ CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
 _RC, _R, _RD = CARRIERS
 
 Action = Literal["none", "drop", "pad"]
-Kind = Literal["unknown_field", "reasoning_required", "not_chat"]
+Kind = Literal["unknown_field", "reasoning_required", "not_chat", "context_length"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -175,6 +179,58 @@ WORDINGS: tuple[Wording, ...] = (
         seen="relays", source="provider-contracts §9",
         label=("an unknown key", "unknown keys")),
 )
+
+# --- "the request is over the context window": compact once and retry once ------------------
+# Read by ``overflowed`` only (``classify`` never sees these rows): the request was fine, the
+# conversation is too long for the model. Each API's own wording, as users pasted it.
+OVERFLOW_WORDINGS: tuple[Wording, ...] = (
+    Wording(
+        id="anthropic-prompt-is-too-long", kind="context_length",
+        pattern=_rx(r"prompt\s+is\s+too\s+long:\s*\d+\s+tokens\s*>\s*\d+\s+maximum"),
+        seen="anthropic messages (400 invalid_request_error); bedrock and vertex claude relay it",
+        source="earendil-works/pi#102, boldsoftware/exe.dev#62 (400 bodies, Opus 4.5); "
+               "daisuke-awaji/moca#254 (Bedrock ValidationException wrapping it)"),
+    Wording(
+        id="anthropic-input-and-max-tokens-exceed", kind="context_length",
+        pattern=_rx(r"input\s+length\s+and\s+[`'\"]?max_tokens[`'\"]?\s+exceed\s+context\s+"
+                    r"limit"),
+        seen="anthropic messages (400 invalid_request_error)",
+        source="anthropics/claude-code#408, continuedev/continue#6080"),
+    Wording(
+        id="openai-context-length-exceeded", kind="context_length",
+        pattern=_rx(r"\bcontext_length_exceeded\b|your\s+input\s+exceeds\s+the\s+context\s+"
+                    r"window\s+of\s+this\s+model"),
+        seen="openai responses and chat completions (code context_length_exceeded)",
+        source="dyad-sh/dyad#1672, james-6-23/codex2api#415, onyx-dot-app/onyx#6051"),
+    Wording(
+        id="maximum-context-length-is", kind="context_length",
+        pattern=_rx(r"maximum\s+context\s+length\s+is\s+\d+\s+tokens"),
+        seen="openai chat completions, vllm, openrouter ('This endpoint's maximum context "
+             "length is N tokens. However, you requested about M tokens')",
+        source="refly-ai/refly#1177 (openrouter)"),
+    Wording(
+        id="gemini-input-token-count-exceeds", kind="context_length",
+        pattern=_rx(r"input\s+token\s+count\s*\(\d+\)\s+exceeds\s+the\s+maximum\s+number\s+"
+                    r"of\s+tokens\s+allowed"),
+        seen="gemini (400 INVALID_ARGUMENT)",
+        source="google-gemini/gemini-cli#4231, #6678, #4118"),
+    Wording(
+        id="bedrock-input-is-too-long", kind="context_length",
+        pattern=_rx(r"input\s+is\s+too\s+long\s+for\s+requested\s+model"),
+        seen="bedrock converse (400 ValidationException)",
+        source="aws-samples/assessment-generator#2 (400 ValidationException), "
+               "continuedev/continue#9592, aaif-goose/goose#7504 (both Bedrock variants)"),
+)
+
+
+def overflowed(status: int | None, body: str) -> Wording | None:
+    """The ``OVERFLOW_WORDINGS`` row a rejected request's body matches: the conversation no
+    longer fits the model's context window (a 4xx, or no status; None otherwise)."""
+    if status is not None and not 400 <= status <= 499:
+        return None
+    text = _readable(body)
+    return next((w for w in OVERFLOW_WORDINGS if w.pattern.search(text)), None)
+
 
 # Where a carrier counts as named. ``\w`` includes "_": "reasoning_contents_x" does not name
 # reasoning_content, and "reasoning_content" / "reasoning_effort" do not name reasoning.

@@ -233,6 +233,18 @@ class Usage:
     output_tokens: int = 0
     reasoning_tokens: int = 0
     cached_tokens: int = 0
+    #: Every input token of the request, cached or not, where ``input_tokens`` leaves the cache
+    #: out (Anthropic: ``input_tokens`` + ``cache_read_input_tokens`` +
+    #: ``cache_creation_input_tokens``; Bedrock: ``inputTokens`` + ``cacheReadInputTokens`` +
+    #: ``cacheWriteInputTokens``). 0: ``input_tokens`` already counts the whole prompt
+    #: (Chat Completions ``prompt_tokens``, Responses ``input_tokens``, Gemini
+    #: ``promptTokenCount`` include their cached tokens).
+    prompt_tokens: int = 0
+
+    @property
+    def prompt_size(self) -> int:
+        """The whole prompt as the provider counted it (what calibration compares against)."""
+        return self.prompt_tokens or self.input_tokens
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

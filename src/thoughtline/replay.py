@@ -43,6 +43,11 @@ class ReplayPlan:
     target: Origin | None = None
     fingerprints: frozenset[str] = frozenset()
     settings: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    #: Who the provider issues this request's opaque values to, as far as it is known: the
+    #: route's account, else a digest of the key (never the key). What a codec stamps on the
+    #: encrypted items an answer issued, so that "was not issued to this caller" can name whose
+    #: items those were. Not part of the cache key: it changes no wire form.
+    issuer: str = field(default="", compare=False, hash=False)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -82,11 +87,12 @@ def target_of(route: Route, *, account: str = "", region: str = "") -> Origin:
 
 def plan(route: Route, verdicts: Iterable[Verdict] = (), *,
          fingerprints: Iterable[str] = (), settings: Mapping[str, Any] | None = None,
-         account: str = "", region: str = "") -> ReplayPlan:
+         account: str = "", region: str = "", issuer: str = "") -> ReplayPlan:
     """The plan for one request on ``route`` after applying what was learned for it."""
     profile = route.profile.narrowed(applicable(route, verdicts))
     return ReplayPlan(profile=profile, target=target_of(route, account=account, region=region),
-                      fingerprints=frozenset(fingerprints), settings=dict(settings or {}))
+                      fingerprints=frozenset(fingerprints), settings=dict(settings or {}),
+                      issuer=issuer)
 
 
 # --- history views ------------------------------------------------------------------------------

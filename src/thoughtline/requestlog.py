@@ -37,7 +37,7 @@ _FIELDS: Mapping[str, tuple[type, ...]] = {
     "host": (str,), "model": (str,), "outcome": (str,), "status": (int, type(None)),
     "attempt": (int,), "stream": (bool,), "duration_ms": _NUMBER, "retries": (int,),
     "carriers": (dict,), "native": (dict,), "pads": (int,), "body_extras": (list,),
-    "verdicts": (list,), "assistant_turns": (int,), "prompt_tokens": (int,),
+    "verdicts": (list,), "assistant_turns": (int,), "prompt_tokens": (int,), "purpose": (str,),
 }
 
 

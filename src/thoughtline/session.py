@@ -419,8 +419,11 @@ class Session:
             engine = TurnEngine(self.transport, self.log)
             message = _as_message(turn)
 
-            def run() -> AsyncIterator[Event]:
-                return engine.run(self._turn([message]), _Sink(self), options)
+            chosen = options or TurnOptions()
+
+            def run(requests: int = chosen.requests) -> AsyncIterator[Event]:
+                return engine.run(self._turn([message]), _Sink(self),
+                                  replace(chosen, requests=min(requests, chosen.requests)))
 
             events = run() if self.compaction is None else self.compaction.around(self, message,
                                                                                   run)

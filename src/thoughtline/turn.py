@@ -11,6 +11,7 @@ a stream breaks or is cancelled. It knows no wire field names and no API: the co
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import uuid
@@ -35,6 +36,9 @@ from thoughtline.verdicts import Verdict
 class TurnOptions:
     stream: bool = True
     keep_partial: bool = True  # store an interrupted answer marked incomplete (else drop it)
+    #: At most this many requests (1 or 2): the second only when the first's 4xx taught
+    #: something. A turn sent again after a compaction gets what its first sending left over.
+    requests: int = 2
 
 
 class TurnSink(Protocol):
@@ -66,6 +70,9 @@ class TurnInput:
     ledger: Sequence[Verdict] = ()
     cache: WireCache | None = None
     session: str = ""  # for the request log
+    #: Why a request that is not a turn of the session was sent (the request log's ``purpose``:
+    #: "compaction" for a summary); "" for a turn.
+    purpose: str = ""
 
     @property
     def route(self) -> Route:
@@ -108,7 +115,8 @@ class TurnEngine:
         return replay.plan(route, [*config.verdicts, *turn.ledger],
                            fingerprints=config.fingerprints,
                            settings=config.api_settings(route.api),
-                           account=turn.provider.project, region=_region(turn.provider))
+                           account=turn.provider.project, region=_region(turn.provider),
+                           issuer=issuer_of(turn.provider))
 
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
@@ -153,7 +161,7 @@ class TurnEngine:
         options = options or TurnOptions()
         learned: list[Lesson] = []
         config = turn.config
-        for attempt in (1, 2):
+        for attempt in range(1, max(1, min(options.requests, 2)) + 1):
             route = turn.route
             encoded, plan = self.build(turn, stream=options.stream, config=config)
             target = self.target(turn, route, stream=options.stream)
@@ -169,9 +177,10 @@ class TurnEngine:
             except ProviderError as error:
                 record.finish(error.status, "error")
                 lesson = self._lesson(turn, error, encoded, plan, config, options)
-                if lesson is None or attempt == 2:
+                if lesson is None or attempt >= options.requests:
                     if lesson is not None:
                         sink.learned(lesson)
+                    error.attempts = attempt
                     raise
             except ProtocolError:
                 record.finish(200, "interrupted")
@@ -267,8 +276,8 @@ class TurnEngine:
             raise
         if done.reports:
             record.extra["reports"] = list(done.reports)
-        if done.usage.input_tokens > 0:  # what the prompt cost, for the inspector's chart
-            record.extra["prompt_tokens"] = done.usage.input_tokens
+        if done.usage.prompt_size > 0:  # the whole prompt (cached tokens too), for the chart
+            record.extra["prompt_tokens"] = done.usage.prompt_size
 
     def _log(self, turn: TurnInput, record: _Attempt) -> None:
         if self.log is None:
@@ -286,6 +295,7 @@ class TurnEngine:
                          if lesson.verdict is not None],
             **({"repairs": sorted(f for lesson in record.learned for f in lesson.fingerprints)}
                if any(lesson.fingerprints for lesson in record.learned) else {}),
+            **({"purpose": turn.purpose} if turn.purpose else {}),
             **record.extra,
         })
 
@@ -327,7 +337,7 @@ def _accepted(codec: Codec, done: Done, encoded: Encoded, plan: replay.ReplayPla
     the reply is read before anything is stored, so a broken one stores nothing."""
     with _reading(route, "answer"):
         shape.check_answer(done)
-        done = _stamped(codec, done, encoded)
+        done = _issued(codec, _stamped(codec, done, encoded), plan)
         return done, _reported(codec, done, encoded, plan)
 
 
@@ -349,6 +359,25 @@ def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
     must know later about the request that produced it (e.g. a prefix digest), before storing."""
     hook = getattr(codec, "stamp", None)
     return hook(done, encoded) if hook is not None else done
+
+
+def _issued(codec: Codec, done: Done, plan: replay.ReplayPlan) -> Done:
+    """The optional codec hook ``issued(done, plan) -> Done``: the answer with its encrypted
+    items stamped with who they were issued to (``plan.issuer``), before storing."""
+    hook = getattr(codec, "issued", None)
+    return hook(done, plan) if hook is not None and plan.issuer else done
+
+
+def issuer_of(provider: ProviderConfig) -> str:
+    """Who a provider issues opaque values to, as far as thoughtline knows: the configured
+    account/project, else a digest of the API key (a key identity, never the key: 64 bits of a
+    domain-separated SHA-256); "" with neither."""
+    if provider.project:
+        return provider.project
+    key = provider.api_key()
+    if not key:
+        return ""
+    return "key-" + hashlib.sha256(b"thoughtline issuer\0" + key.encode()).hexdigest()[:16]
 
 
 def _reported(codec: Codec, done: Done, encoded: Encoded,

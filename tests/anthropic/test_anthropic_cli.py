@@ -23,6 +23,7 @@ from anthropic_support import (
 from cli_support import Cli
 
 import thoughtline
+from thoughtline import open_store
 from thoughtline.codecs.anthropic import part_fingerprint
 from thoughtline.messages import Reasoning
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
@@ -82,3 +83,31 @@ def test_a_one_shot_chat_through_the_preset_then_resume(emu: AnthropicEmulator, 
     assert one.headers["x-api-key"] == "sk-ant-test"
     assert assistant_contents(two) == issued(emu, answered, 1)  # the empty-text block, as issued
     assert orjson.loads(assistant_contents(two)[0])[0]["thinking"] == ""
+
+
+def test_chat_recovers_from_prompt_is_too_long_with_one_compaction_and_one_retry(
+        emu: AnthropicEmulator, tmp_path: Path, cli: Cli) -> None:
+    # issue 28 item 2, the CLI path: the model's known window is far above what the emulated
+    # model accepts, so only the provider's 400 can say the conversation is too long.
+    session = new_session(tmp_path, ROUTE["direct"].provider(emu, MODEL), tools=())
+    for i in range(8):
+        run(collect(session, f"Note {i}: " + "keep this in mind. " * 40))
+    size = len(emu.received[-1].raw) // 4
+    mark = len(emu.received)
+    emu.limit_context(size)  # the next turn is over the limit, a compacted one is not
+    try:
+        out = cli.json("chat", "-r", session.id, "-p", "What did I ask you to keep?", "--json")
+    finally:
+        emu.limit_context(None)
+    assert out["session"] == session.id
+    rejected, summary, retry = emu.received[mark:]
+    assert rejected.status == 400 and summary.status == 200 and retry.status == 200
+    assert b"prompt is too long" not in retry.raw and len(retry.raw) < len(rejected.raw)
+    records = cli.log_records()
+    assert [r["status"] for r in records] == [400, 200, 200]
+    assert [r.get("purpose") for r in records] == [None, "compaction", None]
+    store = open_store(None, tmp_path)
+    try:  # the compaction kept the previous history as a generation
+        assert len(store.list_generations(session.id)) == 2
+    finally:
+        store.close()

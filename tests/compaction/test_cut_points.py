@@ -65,6 +65,19 @@ def test_a_thinking_only_turn_stays_with_the_turn_it_precedes() -> None:
     assert cut_points(history) == [1, 4, 5]
 
 
+def test_a_turn_scoped_system_message_stays_in_place_with_the_turn_it_precedes() -> None:
+    # Anthropic's mid-conversation role:system (with output_config): never moved or reworded
+    # (provider-updates §4c), so a cut never leaves it at the end of the summarized head.
+    scoped = Message(role="system", parts=(Text(text="From now on, answer in French."),),
+                     native={"anthropic": {"in_place": True,
+                                           "output_config": {"effort": "low"}}})
+    history = [system("s"), user("q0"), answer(), scoped, user("q1"), answer(), user("q2"),
+               answer()]
+    cuts = cut_points(history)
+    assert 4 not in cuts  # history[3] is the scoped message: it goes where its turn goes
+    assert cuts == [2, 3, 5, 6]
+
+
 def test_whole_exchanges_cut_only_before_a_user_message() -> None:
     history = [user("q0"), answer(), answer("more"), user("q1"), answer()]
     assert cut_points(history) == [1, 2, 3]

@@ -15,6 +15,8 @@ from thoughtline.compaction import AutoCompaction, CompactionSettings, load_sett
 from thoughtline.errors import ConfigError
 from thoughtline.estimate import (
     CALIBRATION,
+    PLAUSIBLE,
+    SAMPLE_FLOOR,
     Calibration,
     Estimator,
     body_tokens,
@@ -68,11 +70,23 @@ def test_opaque_carriers_cost_exactly_what_the_route_receives() -> None:
 
 
 def test_observe_keeps_a_running_mean_and_ignores_missing_usage() -> None:
-    assert observe(Calibration(), raw=100, reported=0) is None
-    first = observe(Calibration(), raw=100, reported=80)
+    assert observe(Calibration(), raw=1000, reported=0) is None
+    first = observe(Calibration(), raw=1000, reported=800)
     assert first == Calibration(ratio=0.8, samples=1)
-    second = observe(first, raw=100, reported=60)
+    second = observe(first, raw=1000, reported=600)
     assert second is not None and second.samples == 2 and second.ratio == pytest.approx(0.7)
+
+
+def test_observe_ignores_implausible_samples_and_requests_too_small_to_judge() -> None:
+    low, high = PLAUSIBLE
+    known = Calibration(ratio=0.9, samples=3)
+    assert observe(known, raw=4000, reported=100) is None  # a relay answering a constant
+    assert observe(known, raw=4000, reported=int(4000 * high) + 4) is None
+    assert observe(known, raw=4000, reported=int(4000 * low)) is not None  # the bounds count
+    assert observe(known, raw=4000, reported=int(4000 * high)) is not None
+    # under the floor a hidden system prompt dominates: 398 reported for 97 estimated is real
+    assert observe(known, raw=SAMPLE_FLOOR - 1, reported=SAMPLE_FLOOR - 1) is None
+    assert observe(known, raw=SAMPLE_FLOOR, reported=SAMPLE_FLOOR) is not None
 
 
 def test_a_session_calibrates_from_the_prompt_tokens_the_provider_reports(
@@ -106,7 +120,9 @@ def test_a_session_calibrates_from_the_prompt_tokens_the_provider_reports(
 def test_calibration_merges_with_what_other_writers_stored(emu: ChatEmulator,
                                                           store: object) -> None:
     async def scenario() -> Session:
-        session = Session.create(store, deepseek(emu), tools=TOOLS)  # type: ignore[arg-type]
+        # a system prompt long enough that both requests are over the calibration floor
+        session = Session.create(store, deepseek(emu), tools=TOOLS,  # type: ignore[arg-type]
+                                 system="Answer thoroughly. " * 150)
         session.remember({"anthropic": {"kept": "yes"}})
         session.compaction = AutoCompaction(CompactionSettings())
         await tool_loop(session, 0)

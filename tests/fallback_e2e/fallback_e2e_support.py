@@ -151,14 +151,16 @@ def resume(store: Store, ref: str, **kwargs: Any) -> Session:
 
 
 def send(session: Session, turn: str | Message | Sequence[ToolResult], *,
-         config: TransportConfig | None = None, stream: bool = True) -> Outcome:
+         config: TransportConfig | None = None, stream: bool = True,
+         requests: int = 2) -> Outcome:
     """Send one turn on a fresh transport; a ``ProviderError`` is returned, not raised."""
 
     async def go() -> Outcome:
         session.transport = transport(config)
         outcome = Outcome()
         try:
-            async for event in session.stream(turn, TurnOptions(stream=stream)):
+            async for event in session.stream(turn, TurnOptions(stream=stream,
+                                                                requests=requests)):
                 outcome.events.append(event)
         except ProviderError as error:
             outcome.error = error

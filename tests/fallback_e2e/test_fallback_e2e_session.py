@@ -79,6 +79,22 @@ def learn_on_strict(emulator: Start, home: Path) -> tuple[ChatEmulator, Session]
 # --- unknown field: learn to drop, exactly once ---------------------------------------------------
 
 
+def test_a_turn_allowed_one_request_learns_without_a_retry(emulator: Start, home: Path) -> None:
+    """A turn sent again after a compaction has one request left (``TurnOptions.requests``): a
+    rejection that teaches something is learned and raised, never retried, so a turn never
+    costs more than two requests plus the summary's."""
+    emu, session = strict_session(emulator, home)
+    assert send(session, "weather in Paris").error is None
+    outcome = send(session, answer_call(session, "sunny"), requests=1)
+    assert outcome.error is not None and outcome.error.status == 400
+    assert outcome.error.attempts == 1
+    assert statuses(emu.received) == [200, 400]  # no retry went out
+    assert session.verdicts and session.verdicts[0].drop == STRICT_DROP  # but it was learned
+    again = send(session, answer_call(session, "sunny"))
+    assert again.error is None and statuses(emu.received) == [200, 400, 200]
+    assert carried(emu.received[-1]) == [frozenset()]
+
+
 def test_first_rejection_costs_exactly_two_requests_and_the_second_lacks_the_field(
         emulator: Start, home: Path) -> None:
     emu, session = strict_session(emulator, home)
@@ -371,6 +387,7 @@ def test_the_same_rejection_on_the_retry_surfaces_and_then_costs_one_request(
     assert carried(emu.received[1]) == [STRICT_DROP] and carried(emu.received[2]) == [frozenset()]
     assert outcome.error is not None and len(outcome.notices) == 1
     assert (outcome.error.status, outcome.error.body) == (400, body_text(GROQ_R))
+    assert outcome.error.attempts == 2  # the turn spent both its requests
     assert session.verdicts[0].drop == STRICT_DROP  # learned stays learned
     assert stored(session.store, session.id) == history  # a failed turn stores nothing
 

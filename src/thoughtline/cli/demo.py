@@ -62,6 +62,9 @@ SCENARIOS = (
              provider="bedrock", model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     Scenario(label="openai responses (encrypted)", personality="", api="openai-responses",
              provider="openai-responses", model="gpt-5.5"),
+    Scenario(label="gemini interactions (thought steps)", personality="",
+             api="gemini-interactions", provider="gemini-interactions-stateless",
+             model="gemini-3-pro-preview"),
 )
 
 QUESTIONS = ("What's the weather in Florence?", "And in Rome?")

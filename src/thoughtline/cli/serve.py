@@ -19,12 +19,40 @@ from thoughtline.cli.common import home_dir
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, host: str | None,
           port: int | None) -> None:
-    """Serve POST /v1/chat/completions in front of your upstreams, keeping reasoning.
+    """Serve your upstreams to any Chat, Messages or Responses client, keeping reasoning.
 
     \b
-    Any OpenAI client works unchanged:
+    Clients work unchanged; they ask for model "<upstream name>/<model id>" (or a name in
+    [aliases]):
       OPENAI_BASE_URL=http://127.0.0.1:8787/v1 OPENAI_API_KEY=<token> your-agent
-    and asks for model "<upstream name>/<model id>", e.g. "ds/deepseek-reasoner".
+      ANTHROPIC_BASE_URL=http://127.0.0.1:8787 ANTHROPIC_API_KEY=<token> claude
+
+    \b
+    gateway.toml ($THOUGHTLINE_HOME/gateway.toml, or --config FILE):
+      [server]
+      host = "127.0.0.1"           # a non-loopback address needs tokens
+      port = 8787
+      tokens_env = "THOUGHTLINE_GATEWAY_TOKENS"  # comma-separated; each token is a tenant
+      max_body_bytes = 33554432    # larger bodies get 413
+      access_log = ""              # a file; default: JSON lines on stderr
+      store = ""                   # a path or postgresql:// URL; default: the home's state.db
+
+    \b
+      [[upstream]]                 # one table per upstream
+      name = "ds"                  # model "ds/deepseek-v4-pro" goes here
+      provider = "deepseek"        # a preset, as for chat --provider
+      base_url = "https://api.deepseek.com"   # optional: the preset's URL
+      api_key_env = "DEEPSEEK_API_KEY"        # the variable holding the key (never the key)
+      models = ["deepseek-v4-pro"] # listed by /v1/models; others get 404 unless
+      allow_any_model = false      #   this is true
+      connect_timeout = 10         # seconds; also read_timeout, first_byte_timeout
+      max_connections = 100        # this upstream's own pool
+
+    \b
+      [aliases]                    # optional: client model names -> upstream/model
+      "*" = "ds/deepseek-v4-pro"
+
+    The README's "Gateway" section says more.
     """
     from thoughtline.gateway import config as gateway_config
     from thoughtline.gateway.server import serve as run

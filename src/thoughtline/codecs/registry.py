@@ -20,6 +20,7 @@ _CODECS: dict[str, str] = {
     "bedrock": "thoughtline.codecs.bedrock.codec:CODEC",
     "openai-responses": "thoughtline.codecs.openai_responses.codec:CODEC",
     "anthropic": "thoughtline.codecs.anthropic.codec:CODEC",
+    "gemini-interactions": "thoughtline.codecs.interactions.codec:CODEC",
 }
 _LOADED: dict[str, Codec] = {}
 

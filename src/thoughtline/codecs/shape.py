@@ -154,7 +154,8 @@ def check_message(message: Message, where: str) -> None:
 
 
 def _check_usage(usage: Usage) -> None:
-    for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens"):
+    for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens",
+                 "prompt_tokens"):
         value = getattr(usage, name)
         if type(value) is not int or not _INT_MIN <= value <= _INT_MAX:
             raise ProtocolError(f"the answer's usage {name} is not a token count: "

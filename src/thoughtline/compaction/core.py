@@ -163,6 +163,11 @@ def cut_points(history: Sequence[Message], pending: Sequence[Message] = (),
             continue  # ... also when its results never came
         if _thinking_only(before):
             continue  # a thinking block stays with the turn it precedes
+        if before.role == "system":
+            # A turn-scoped system message (Anthropic's in-place role:system with its
+            # output_config, provider-updates §4c) stays in place with the turn it precedes:
+            # never the last message of a summarized head, never reworded away from its turn.
+            continue
         if rules.whole_exchanges and (after is None or after.role != "user"):
             continue
         cuts.append(c)

@@ -53,6 +53,7 @@ from thoughtline.gateway.faces import (
     token_of,
 )
 from thoughtline.gateway.mint import KEY_NAME, Minter
+from thoughtline.gateway.overflow import recovering
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
@@ -357,7 +358,7 @@ class Gateway:
             try:
                 done = None
                 engine = self.engines[prepared.upstream]
-                async for event in engine.run(prepared.turn, sink,
+                async for event in recovering(engine, prepared.turn, sink,
                                               TurnOptions(stream=False, keep_partial=False)):
                     if isinstance(event, Done):
                         done = event
@@ -388,8 +389,8 @@ class Gateway:
     async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
-        events = self.engines[prepared.upstream].run(
-            prepared.turn, sink, TurnOptions(stream=True, keep_partial=False))
+        events = recovering(self.engines[prepared.upstream], prepared.turn, sink,
+                            TurnOptions(stream=True, keep_partial=False))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
         except ThoughtlineError as exc:

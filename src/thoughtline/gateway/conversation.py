@@ -119,8 +119,24 @@ def _scope(store: Store, tenant: str, ask: _Ask) -> tuple[SessionRecord | None, 
     return None, None
 
 
+TITLE_WORDS = 60  # characters of the first user message a new gateway session is titled with
+
+
+def session_title(messages: Sequence[Message], upstream: str, tenant: str) -> str:
+    """A new gateway session's title: the start of the client's first user message on one line,
+    then the upstream and the tenant's label (its stored id, never its token; none without
+    tokens), so ``sessions list`` tells gateway conversations apart."""
+    first = next((m.text for m in messages if m.role == "user" and m.text.strip()), "")
+    text = " ".join(first.split())
+    if len(text) > TITLE_WORDS:
+        text = text[:TITLE_WORDS - 1].rstrip() + "…"
+    where = f"via {upstream}" + (f", tenant {tenant}" if tenant else "")
+    return f"{text} ({where})" if text else f"gateway ({where})"
+
+
 def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
-             provider: ProviderConfig, tools: Any, create: bool = True) -> _Found:
+             provider: ProviderConfig, tools: Any, create: bool = True,
+             title: str = "gateway") -> _Found:
     """One worker-thread visit: the named session, one lookup per message, the ledger."""
     named, scope = _scope(store, tenant, ask)
     plain = rehydrate.lookup_keys(messages)
@@ -143,7 +159,7 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
                                   model_config=config, tenant=tenant)
             return _Found(session=dummy, matched=matched,
                           verdicts=store.verdicts(tenant=tenant), at=0)
-        session = store.create_session(title="gateway", model_config=config, tenant=tenant)
+        session = store.create_session(title=title, model_config=config, tenant=tenant)
     if not create:
         return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant),
                       at=session.turns)
@@ -184,7 +200,8 @@ class Conversations:
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
-                                      provider, request.tools, create)
+                                      provider, request.tools, create,
+                                      session_title(messages, upstream.name, tenant))
         matched, session = found.matched, found.session
         stored = ModelConfig.from_json(session.model_config) if session.model_config else \
             ModelConfig(provider=provider)

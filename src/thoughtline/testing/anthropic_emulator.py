@@ -55,6 +55,8 @@ class _State:
     answers: list[list[dict[str, Any]]] = field(default_factory=list)
     failures: deque[InjectedFailure] = field(default_factory=deque)
     cuts: deque[StreamCut] = field(default_factory=deque)
+    prompt_cache: bool = False
+    window: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +106,12 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
         return _json(401, error("invalid x-api-key", 401, "authentication_error").body)
     if not isinstance(body, dict):
         return _json(400, error("The request body is not valid JSON.").body)
+    prompt = replies.prompt_usage(raw, body, cached=state.prompt_cache)
+    size = sum(prompt.values())
+    if state.window is not None and size > state.window:
+        # The real wording (earendil-works/pi#102: a 400 invalid_request_error).
+        return _refuse(state, error(f"prompt is too long: {size} tokens > {state.window} "
+                                    "maximum"))
     call = _call(request, body, platform)
     found = rules.check_request(body, headers, vertex=platform == "vertex", model=call.model,
                                 version_header=platform in ("anthropic", "foundry"))
@@ -124,9 +132,9 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
     reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept)
     state.answers.append(reply.content)
     if not call.stream:
-        return _json(200, replies.whole(reply, call.model, len(raw), reports))
+        return _json(200, replies.whole(reply, call.model, prompt, reports))
     cut = state.cuts.popleft() if state.cuts else None
-    return StreamingResponse(_sse(replies.events(reply, call.model, len(raw), reports), cut),
+    return StreamingResponse(_sse(replies.events(reply, call.model, prompt, reports), cut),
                              media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
 
@@ -180,6 +188,16 @@ class AnthropicEmulator:
         self._state = _State(signer=blocks.BlockSigner(secret), account=account,
                              require_auth=require_auth)
         self._loop = LoopbackServer(build_app(self._state), port=port, name="anthropic-emulator")
+
+    def cache_prompts(self, on: bool = True) -> None:
+        """Answer as a prompt-cached request does: all but the last message read from the
+        cache, so ``input_tokens`` counts only the rest (provider-updates §4c)."""
+        self._state.prompt_cache = on
+
+    def limit_context(self, tokens: int | None) -> None:
+        """Reject a request whose prompt (bytes / 4) exceeds ``tokens`` with the real 400
+        "prompt is too long: N tokens > M maximum" (None: no limit)."""
+        self._state.window = tokens
 
     @property
     def base_url(self) -> str:

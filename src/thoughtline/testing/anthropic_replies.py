@@ -106,17 +106,30 @@ def build(body: Mapping[str, Any], model: str, account: str, signer: BlockSigner
     return Reply(content=content, stop_reason=stop, message_id=f"msg_emu{digest[:20]}")
 
 
-def _usage(body_bytes: int, reply: Reply) -> dict[str, int]:
-    return {"input_tokens": max(1, body_bytes // 4),
-            "output_tokens": max(1, len(orjson.dumps(reply.content)) // 4)}
+def prompt_usage(raw: bytes, body: Mapping[str, Any], *, cached: bool) -> dict[str, int]:
+    """The input token counts of a request (bytes / 4). ``cached``: answer as a prompt-cached
+    request does, everything before the last message read from the cache. ``input_tokens``
+    then counts only the uncached rest (provider-updates §4c: it excludes
+    ``cache_read_input_tokens`` and ``cache_creation_input_tokens``; the prompt is the sum)."""
+    total = max(1, len(raw) // 4)
+    messages = body.get("messages")
+    if not cached or not isinstance(messages, list) or not messages:
+        return {"input_tokens": total}
+    last = max(1, len(orjson.dumps(messages[-1])) // 4)
+    return {"input_tokens": min(last, total), "cache_read_input_tokens": max(0, total - last),
+            "cache_creation_input_tokens": 0}
 
 
-def whole(reply: Reply, model: str, body_bytes: int,
+def _usage(prompt: Mapping[str, int], reply: Reply) -> dict[str, int]:
+    return {**prompt, "output_tokens": max(1, len(orjson.dumps(reply.content)) // 4)}
+
+
+def whole(reply: Reply, model: str, prompt: Mapping[str, int],
           reports: Sequence[Mapping[str, str]] | None) -> dict[str, Any]:
     out: dict[str, Any] = {"id": reply.message_id, "type": "message", "role": "assistant",
                            "model": model, "content": reply.content,
                            "stop_reason": reply.stop_reason, "stop_sequence": None,
-                           "usage": _usage(body_bytes, reply)}
+                           "usage": _usage(prompt, reply)}
     if reports is not None:
         out["input_transformations"] = list(reports)
     return out
@@ -151,14 +164,14 @@ def _block_events(index: int, block: Mapping[str, Any]) -> Iterator[tuple[str, A
     yield "content_block_stop", {"type": "content_block_stop", "index": index}
 
 
-def events(reply: Reply, model: str, body_bytes: int,
+def events(reply: Reply, model: str, prompt: Mapping[str, int],
            reports: Sequence[Mapping[str, str]] | None) -> Iterator[tuple[str, Any]]:
     """The SSE events for ``reply`` (``input_transformations`` on ``message_start``)."""
-    usage = _usage(body_bytes, reply)
+    usage = _usage(prompt, reply)
     message: dict[str, Any] = {"id": reply.message_id, "type": "message", "role": "assistant",
                                "model": model, "content": [], "stop_reason": None,
                                "stop_sequence": None,
-                               "usage": {"input_tokens": usage["input_tokens"], "output_tokens": 1}}
+                               "usage": {**prompt, "output_tokens": 1}}
     if reports is not None:
         message["input_transformations"] = list(reports)
     yield "message_start", {"type": "message_start", "message": message}

@@ -2,8 +2,9 @@
 
 Owns, per API, the emulator to start for a demo scenario, the base URL a preset's ``--base-url``
 points at, and how to read the assistant items a recorded request replayed (Anthropic and Bedrock
-``messages`` of role assistant, Gemini ``contents`` of role model, Responses ``input`` items the
-model produced). Emulators read requests as the provider does; nothing here imports a codec.
+``messages`` of role assistant, Gemini ``contents`` of role model, Responses ``input`` items and
+Interactions ``input`` steps the model produced). Emulators read requests as the provider does;
+nothing here imports a codec.
 """
 
 from __future__ import annotations
@@ -68,6 +69,19 @@ def _bedrock() -> Any:
     return BedrockEmulator(region=DEMO_AWS_ENV["AWS_REGION"]).start()
 
 
+def _interactions() -> Any:
+    from thoughtline.testing.interactions_emulator import InteractionsEmulator
+
+    return InteractionsEmulator(require_auth=False).start()
+
+
+def _model_steps(body: Any) -> list[Any]:
+    # Interactions ``input`` steps the model produced: thoughts, outputs, calls.
+    entries = body.get("input", ()) if isinstance(body, Mapping) else ()
+    return [s for s in entries if isinstance(s, Mapping) and s.get("type") in (
+        "thought", "model_output", "function_call")]
+
+
 def _responses() -> Any:
     from thoughtline.testing.responses_emulator import ResponsesEmulator
 
@@ -83,6 +97,8 @@ BACKENDS: Mapping[str, NativeBackend] = {
                              assistant_items=_role_items("messages", "assistant")),
     "openai-responses": NativeBackend(start=_responses, base_url=lambda e: e.base_url,
                                       assistant_items=_responses_items),
+    "gemini-interactions": NativeBackend(start=_interactions, base_url=lambda e: e.base_url,
+                                         assistant_items=_model_steps),
 }
 
 
@@ -92,6 +108,7 @@ _WATCH: Mapping[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "gemini": ((), ("thought", "thoughtSignature")),
     "bedrock": ((), ("reasoningText", "redactedContent", "signature")),
     "openai-responses": (("reasoning",), ("encrypted_content", "phase")),
+    "gemini-interactions": (("thought",), ("signature",)),
 }
 
 

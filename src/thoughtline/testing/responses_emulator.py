@@ -45,6 +45,10 @@ class ResponsesPersonality:
     wordings: Wordings = "openai"
     #: Assistant messages carry ``phase`` (gpt-5.3-codex and later: provider-updates §1d).
     phase: bool = True
+    #: Reasoning items carry sealed ``encrypted_content``; False: readable ``reasoning_text``
+    #: only, as a relay without encryption returns them (Kimi on vLLM behind a Responses
+    #: front, provider-updates §4b).
+    encrypted: bool = True
 
 
 RESPONSES_PERSONALITIES: Mapping[str, ResponsesPersonality] = MappingProxyType({
@@ -54,6 +58,9 @@ RESPONSES_PERSONALITIES: Mapping[str, ResponsesPersonality] = MappingProxyType({
                                 wordings="xai", phase=False),
     "relay": ResponsesPersonality(name="relay", issuer="relay-emulator",
                                   models=("openai/gpt-5.5",), wordings="relay"),
+    "readable-relay": ResponsesPersonality(name="readable-relay", issuer="vllm-emulator",
+                                           models=("kimi-k3",), wordings="relay", phase=False,
+                                           encrypted=False),
 })
 
 _UNAUTHORIZED = {"error": {"message": "Missing bearer token in the Authorization header.",
@@ -103,12 +110,14 @@ def _answer(state: ResponsesState, request: Request, raw: bytes, body: Any) -> R
         return _json(400, {"error": {"message": "The request body is not a JSON object.",
                                      "type": "invalid_request_error", "param": None,
                                      "code": None}})
-    rejection = check_request(body, sealer=state.sealer, wordings=state.personality.wordings)
+    rejection = check_request(body, sealer=state.sealer, wordings=state.personality.wordings,
+                              readable=not state.personality.encrypted)
     if rejection is not None:
         return _json(rejection.status, rejection.body)
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     model = model or state.personality.models[0]
-    plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase)
+    plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase,
+                                     encrypted=state.personality.encrypted)
     state.issued.extend(i for i in output if i["type"] == "reasoning")
     response = response_body(body, model, output, ids, plan, len(raw))
     if body.get("stream") is not True:
@@ -169,7 +178,8 @@ class ResponsesEmulator(ChatEmulator):
     @property
     def issued(self) -> tuple[str, ...]:  # type: ignore[override]
         """Every encrypted_content this instance issued (the ``output_item.done`` values)."""
-        return tuple(i["encrypted_content"] for i in self._state.issued)  # type: ignore[attr-defined]
+        return tuple(i["encrypted_content"] for i in self._state.issued  # type: ignore[attr-defined]
+                     if "encrypted_content" in i)
 
     @property
     def issued_items(self) -> tuple[dict[str, Any], ...]:

@@ -53,6 +53,7 @@ def _ids(digest: str) -> dict[str, str]:
 
 
 def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
+                 encrypted: bool = True,
                  ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
     """The planned turn, its output items (with sealed reasoning) and their ids. A request
     ending in ``compaction_trigger`` gets exactly one sealed ``compaction`` item
@@ -76,6 +77,9 @@ def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
     reasoning = {"id": ids["rs"], "type": "reasoning", "content": [],
                  "encrypted_content": sealed,
                  "summary": [{"type": "summary_text", "text": plan.reasoning}]}
+    if not encrypted:  # a relay without encryption: the reasoning itself, readable
+        reasoning = {"id": ids["rs"], "type": "reasoning", "summary": [],
+                     "content": [{"type": "reasoning_text", "text": plan.reasoning}]}
     output: list[dict[str, Any]] = [reasoning, message]
     if call is not None:
         output.append({"id": ids["fc"], "type": "function_call", "status": "completed",
@@ -106,7 +110,10 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
     kind = item["type"]
     added = dict(item)
     events: list[dict[str, Any]] = []
-    if kind == "reasoning":
+    readable = kind == "reasoning" and "encrypted_content" not in item
+    if readable:
+        added.update(content=[])
+    elif kind == "reasoning":
         value = item["encrypted_content"]
         added.update(summary=[], encrypted_content=value[: len(value) // 2])
     elif kind == "message":
@@ -115,7 +122,13 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
         added.update(arguments="", status="in_progress")
     events.append({"type": "response.output_item.added", "output_index": index, "item": added})
     base = {"item_id": item["id"], "output_index": index}
-    if kind == "reasoning":
+    if readable:
+        text = item["content"][0]["text"]
+        events.extend({"type": "response.reasoning_text.delta", **base, "content_index": 0,
+                       "delta": piece} for piece in _pieces(text))
+        events.append({"type": "response.reasoning_text.done", **base, "content_index": 0,
+                       "text": text})
+    elif kind == "reasoning":
         text = item["summary"][0]["text"]
         events.append({"type": "response.reasoning_summary_part.added", **base,
                        "summary_index": 0, "part": {"type": "summary_text", "text": ""}})
@@ -149,7 +162,7 @@ def stream_events(response: Mapping[str, Any], sealer: Sealer) -> list[dict[str,
         events.extend(_item_events(index, item))
     final_output = []
     for item in response["output"]:
-        if item["type"] == "reasoning":  # re-sealed: a different, equally valid value
+        if "encrypted_content" in item:  # re-sealed: a different, equally valid value
             plaintext = sealer.open(item["encrypted_content"]).plaintext or {}
             item = {**item, "encrypted_content": sealer.seal(plaintext)}
         final_output.append(item)

@@ -113,10 +113,21 @@ def _decrypt_error(item: Mapping[str, Any], verdict: str, wordings: Wordings) ->
                   code="invalid_encrypted_content")
 
 
+def _readable(item: Mapping[str, Any]) -> bool:
+    content = item.get("content")
+    return isinstance(content, list) and any(
+        isinstance(p, Mapping) and p.get("type") == "reasoning_text" and p.get("text")
+        for p in content)
+
+
 def _check_reasoning(items: Sequence[Any], index: int, *, sealer: Sealer, stateless: bool,
-                     wordings: Wordings) -> Rejection | None:
+                     wordings: Wordings, readable: bool = False) -> Rejection | None:
     item = items[index]
     value = item.get("encrypted_content")
+    if not value and readable and _readable(item):
+        # A relay without encryption takes its readable reasoning back as it gave it
+        # (provider-updates §4b: Kimi on vLLM behind a Responses front).
+        return None
     if not value:
         # opencode PR #2480: an item sent by id alone when nothing was stored
         tail = (" Items are not persisted when `store` is set to false. Try again with `store` "
@@ -147,9 +158,10 @@ def _check_outputs(items: Sequence[Any]) -> Rejection | None:
     return None
 
 
-def check_request(body: Mapping[str, Any], *, sealer: Sealer,
-                  wordings: Wordings = "openai") -> Rejection | None:
-    """The rejection this body earns, or None when the emulated provider accepts it."""
+def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings = "openai",
+                  readable: bool = False) -> Rejection | None:
+    """The rejection this body earns, or None when the emulated provider accepts it
+    (``readable``: a relay that issues readable reasoning items and takes them back)."""
     rejection = _check_params(body)
     if rejection is not None:
         return rejection
@@ -159,7 +171,7 @@ def check_request(body: Mapping[str, Any], *, sealer: Sealer,
         rejection = _check_item(index, item)
         if rejection is None and item.get("type") == "reasoning":
             rejection = _check_reasoning(items, index, sealer=sealer, stateless=stateless,
-                                         wordings=wordings)
+                                         wordings=wordings, readable=readable)
         if rejection is None and item.get("type") == "compaction_trigger" \
                 and index != len(items) - 1:
             # provider-updates §4b: "Compacts the current context. Must be the final input item"

@@ -98,7 +98,7 @@ class _App:
                                     status_code=421, media_type="text/plain")
                 tenant = None
             else:
-                tenant = self.tenants.authenticate(_bearer(request.headers.get("authorization")))
+                tenant = self.tenants.authenticate(_token(request.headers.get("authorization")))
                 if tenant is None:
                     return Response("a gateway token is needed (as the password)\n",
                                     status_code=401, media_type="text/plain",
@@ -163,16 +163,19 @@ def _hostname(header: str) -> str:
     return header.partition(":")[0]
 
 
-def _bearer(authorization: str | None) -> str | None:
-    """The header as ``Bearer <token>``: Basic credentials carry the token as the password."""
+def _token(authorization: str | None) -> str | None:
+    """The token a request presents: a Bearer token, or the password of Basic credentials (what a
+    browser's login prompt sends)."""
     scheme, _, value = (authorization or "").partition(" ")
+    if scheme.lower() == "bearer":
+        return value.strip() or None
     if scheme.lower() != "basic":
-        return authorization
+        return None
     try:
         decoded = base64.b64decode(value.strip(), validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError):
         return None
-    return f"Bearer {decoded.partition(':')[2]}"
+    return decoded.partition(":")[2] or None
 
 
 def create_app(inspector: Inspector) -> Starlette:

@@ -82,13 +82,19 @@ def usage_of(raw: Any) -> Usage:
         return Usage()
     details = raw.get("output_tokens_details")
     thinking = details.get("thinking_tokens") if isinstance(details, Mapping) else 0
-    return Usage(input_tokens=shape.count(raw.get("input_tokens") or None, "usage.input_tokens"),
+    uncached = shape.count(raw.get("input_tokens") or None, "usage.input_tokens")
+    read = shape.count(raw.get("cache_read_input_tokens") or None,
+                       "usage.cache_read_input_tokens")
+    written = shape.count(raw.get("cache_creation_input_tokens") or None,
+                          "usage.cache_creation_input_tokens")
+    # input_tokens leaves out what was read from or written to the prompt cache: the prompt is
+    # the sum of the three (provider-updates §4c).
+    return Usage(input_tokens=uncached,
                  output_tokens=shape.count(raw.get("output_tokens") or None,
                                            "usage.output_tokens"),
                  reasoning_tokens=shape.count(
                      thinking or None, "usage.output_tokens_details.thinking_tokens"),
-                 cached_tokens=shape.count(raw.get("cache_read_input_tokens") or None,
-                                           "usage.cache_read_input_tokens"))
+                 cached_tokens=read, prompt_tokens=uncached + read + written)
 
 
 def reports_of(body: Mapping[str, Any]) -> tuple[object, ...]:

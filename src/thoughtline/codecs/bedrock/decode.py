@@ -51,11 +51,16 @@ from thoughtline.messages import (
 def usage_of(raw: Any) -> Usage:
     if not isinstance(raw, Mapping):
         return Usage()
-    return Usage(input_tokens=shape.count(raw.get("inputTokens") or None, "usage.inputTokens"),
+    uncached = shape.count(raw.get("inputTokens") or None, "usage.inputTokens")
+    read = shape.count(raw.get("cacheReadInputTokens") or None, "usage.cacheReadInputTokens")
+    written = shape.count(raw.get("cacheWriteInputTokens") or None,
+                          "usage.cacheWriteInputTokens")
+    # Like Anthropic's, inputTokens leaves the cache reads and writes out (Bedrock's prompt
+    # caching reports them apart): the prompt is inputTokens + both cache counts.
+    return Usage(input_tokens=uncached,
                  output_tokens=shape.count(raw.get("outputTokens") or None,
                                            "usage.outputTokens"),
-                 cached_tokens=shape.count(raw.get("cacheReadInputTokens") or None,
-                                           "usage.cacheReadInputTokens"))
+                 cached_tokens=read, prompt_tokens=uncached + read + written)
 
 
 def neutral_finish(stop_reason: str | None) -> FinishReason | None:

@@ -16,6 +16,7 @@ from thoughtline.codecs.openai_chat.wire import (
     NS_COPILOT,
     NS_GOOGLE,
     NS_GOOGLE_LEGACY,
+    NS_MERGE,
     NS_MISTRAL,
     NS_OPENROUTER,
     RC,
@@ -144,6 +145,13 @@ def message_from_wire(wire: Mapping[str, Any], origin: Origin, *, response_id: s
         native[NS_COPILOT] = copilot
         if not flat and _str(copilot.get("reasoning_text")).strip():
             parts.append(Reasoning(kind="text", text=copilot["reasoning_text"], origin=origin))
+    # Merge Gateway: the reasoning in message.thinking, signed by message.thinking_signature
+    # (docs.merge.dev/merge-gateway/capabilities/reasoning; hermes-agent#101392).
+    merge = {k: wire[k] for k in ("thinking", "thinking_signature") if _str(wire.get(k))}
+    if merge:
+        native[NS_MERGE] = merge
+        if not flat and not copilot and _str(merge.get("thinking")).strip():
+            parts.append(Reasoning(kind="text", text=merge["thinking"], origin=origin))
     extra = wire.get("extra_content")
     if isinstance(extra, Mapping) and isinstance(extra.get("google"), Mapping):
         native[NS_GOOGLE] = dict(extra["google"])

@@ -17,6 +17,7 @@ from thoughtline.codecs.openai_chat.wire import (
     GEMINI_DUMMY_SIGNATURE,
     NS_COPILOT,
     NS_GOOGLE,
+    NS_MERGE,
     NS_OPENROUTER,
     PAD,
     RC,
@@ -84,6 +85,9 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
             wire["reasoning_opaque"] = copilot["reasoning_opaque"]
             if copilot.get("reasoning_text"):
                 wire["reasoning_text"] = copilot["reasoning_text"]
+        merge = message.native.get(NS_MERGE) if NS_MERGE in native else None
+        if merge:  # both fields back as received (the signature covers the text)
+            wire.update((k, merge[k]) for k in ("thinking", "thinking_signature") if k in merge)
     return wire
 
 
@@ -112,7 +116,8 @@ class Tally(splice.Tally):
                 carriers[key] = carriers.get(key, 0) + 1
         if message.get(RC) == PAD:
             self.pads += 1
-        for key in ("reasoning_opaque", "reasoning_text", "extra_content"):
+        for key in ("reasoning_opaque", "reasoning_text", "extra_content", "thinking",
+                    "thinking_signature"):
             if key in message:
                 native[key] = native.get(key, 0) + 1
         for call in message.get("tool_calls") or ():

@@ -28,8 +28,9 @@ from thoughtline.messages import Origin
 Delta = ReasoningDelta | TextDelta | ToolCallStarted | ToolCallDelta
 
 # Flat readable reasoning, ranked: the text shown when several come in one delta.
-_FLAT_RANK = {RC: 0, R: 1, "reasoning_text": 2}
-_LATEST = ("reasoning_opaque", "thought_signature")  # Copilot rotates the blob: the latest wins
+_FLAT_RANK = {RC: 0, R: 1, "reasoning_text": 2, "thinking": 3}  # thinking: Merge Gateway
+# Copilot rotates the blob: the latest wins; Merge Gateway's signature comes whole.
+_LATEST = ("reasoning_opaque", "thought_signature", "thinking_signature")
 
 
 def _is_map(value: Any) -> bool:
@@ -101,7 +102,8 @@ class StreamFold:
         self.finish_reason: str | None = None
         self.usage: Any = None
         self.saw_chunk = False
-        self._text: dict[str, list[str]] = {"content": [], RC: [], R: [], "reasoning_text": []}
+        self._text: dict[str, list[str]] = {"content": [], RC: [], R: [], "reasoning_text": [],
+                                            "thinking": []}
         self._details: dict[tuple[Any, ...], _Detail] = {}
         self._last_key: tuple[Any, ...] | None = None
         self._last_detail: _Detail | None = None
@@ -150,7 +152,7 @@ class StreamFold:
         return events
 
     def _delta(self, delta: Mapping[str, Any], events: list[Delta]) -> None:
-        shown_rank, shown = 3, ""  # the flat reasoning shown for this delta (RC before R ...)
+        shown_rank, shown = 4, ""  # the flat reasoning shown for this delta (RC before R ...)
         text = ""
         details: list[str] | None = None
         others: list[Delta] | None = None

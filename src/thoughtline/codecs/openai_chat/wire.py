@@ -16,6 +16,7 @@ NS_GOOGLE = "google"  # extra_content.google, verbatim (message or tool call)
 NS_GOOGLE_LEGACY = "google-legacy"  # 2025 top-level message.thought_signature; kept, never sent
 NS_COPILOT = "copilot"  # reasoning_text / reasoning_opaque, function.thought_signature
 NS_MISTRAL = "mistral"  # a "thinking" content chunk, verbatim; never sent (strict route)
+NS_MERGE = "merge-gateway"  # message.thinking / message.thinking_signature (Merge Gateway)
 
 # The documented dummy that lets Gemini 3 accept a function call it did not sign
 # (https://ai.google.dev/gemini-api/docs/thought-signatures).

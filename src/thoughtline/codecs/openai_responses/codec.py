@@ -25,6 +25,7 @@ from thoughtline.codecs.openai_responses.encode import (
     body_extras,
     encode_request,
     origins_of,
+    stamp_issuer,
     tally_summary,
     wire_summary,
 )
@@ -109,7 +110,13 @@ class OpenAIResponses(SplicedForms):
         origins = (origins_of(itertools.islice(index.history, index.size))
                    if isinstance(index, ResponsesIndex) else None)
         return rejections.classify(status, body, encoded.body, provider=provider,
-                                   origins=origins, target=plan.target)
+                                   origins=origins, target=plan.target, issuer=plan.issuer)
+
+    def issued(self, done: Done, plan: ReplayPlan) -> Done:
+        """Hook: the answer's encrypted reasoning items stamped with who they were issued to
+        (``Origin.account``: the route's account, else the key's identity), so a later "was
+        not issued to this caller" drops only that issuer's items."""
+        return stamp_issuer(done, plan.issuer)
 
 
 CODEC = OpenAIResponses()

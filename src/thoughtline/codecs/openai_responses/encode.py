@@ -5,7 +5,10 @@ call or message it led to: the reasoning item exactly as received (``id`` and
 ``encrypted_content`` byte-identical), the message with its ``id``, ``status`` and ``phase``,
 the function call with its ``id``. A reasoning item is left out when the plan forbids it: a turn
 that was cut short, an item from outside the route's scope, a fingerprint the provider rejected,
-or a readable-only item on a route that does not take those. Nothing of ours reaches the wire.
+or an item with neither encrypted content nor readable text on a route that does not take
+those. A readable-only reasoning item (``reasoning_text``, no ``encrypted_content``: relays
+without encryption) goes back at the head of its turn, as those relays expect. Nothing of ours
+reaches the wire.
 
 Each stored turn's input items are derived once per plan (``WireCache``); a growing history
 reuses the list it built for its prefix.
@@ -14,6 +17,7 @@ reuses the list it built for its prefix.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from thoughtline.codecs import splice
@@ -31,14 +35,17 @@ from thoughtline.codecs.openai_responses.wire import (
     OUTPUT_TEXT,
     PHASE,
     REASONING,
+    REASONING_TEXT,
     is_map,
     text_of,
 )
 from thoughtline.codecs.splice import SplicingCache
+from thoughtline.events import Done
 from thoughtline.messages import (
     Message,
     Opaque,
     Origin,
+    Part,
     Reasoning,
     Text,
     ToolCall,
@@ -74,6 +81,30 @@ def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
     return out
 
 
+def issuer_fingerprint(issuer: str) -> str:
+    """What ``classify`` records when a provider said an issuer's items were not issued to the
+    caller: every item stamped with that issuer stays home from then on."""
+    return fingerprint("issuer", issuer)
+
+
+def stamp_issuer(done: Done, issuer: str) -> Done:
+    """``done`` with each encrypted reasoning item's origin carrying ``issuer`` (where the
+    origin names no account yet)."""
+    if not issuer:
+        return done
+    message = done.message
+    parts: list[Part] = []
+    changed = False
+    for part in message.parts:
+        origin = part.origin or message.origin if isinstance(part, Reasoning) else None
+        if (isinstance(part, Reasoning) and part.kind == "encrypted" and origin is not None
+                and not origin.account):
+            part = replace(part, origin=replace(origin, account=issuer))
+            changed = True
+        parts.append(part)
+    return replace(done, message=replace(message, parts=tuple(parts))) if changed else done
+
+
 def item_fingerprint(item: Mapping[str, Any]) -> str:
     """The identity of one replayed item, as ``classify`` records it when it is rejected:
     ``fingerprint(<item type>, <encrypted_content, else id>)`` — the opaque value itself where
@@ -90,15 +121,31 @@ def id_fingerprint(item_id: str) -> str:
     return fingerprint("id", item_id)
 
 
+def readable_only(item: Mapping[str, Any]) -> bool:
+    """A reasoning item that carries its reasoning as readable ``reasoning_text`` and no
+    ``encrypted_content``: what a relay without encryption returns (Kimi on vLLM behind a
+    Responses front, provider-updates §4b). It is the reasoning itself, not a reference."""
+    if item.get("type") != REASONING or item.get(ENCRYPTED):
+        return False
+    content = item.get("content")
+    return isinstance(content, list) and any(
+        is_map(part) and part.get("type") == REASONING_TEXT and text_of(part.get("text"))
+        for part in content)
+
+
 def _sendable(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) -> bool:
     if not plan.may_replay(origin):
         return False
     if item.get("type") == REASONING:
         has_data = isinstance(item.get(ENCRYPTED), str) and bool(item.get(ENCRYPTED))
-        if not (has_data or plan.profile.plain_reasoning):
-            # With store=false an item without its encrypted content is only a reference to
-            # something the server never kept: "Item with id 'rs_…' not found" (§1d).
+        if not (has_data or plan.profile.plain_reasoning or readable_only(item)):
+            # With store=false an item without its encrypted content (and no readable text)
+            # is only a reference to something the server never kept: "Item with id 'rs_…'
+            # not found" (§1d).
             return False
+    if plan.fingerprints and origin is not None and origin.account and plan.rejected(
+            issuer_fingerprint(origin.account)):
+        return False  # the provider said this issuer's items are not this caller's
     return not (plan.fingerprints and plan.rejected(item_fingerprint(item)))
 
 
@@ -180,6 +227,12 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
                                                           plan):
                 out.append(item)
     flush()
+    # Readable-only reasoning goes back at the head of its turn, where the relays that send it
+    # expect it; without it there the model loops on tool calls (hermes-agent PR #91104,
+    # provider-updates §4b). Encrypted items keep their exact place.
+    readable = [item for item in out if readable_only(item)]
+    if readable:
+        out = readable + [item for item in out if not readable_only(item)]
     # A reasoning item must be followed by the item it led to: a turn that stopped right after
     # its reasoning (max_output_tokens) would only earn "Item 'rs_…' of type 'reasoning' was
     # provided without its required following item" (errors/openai-responses-400-…).

@@ -7,10 +7,14 @@ finds the offending item(s) in the request that was sent:
    'rs_…'``) → that item;
 2. else it quotes (a prefix of) an ``encrypted_content`` that was sent (``The encrypted content
    gAAA… could not be verified``) → that item;
-3. else (xAI's "Could not decrypt the provided encrypted_content", a relay's "was not issued to
-   this caller" name nothing): one encrypted item sent → it; several → those made by another
-   model than the target (a sibling snapshot the scope let through), else those from before the
-   current tool loop (the stale ones), else all but the newest.
+3. a relay's "was not issued to this caller" names nothing, but each encrypted item is stamped
+   with who it was issued to (``Origin.account``: the route's account, else the key's identity):
+   the items stamped with another issuer than this caller → exactly those, and that issuer is
+   learned once (every item it was issued stays home from then on; hermes-agent#119336);
+4. else (xAI's "Could not decrypt the provided encrypted_content", or no stamp tells): one
+   encrypted item sent → it; several → those made by another model than the target (a sibling
+   snapshot the scope let through), else those from before the current tool loop (the stale
+   ones), else all but the newest.
 
 A route that refuses one of the stateless request switches as an unknown parameter (``store``,
 ``include``, ``reasoning.context``, a message ``phase``) teaches a verdict that drops it for that
@@ -33,7 +37,11 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.base import Lesson
-from thoughtline.codecs.openai_responses.encode import id_fingerprint, item_fingerprint
+from thoughtline.codecs.openai_responses.encode import (
+    id_fingerprint,
+    issuer_fingerprint,
+    item_fingerprint,
+)
 from thoughtline.codecs.openai_responses.wire import (
     ENCRYPTED,
     FUNCTION_CALL,
@@ -190,14 +198,43 @@ def _switch_lesson(message: str, target: Origin | None) -> Lesson | None:
                   verdict=verdict, wording="unknown-switch")
 
 
+def _foreign(sent: Sequence[_Sent], origins: Mapping[str, Origin] | None,
+             issuer: str) -> tuple[list[_Sent], set[str]]:
+    """The sent encrypted items stamped with another issuer than ``issuer``, and those issuers."""
+    if not origins or not issuer:
+        return [], set()
+    found: list[_Sent] = []
+    issuers: set[str] = set()
+    for s in sent:
+        origin = origins.get(item_fingerprint(s.item))
+        if (s.item.get(ENCRYPTED) and origin is not None and origin.account
+                and origin.account != issuer):
+            found.append(s)
+            issuers.add(origin.account)
+    return found, issuers
+
+
+def _issuer_lesson(culprits: Sequence[_Sent], issuers: set[str], provider: str,
+                   wording: Wording) -> Lesson:
+    count = len(culprits)
+    names = ", ".join(sorted(issuers))
+    notice = (f"{provider} rejected {count} replayed reasoning item{'s' if count != 1 else ''} "
+              f"issued to another caller ({names}); retrying once without every item that "
+              "caller was issued — this caller's own items are kept")
+    fingerprints = fingerprints_for(culprits) | {issuer_fingerprint(i) for i in issuers}
+    return Lesson(notice=notice, fingerprints=frozenset(fingerprints), wording=wording.id)
+
+
 def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
              provider: str = "the provider", origins: Mapping[str, Origin] | None = None,
-             target: Origin | None = None) -> Lesson | None:
+             target: Origin | None = None, issuer: str = "") -> Lesson | None:
     """The lesson of a rejected request, or None when it is not about replayed items.
 
     ``origins`` maps the ``item_fingerprint`` of each replayed item in ``sent_body`` to where it
     was made (``encode.origins_of``); with ``target`` it sharpens the guess when the error names
-    no item.
+    no item. ``issuer`` is who this request's caller is (``ReplayPlan.issuer``): "was not issued
+    to this caller" drops exactly the items stamped with another issuer, and learns each such
+    issuer once (``encode.issuer_fingerprint``).
     """
     if status is not None and not 400 <= status < 500:
         return None
@@ -206,6 +243,10 @@ def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
     if wording is None:
         return _switch_lesson(message, target)
     sent, loop = _sent_items(sent_body)
+    if wording.id == "relay-foreign":
+        foreign, issuers = _foreign(sent, origins, issuer)
+        if foreign:
+            return _issuer_lesson(foreign, issuers, provider, wording)
     culprits = _named(message, sent) or _unnamed(sent, loop, origins=origins, target=target)
     if not culprits:
         return None

@@ -1,0 +1,127 @@
+"""The Interactions codec object the core talks to (``thoughtline.codecs.base.Codec``).
+
+Binds the pure modules to the protocol: routes from ``routes/gemini-interactions.toml``, the AI
+Studio and Vertex endpoints (``…/v1beta/interactions``; Vertex
+``…/v1beta1/projects/{p}/locations/{l}/interactions``: google-genai 3.6.1
+``tests/interactions/test_auth.py``), the authentication each expects, the request log summary,
+the ``stamp`` hook (each stored answer remembers its interaction id and the conversation digest,
+``chain``) and the reading of a rejection. Stored wire forms are not implemented (optional).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import cache
+from typing import Any
+from urllib.parse import urlsplit
+
+from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.interactions import chain, rejections
+from thoughtline.codecs.interactions.decode import decode_response
+from thoughtline.codecs.interactions.encode import OWNED, Sent, encode_request, summary
+from thoughtline.codecs.interactions.fold import StreamFold
+from thoughtline.codecs.interactions.profile import InteractionsProfile
+from thoughtline.codecs.interactions.wire import API
+from thoughtline.config import ProviderConfig
+from thoughtline.errors import UsageError
+from thoughtline.events import Done
+from thoughtline.messages import Message, Origin
+from thoughtline.replay import ReplayPlan
+from thoughtline.routes.resolve import Route, api_table, host_matches, hostname_of, path_of
+
+_VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
+_GLOBAL_VERTEX = "aiplatform.googleapis.com"
+
+
+@cache
+def _profile(row_id: str) -> InteractionsProfile:
+    table = api_table(API)
+    row = next(r for r in table.rows if r.id == row_id)
+    return InteractionsProfile.from_row(row.profile, table.sections.get("services", {}))
+
+
+def is_vertex(base_url: str) -> bool:
+    host = hostname_of(base_url)
+    return any(host_matches(host, h) for h in _VERTEX_HOSTS)
+
+
+def request_url(provider: ProviderConfig) -> str:
+    """``{base}/interactions``; a Vertex base without ``/projects/`` gets
+    ``projects/{project}/locations/{region}`` from the provider config (a region other than
+    ``global`` on the global host moves to ``{region}-aiplatform.googleapis.com``)."""
+    base = provider.base_url.rstrip("/")
+    path = urlsplit(base).path.rstrip("/")
+    if path.endswith("/interactions"):
+        return base
+    if is_vertex(base) and "/projects/" not in path:
+        if not provider.project:
+            raise UsageError(f"provider {provider.id!r}: Vertex needs a project: set project = "
+                             f"\"…\" under [providers.NAME] (preset = \"{provider.route_id}\") "
+                             "in config.toml")
+        region = provider.region or "global"
+        parts = urlsplit(base)
+        host = parts.netloc
+        if region != "global" and hostname_of(base) == _GLOBAL_VERTEX:
+            host = f"{region}-{_GLOBAL_VERTEX}"
+        return (f"{parts.scheme}://{host}{path}/projects/{provider.project}/locations/{region}"
+                "/interactions")
+    return f"{base}/interactions"
+
+
+def _sent(encoded: Encoded) -> Sent:
+    return encoded.index if isinstance(encoded.index, Sent) else Sent()
+
+
+class Interactions:
+    """The Gemini Interactions API (AI Studio and Vertex), whole and streamed (SSE)."""
+
+    api = API
+    owned = OWNED
+
+    def resolve(self, provider: str, base_url: str | None, model: str, *,
+                echo: str = "auto") -> Route:
+        row = api_table(API).match(provider, base_url)
+        return Route(row=row.id, api=API, provider=provider.strip().lower(),
+                     host=hostname_of(base_url), model=model, profile=_profile(row.id),
+                     path=path_of(base_url), explain=row.explain)
+
+    def new_cache(self) -> chain.NoCache:
+        return chain.NoCache()
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: Any = None) -> Encoded:
+        body, sent = encode_request(history, plan, model=spec.model, tools=spec.tools,
+                                    params=spec.params, stream=spec.stream)
+        return Encoded(body=body, index=sent)
+
+    def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
+        return decode_response(body, origin, seed=seed)
+
+    def new_fold(self, origin: Origin, *, seed: str = "") -> StreamFold:
+        return StreamFold(origin, seed=seed)
+
+    def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
+        return Endpoint(url=request_url(provider), framing="sse" if stream else "json")
+
+    def auth_scheme(self, provider: ProviderConfig) -> str:
+        if provider.auth:
+            return provider.auth
+        return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
+
+    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+        return summary(_sent(encoded))
+
+    def classify(self, status: int | None, body: str, encoded: Encoded,
+                 plan: ReplayPlan) -> Lesson | None:
+        return rejections.lesson(status, body, _sent(encoded), plan)
+
+    def stamp(self, done: Done, encoded: Encoded) -> Done:
+        """Hook: the answer with the conversation digest when the server kept it, and with no
+        interaction id when it did not (``store: false``)."""
+        sent = _sent(encoded)
+        if not sent.store:
+            return chain.unstamped(done)
+        return chain.stamped(done, chain.extended(sent.digest, done.message))
+
+
+CODEC = Interactions()
