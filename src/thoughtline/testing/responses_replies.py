@@ -55,9 +55,16 @@ def _ids(digest: str) -> dict[str, str]:
 def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
                  encrypted: bool = True,
                  ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
-    """The planned turn, its output items (with sealed reasoning) and their ids."""
+    """The planned turn, its output items (with sealed reasoning) and their ids. A request
+    ending in ``compaction_trigger`` gets exactly one sealed ``compaction`` item
+    (provider-updates §4b: readable only by the provider that made it)."""
     plan = plan_turn(_chat_view(body))
     ids = _ids(plan.request_digest)
+    items = body.get("input") or [None]
+    if isinstance(items[-1], Mapping) and items[-1].get("type") == "compaction_trigger":
+        compaction = {"id": "cmp_" + ids["rs"][3:], "type": "compaction",
+                      "encrypted_content": sealer.seal({"compaction": plan.request_digest})}
+        return plan, [compaction], ids
     call = plan.tool_call
     text = f"I'll call the {call.name} tool." if call is not None else plan.content
     message: dict[str, Any] = {"id": ids["msg"], "type": "message", "status": "completed",
@@ -111,7 +118,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
         added.update(summary=[], encrypted_content=value[: len(value) // 2])
     elif kind == "message":
         added.update(content=[], status="in_progress")
-    else:
+    elif kind == "function_call":
         added.update(arguments="", status="in_progress")
     events.append({"type": "response.output_item.added", "output_index": index, "item": added})
     base = {"item_id": item["id"], "output_index": index}
@@ -137,7 +144,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
                        "delta": piece, "logprobs": []} for piece in _pieces(part["text"]))
         events.append({"type": "response.output_text.done", **base, "content_index": 0,
                        "text": part["text"], "logprobs": []})
-    else:
+    elif kind == "function_call":
         events.extend({"type": "response.function_call_arguments.delta", **base,
                        "delta": piece} for piece in _pieces(item["arguments"]))
         events.append({"type": "response.function_call_arguments.done", **base,

@@ -245,6 +245,10 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     """The input items for one canonical turn."""
     if message.role == "assistant":
         return _assistant_items(message, plan)
+    own = message.native.get(NS)
+    item = own.get("item") if is_map(own) else None
+    if is_map(item) and item.get("type") not in (None, MESSAGE):
+        return [item]  # an input item of the client's own (a compaction_trigger), verbatim
     if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):
         items: list[dict[str, Any]] = [
             {"type": FUNCTION_CALL_OUTPUT, "call_id": r.call_id, "output": r.content}
