@@ -50,6 +50,7 @@ from thoughtline.gateway.faces import (
     all_paths,
     token_of,
 )
+from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
@@ -99,6 +100,10 @@ class _Record:
 
     started: float = field(default_factory=time.monotonic)
     fields: dict[str, Any] = field(default_factory=dict)
+    #: Monotonic times the metrics read ("upstream": sent, "first_byte": its first event).
+    marks: dict[str, float] = field(default_factory=dict)
+    #: The face counted in flight ("": none).
+    in_flight: str = ""
 
     def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
         """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
@@ -116,10 +121,12 @@ class Gateway:
                  ) -> None:
         self.config = config
         self.tenants = Tenants(config.tokens(environ))
-        self.store = AsyncStore(store)
+        self.metrics = Metrics(pools=lambda: self.engines.pools())
+        self.store = AsyncStore(store, on_error=self.metrics.store_failed)
         self.conversations = Conversations(config, self.store)
         #: One engine and connection pool per upstream (``transport``, when given, is shared).
-        self.engines = Engines(config, transport=transport, log=request_log)
+        self.engines = Engines(config, transport=transport,
+                               log=RequestLogTee(request_log, self.metrics))
         self.access = access_log or AccessLog(config.access_log)
         if request_log is not None and request_log.on_error is None:
             # A request log that cannot be written is said once, as a JSON line of the access log.
@@ -137,11 +144,26 @@ class Gateway:
         await self.engines.aclose()
         await self.store.close()
         self.access.close()
+        self.metrics.close()
 
     # --- routes -------------------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
         return _json(200, {"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        """200 when the store answers a read (the config loaded, or there would be no app)."""
+        try:
+            await self.store.call(self.store.store.latest_session, tenant="thoughtline-readyz")
+        except StoreError as exc:
+            return _json(503, {"status": "unavailable", "store": str(exc)})
+        return _json(200, {"status": "ready"})
+
+    async def metrics_text(self, request: Request) -> Response:
+        if not self.config.metrics_public and self.tenants.authenticate(
+                token_of(request.headers)) is None:
+            return _unauthorized(CHAT)
+        return Response(self.metrics.text(), media_type=CONTENT_TYPE)
 
     async def models(self, request: Request) -> Response:
         record = _Record(fields={"method": "GET", "path": request.url.path})
@@ -155,7 +177,9 @@ class Gateway:
         """The request handler of ``face``."""
 
         async def serve(request: Request) -> Any:
-            record = _Record(fields={"method": "POST", "path": request.url.path})
+            record = _Record(fields={"method": "POST", "path": request.url.path},
+                             in_flight=face.name)
+            self.metrics.started(face.name)
             try:
                 return await self._serve(request, record, face)
             except HttpError as error:
@@ -208,8 +232,15 @@ class Gateway:
 
     def _logged(self, record: _Record, response: Response,
                 outcome: str | None = None) -> Response:
-        self.access.write(record.line(response.status_code, outcome))
+        self._ended(record, response.status_code, outcome)
         return response
+
+    def _ended(self, record: _Record, status: int, outcome: str | None) -> None:
+        """The request's one access-log line, and its metrics."""
+        line = record.line(status, outcome)
+        self.access.write(line)
+        self.metrics.finished(line, {**record.marks, "started": record.started,
+                                     "ended": time.monotonic()}, record.in_flight)
 
     async def _serve(self, request: Request, record: _Record, face: Face) -> Any:
         tenant = self.tenants.authenticate(token_of(request.headers))
@@ -241,6 +272,9 @@ class Gateway:
                             kind="server_error") from None
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
+        if prepared.rehydration.by_kind:
+            record.fields["rehydrated_by"] = dict(prepared.rehydration.by_kind)
+        record.marks["upstream"] = time.monotonic()
         headers = {SESSION_HEADER: prepared.session.id}
         if parsed.stream:
             return await self._stream(request, prepared, face, reply, headers, record)
@@ -280,6 +314,7 @@ class Gateway:
                 engine = self.engines[prepared.upstream]
                 async for event in engine.run(prepared.turn, sink,
                                               TurnOptions(stream=False, keep_partial=False)):
+                    record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
                 if done is not None:
@@ -313,6 +348,7 @@ class Gateway:
             prepared.turn, sink, TurnOptions(stream=True, keep_partial=False))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
+            record.marks["first_byte"] = time.monotonic()
         except ThoughtlineError as exc:
             await _closed(events)
             sink.done = None  # the client is told it failed: the answer is not stored
@@ -360,8 +396,7 @@ class Gateway:
                 _note_lessons(record, sink)
 
         async def on_close(completed: bool) -> None:
-            self.access.write(record.line(200, outcome["value"] if completed
-                                          else "client_closed"))
+            self._ended(record, 200, outcome["value"] if completed else "client_closed")
 
         return EventStreamResponse(frames(), headers=headers, on_close=on_close)
 
@@ -443,6 +478,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _note_lessons(record: _Record, sink: GatewaySink) -> None:
     if sink.lessons_unsaved:
         record.fields["lessons_unsaved"] = sink.lessons_unsaved
+    wordings = [lesson.wording for lesson in sink.lessons if lesson.wording]
+    if wordings:
+        record.fields["wordings"] = wordings
 
 
 async def _closed(events: Any) -> None:
@@ -480,5 +518,7 @@ def create_app(gateway: Gateway) -> Starlette:
     routes += [Route(path, gateway.counter(MESSAGES), methods=["POST"])
                for path in (p for c in MESSAGES.count_paths for p in (c, c.removeprefix("/v1")))]
     routes += [Route("/v1/models", gateway.models, methods=["GET"]),
-               Route("/healthz", gateway.healthz, methods=["GET"])]
+               Route("/healthz", gateway.healthz, methods=["GET"]),
+               Route("/readyz", gateway.readyz, methods=["GET"]),
+               Route("/metrics", gateway.metrics_text, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)
