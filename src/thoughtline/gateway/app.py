@@ -152,11 +152,13 @@ class Gateway:
         return _json(200, {"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
-        """200 when the store answers a read (the config loaded, or there would be no app)."""
+        """200 when the store answers a read (the config loaded, or there would be no app); the
+        store's error goes to the access log, not to an unauthenticated prober."""
         try:
             await self.store.call(self.store.store.latest_session, tenant="thoughtline-readyz")
         except StoreError as exc:
-            return _json(503, {"status": "unavailable", "store": str(exc)})
+            self.access.write({"event": "not_ready", "error": str(exc)})
+            return _json(503, {"status": "unavailable", "reason": "the store does not answer"})
         return _json(200, {"status": "ready"})
 
     async def metrics_text(self, request: Request) -> Response:
