@@ -13,12 +13,14 @@ import openai
 import psycopg
 import pytest
 from gateway_support import (
+    MODEL,
     UPSTREAM_KEY,
     UPSTREAM_KEY_ENV,
     StrippingAgent,
     gateway_toml,
     running_gateway,
 )
+from messages_support import MessagesAgent, messages_client
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
@@ -153,3 +155,27 @@ def test_readyz_is_503_while_the_store_is_unreachable_and_200_when_it_returns(
     assert "127.0.0.1" not in down.text  # where the store lives is the access log's, not a prober's
     errors = _value(_samples(scraped.text), "thoughtline_gateway_store_errors_total")
     assert errors >= 1
+
+
+def test_minted_values_are_counted_as_minted_and_another_tenants_as_foreign(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    alice_token, bob_token = "tok-metrics-alice", "tok-metrics-bob"
+    with running_gateway(deepseek, tmp_path, tokens=[alice_token, bob_token]) as gw:
+        origin = gw.server.origin
+        alice = MessagesAgent(messages_client(origin, alice_token), model=MODEL)
+        alice.ask(QUESTION)
+        alice.step(stream=False)
+        alice.step(stream=False)  # resends the first answer with the value the gateway minted
+        bob = MessagesAgent(messages_client(origin, bob_token), model=MODEL,
+                            messages=[dict(m) for m in alice.messages])
+        bob.step(stream=False)  # Alice's minted values in Bob's request name nothing
+        text = httpx.get(origin + "/metrics",
+                         headers={"authorization": f"Bearer {alice_token}"}).text
+    samples = _samples(text)
+    assert _value(samples, "thoughtline_gateway_rehydration_total", outcome="minted") == 1
+    assert _value(samples, "thoughtline_gateway_rehydration_total",
+                  outcome="forged_or_foreign") >= 1
+    assert _value(samples, "thoughtline_gateway_requests_total", face="messages",
+                  outcome="ok") == 3
+    for secret in (alice_token, bob_token, "Zanzibar"):
+        assert secret not in text
