@@ -202,10 +202,11 @@ def _drain(stream: Any, lines: list[str], found: threading.Event | None = None,
         found.set()
 
 
-def start_serve(config: Path, home: Path, env: Mapping[str, str]) -> ServeProcess:
-    """Run ``thoughtline serve --config CONFIG`` and wait for its listening line (stdout)."""
+def start_serve(config: Path, home: Path, env: Mapping[str, str],
+                *args: str) -> ServeProcess:
+    """Run ``thoughtline serve --config CONFIG [ARGS]`` and wait for its listening line."""
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
-            "--home", str(home), "serve", "--config", str(config), "--port", "0"]
+            "--home", str(home), "serve", "--config", str(config), "--port", "0", *args]
     process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True,
                                env={**os.environ, **env})

@@ -20,7 +20,7 @@ def test_the_global_store_option_reaches_the_gateway(tmp_path: Path,
                                                      in_toml: bool) -> None:
     url = "postgresql://tl@db.internal/thoughtline"  # never opened: serve itself is replaced
     seen: list[Any] = []
-    monkeypatch.setattr(server, "serve", lambda config, home: seen.append(config))
+    monkeypatch.setattr(server, "serve", lambda config, home, **_: seen.append(config))
     with ChatEmulator("deepseek") as emu:
         extra = f'store = "{tmp_path / "other.db"}"\n' if in_toml else ""
         config = tmp_path / "gateway.toml"

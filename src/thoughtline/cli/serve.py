@@ -16,9 +16,15 @@ from thoughtline.cli.common import home_dir
 @click.option("--host", help="Address to listen on (overrides [server] host).")
 @click.option("--port", type=click.IntRange(0, 65535),
               help="Port to listen on (overrides [server] port; 0 picks a free one).")
+@click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True,
+              help="Worker processes serving the one port (they share the store: SQLite in "
+                   "WAL, or PostgreSQL).")
+@click.option("--check", "check_only", is_flag=True,
+              help="Check the config, each upstream's key variable and URL, and the store; one "
+                   "line per upstream; exit 0 when all is well, else 2 (for deploy pipelines).")
 @click.pass_context
 def serve(ctx: click.Context, config_path: str | None, host: str | None,
-          port: int | None) -> None:
+          port: int | None, workers: int, check_only: bool) -> None:
     """Serve your upstreams to any Chat, Messages or Responses client, keeping reasoning.
 
     \b
@@ -31,6 +37,7 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     gateway.toml ($THOUGHTLINE_HOME/gateway.toml, or --config FILE):
       [server]
       host = "127.0.0.1"           # a non-loopback address needs tokens
+      metrics_public = false       # GET /metrics without a token
       port = 8787
       tokens_env = "THOUGHTLINE_GATEWAY_TOKENS"  # comma-separated; each token is a tenant
       max_body_bytes = 33554432    # larger bodies get 413
@@ -64,4 +71,8 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     store = root.get("store") if isinstance(root, dict) else None
     if store:  # the global --store beats [server] store (which beats $THOUGHTLINE_DATABASE_URL)
         loaded = replace(loaded, store=store)
-    run(loaded, home)
+    if check_only:
+        from thoughtline.gateway.preflight import check
+
+        raise SystemExit(check(loaded, home))
+    run(loaded, home, workers=workers)

@@ -1,12 +1,13 @@
 """The access log: one JSON line per request, on stderr or appended to a file.
 
-Records say what was asked and how it ended — method, path, status, ``outcome`` ("ok",
-"refused": turned down before anything went upstream, "error": an upstream or store failure,
-"client_closed"), duration, tenant id (a digest, never the token), session, upstream, model,
-stream, sizes, rehydration hits and misses, the error type. Never a header, a key, a token or
-message text. What the server itself reports is a line with an ``event`` field instead. Every
-line is JSON (the start and stop banners go to stdout). One ``write`` per line, so concurrent
-requests never interleave within a line.
+Records say what was asked and how it ended — method, path, status, ``outcome`` ("ok", "refused":
+turned down before anything went upstream, "error": an upstream or store failure, "client_closed"),
+duration, the worker's process id under ``serve --workers``, tenant id (a digest, never the token),
+session, upstream, model, stream, sizes, rehydration hits and misses (and by which key), the
+wording rows of rejections learned, the error type. Never a header, a key, a token or message text.
+What the server itself reports is a line with an ``event`` field instead. Every line is JSON (the
+start and stop banners go to stdout). One ``write`` per line, so concurrent requests never
+interleave within a line.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ import orjson
 
 
 class AccessLog:
-    def __init__(self, target: str = "") -> None:
+    def __init__(self, target: str = "", *, tags: Mapping[str, Any] | None = None) -> None:
         self.path = target if target not in ("", "-") else ""
         self._fd: int | None = None
+        #: Fields every line carries (e.g. ``worker``: the process id under ``--workers``).
+        self._tags = dict(tags or {})
 
     def _descriptor(self) -> int:
         if not self.path:
@@ -34,7 +37,7 @@ class AccessLog:
         return self._fd
 
     def write(self, record: Mapping[str, Any]) -> None:
-        line = orjson.dumps({"time": round(time.time(), 3), **record}) + b"\n"
+        line = orjson.dumps({"time": round(time.time(), 3), **self._tags, **record}) + b"\n"
         with contextlib.suppress(OSError):  # a full disk or closed stderr must not fail a request
             os.write(self._descriptor(), line)
 

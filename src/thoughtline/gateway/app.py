@@ -52,6 +52,7 @@ from thoughtline.gateway.faces import (
     all_paths,
     token_of,
 )
+from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.overflow import recovering
 from thoughtline.gateway.storage import AsyncStore
@@ -103,6 +104,10 @@ class _Record:
 
     started: float = field(default_factory=time.monotonic)
     fields: dict[str, Any] = field(default_factory=dict)
+    #: Monotonic times the metrics read ("upstream": sent, "first_byte": its first event).
+    marks: dict[str, float] = field(default_factory=dict)
+    #: The face counted in flight ("": none).
+    in_flight: str = ""
 
     def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
         """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
@@ -120,10 +125,12 @@ class Gateway:
                  ) -> None:
         self.config = config
         self.tenants = Tenants(config.tokens(environ))
-        self.store = AsyncStore(store)
+        self.metrics = Metrics(pools=lambda: self.engines.pools())
+        self.store = AsyncStore(store, on_error=self.metrics.store_failed)
         self.conversations = Conversations(config, self.store)
         #: One engine and connection pool per upstream (``transport``, when given, is shared).
-        self.engines = Engines(config, transport=transport, log=request_log)
+        self.engines = Engines(config, transport=transport,
+                               log=RequestLogTee(request_log, self.metrics))
         self.access = access_log or AccessLog(config.access_log)
         if request_log is not None and request_log.on_error is None:
             # A request log that cannot be written is said once, as a JSON line of the access log.
@@ -141,11 +148,28 @@ class Gateway:
         await self.engines.aclose()
         await self.store.close()
         self.access.close()
+        self.metrics.close()
 
     # --- routes -------------------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
         return _json(200, {"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        """200 when the store answers a read (the config loaded, or there would be no app); the
+        store's error goes to the access log, not to an unauthenticated prober."""
+        try:
+            await self.store.call(self.store.store.latest_session, tenant="thoughtline-readyz")
+        except StoreError as exc:
+            self.access.write({"event": "not_ready", "error": str(exc)})
+            return _json(503, {"status": "unavailable", "reason": "the store does not answer"})
+        return _json(200, {"status": "ready"})
+
+    async def metrics_text(self, request: Request) -> Response:
+        if not self.config.metrics_public and self.tenants.authenticate(
+                token_of(request.headers)) is None:
+            return _unauthorized(CHAT)
+        return Response(self.metrics.text(), media_type=CONTENT_TYPE)
 
     async def models(self, request: Request) -> Response:
         record = _Record(fields={"method": "GET", "path": request.url.path})
@@ -159,7 +183,9 @@ class Gateway:
         """The request handler of ``face`` (``compact``: its compaction endpoint)."""
 
         async def serve(request: Request) -> Any:
-            record = _Record(fields={"method": "POST", "path": request.url.path})
+            record = _Record(fields={"method": "POST", "path": request.url.path},
+                             in_flight=face.name)
+            self.metrics.started(face.name)
             try:
                 return await self._serve(request, record, face, compact=compact)
             except HttpError as error:
@@ -212,8 +238,15 @@ class Gateway:
 
     def _logged(self, record: _Record, response: Response,
                 outcome: str | None = None) -> Response:
-        self.access.write(record.line(response.status_code, outcome))
+        self._ended(record, response.status_code, outcome)
         return response
+
+    def _ended(self, record: _Record, status: int, outcome: str | None) -> None:
+        """The request's one access-log line, and its metrics."""
+        line = record.line(status, outcome)
+        self.access.write(line)
+        self.metrics.finished(line, {**record.marks, "started": record.started,
+                                     "ended": time.monotonic()}, record.in_flight)
 
     async def _serve(self, request: Request, record: _Record, face: Face, *,
                      compact: bool = False) -> Any:
@@ -253,6 +286,9 @@ class Gateway:
                             kind="server_error") from None
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
+        if prepared.rehydration.by_kind:
+            record.fields["rehydrated_by"] = dict(prepared.rehydration.by_kind)
+        record.marks["upstream"] = time.monotonic()
         headers = {SESSION_HEADER: prepared.session.id}
         if compact or getattr(parsed, "compact", False):
             return await self._compacted(request, prepared, face, reply, headers, record,
@@ -360,6 +396,7 @@ class Gateway:
                 engine = self.engines[prepared.upstream]
                 async for event in recovering(engine, prepared.turn, sink,
                                               TurnOptions(stream=False, keep_partial=False)):
+                    record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
                 if done is not None:
@@ -393,6 +430,7 @@ class Gateway:
                             TurnOptions(stream=True, keep_partial=False))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
+            record.marks["first_byte"] = time.monotonic()
         except ThoughtlineError as exc:
             await _closed(events)
             sink.done = None  # the client is told it failed: the answer is not stored
@@ -442,8 +480,7 @@ class Gateway:
                 _note_lessons(record, sink)
 
         async def on_close(completed: bool) -> None:
-            self.access.write(record.line(200, outcome["value"] if completed
-                                          else "client_closed"))
+            self._ended(record, 200, outcome["value"] if completed else "client_closed")
 
         return EventStreamResponse(frames(), headers=headers, on_close=on_close)
 
@@ -537,6 +574,9 @@ async def _read_body(request: Request, limit: int) -> bytes:
 def _note_lessons(record: _Record, sink: GatewaySink) -> None:
     if sink.lessons_unsaved:
         record.fields["lessons_unsaved"] = sink.lessons_unsaved
+    wordings = [lesson.wording for lesson in sink.lessons if lesson.wording]
+    if wordings:
+        record.fields["wordings"] = wordings
 
 
 async def _closed(events: Any) -> None:
@@ -577,5 +617,7 @@ def create_app(gateway: Gateway) -> Starlette:
                for path in (p for c in RESPONSES.compact_paths
                             for p in (c, c.removeprefix("/v1")))]
     routes += [Route("/v1/models", gateway.models, methods=["GET"]),
-               Route("/healthz", gateway.healthz, methods=["GET"])]
+               Route("/healthz", gateway.healthz, methods=["GET"]),
+               Route("/readyz", gateway.readyz, methods=["GET"]),
+               Route("/metrics", gateway.metrics_text, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -1,12 +1,12 @@
 """``gateway.toml`` and the ``serve`` flags: the server settings and the upstreams, validated.
 
 Owns the file's shape (design.md §3.3): ``[server]`` (host, port, tokens_env, max_body_bytes,
-access_log, store), ``[[upstream]]`` tables (name, provider, base_url, api_key_env, api, models,
-allow_any_model, route_as, echo, region, auth, and the upstream's own connect_timeout,
-read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a client's model name,
-or ``"*"`` for any other name, → ``upstream/model``, for clients that cannot choose model names
-freely). Each upstream becomes a ``ProviderConfig`` built on the provider's preset when there is
-one. Keys are never read here: only the *names* of their variables.
+access_log, store, metrics_public), ``[[upstream]]`` tables (name, provider, base_url,
+api_key_env, api, models, allow_any_model, route_as, echo, region, auth, and the upstream's own
+connect_timeout, read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a
+client's model name, or ``"*"`` for any other name, → ``upstream/model``, for clients that cannot
+choose model names freely). Each upstream becomes a ``ProviderConfig`` built on the provider's
+preset when there is one. Keys are never read here: only the *names* of their variables.
 """
 
 from __future__ import annotations
@@ -29,7 +29,8 @@ DEFAULT_TOKENS_ENV = "THOUGHTLINE_GATEWAY_TOKENS"
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
 CONFIG_NAME = "gateway.toml"
 
-_SERVER_KEYS = frozenset({"host", "port", "tokens_env", "max_body_bytes", "access_log", "store"})
+_SERVER_KEYS = frozenset({"host", "port", "tokens_env", "max_body_bytes", "access_log", "store",
+                          "metrics_public"})
 _TIMEOUT_KEYS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _UPSTREAM_KEYS = frozenset({"name", "provider", "base_url", "api_key_env", "api", "models",
                             "allow_any_model", "route_as", "echo", "region", "auth", "model",
@@ -66,6 +67,8 @@ class GatewayConfig:
     access_log: str = ""
     #: A store path or postgresql:// URL; "" means the default store of the home.
     store: str = ""
+    #: True: ``GET /metrics`` answers without a token (else it needs one of the tokens).
+    metrics_public: bool = False
     upstreams: Mapping[str, Upstream] = field(default_factory=dict)
     #: Client model names (``"*"``: any name nothing else resolves) → ``upstream/model``.
     aliases: Mapping[str, str] = field(default_factory=dict)
@@ -168,6 +171,7 @@ def parse(raw: Mapping[str, Any], *, source: str = "gateway.toml") -> GatewayCon
                             server.get("max_body_bytes", DEFAULT_MAX_BODY), low=1),
         access_log=_text(source, "server.access_log", server.get("access_log", "")),
         store=_text(source, "server.store", server.get("store", "")),
+        metrics_public=_bool(source, "server.metrics_public", server.get("metrics_public", False)),
         upstreams=upstreams, source=source)
 
 
@@ -247,6 +251,12 @@ def _unknown(source: str, where: str, table: Mapping[str, Any], known: frozenset
 def _text(source: str, what: str, value: Any) -> str:
     if not isinstance(value, str):
         raise ConfigError(f"{source}: {what} must be a string, not {value!r}")
+    return value
+
+
+def _bool(source: str, what: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError(f"{source}: {what} must be true or false, not {value!r}")
     return value
 
 

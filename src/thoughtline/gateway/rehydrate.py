@@ -135,6 +135,8 @@ class Rehydration:
     hits: int
     misses: int
     head_id: str = ""
+    #: How the hits were found: index key kind -> count.
+    by_kind: tuple[tuple[str, int], ...] = ()
 
 
 def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
@@ -148,14 +150,17 @@ def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
     last_hit = -1
     session_id = head_id = ""
     hits = misses = 0
+    kinds: dict[str, int] = {}
     for index, (message, key, hit) in enumerate(zip(messages, keys, found, strict=True)):
         if hit is not None and key is not None and matches(message, hit, key):
             out.append(hit.message)
             last_hit, session_id, head_id = index, hit.session_id, hit.message_id
             hits += 1
+            kinds[key.kind] = kinds.get(key.kind, 0) + 1
             continue
         if message.role == "assistant":
             misses += 1
         out.append(message)
     return Rehydration(history=tuple(out[:last_hit + 1]), pending=tuple(out[last_hit + 1:]),
-                       session_id=session_id, hits=hits, misses=misses, head_id=head_id)
+                       session_id=session_id, hits=hits, misses=misses, head_id=head_id,
+                       by_kind=tuple(sorted(kinds.items())))

@@ -7,13 +7,21 @@ on http://HOST:PORT``), uvicorn's own warnings and errors as JSON lines of the a
 stderr, the access log's default, carries JSON lines only and a consumer never skips a banner),
 and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
 requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
+
+With ``workers`` > 1, uvicorn's supervisor spawns that many processes serving the one socket,
+each with its own store connection (SQLite in WAL, or a PostgreSQL pool: the store is what they
+share, so any worker answers any turn of any conversation), and replaces a worker that dies;
+Prometheus values go to a temporary directory this process owns and removes on exit.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import socket
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +32,7 @@ from thoughtline.errors import UsageError
 from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
+from thoughtline.gateway.metrics import MULTIPROC_ENV
 from thoughtline.gateway.upstreams import missing_keys
 from thoughtline.requestlog import RequestLog
 from thoughtline.termsafe import safe_line
@@ -92,30 +101,96 @@ def warn_missing_keys(config: GatewayConfig, environ: Mapping[str, str] | None =
                         "are sent without a key"), file=sys.stdout, flush=True)
 
 
-def serve(config: GatewayConfig, home: Path) -> None:
-    """Serve until SIGTERM/SIGINT (blocking)."""
+class _WorkerApp:
+    """The app factory one worker process calls (picklable: it crosses to the spawned worker).
+
+    Each worker opens the store itself (SQLite in WAL, or its own PostgreSQL pool) and serves
+    the shared socket; its access-log lines say which worker (``worker``: its process id).
+    """
+
+    def __init__(self, config: GatewayConfig, home: Path, *, tagged: bool) -> None:
+        self.config, self.home, self.tagged = config, home, tagged
+
+    def __call__(self) -> Any:
+        from thoughtline.store import open_store
+
+        # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
+        store = open_store(self.config.store or None, self.home, crash_durable_only=True)
+        access = AccessLog(self.config.access_log,
+                           tags={"worker": os.getpid()} if self.tagged else None)
+        gateway = Gateway(self.config, store, request_log=RequestLog(self.home / "logs"),
+                          access_log=access)
+        _log_to(gateway.access)
+        return create_app(gateway)
+
+
+def _log_to(access: AccessLog) -> None:
+    uvicorn_log = logging.getLogger("uvicorn")
+    uvicorn_log.addHandler(_JsonLines(access))
+    uvicorn_log.propagate = False  # never to the root logger's plain-text stderr
+
+
+def serve(config: GatewayConfig, home: Path, *, workers: int = 1) -> None:
+    """Serve until SIGTERM/SIGINT (blocking), in ``workers`` processes sharing one socket."""
     from thoughtline.store import open_store
 
     check_exposure(config)
     warn_missing_keys(config)
     sock = bind(config.host, config.port)  # a port in use is said before the store is opened
     try:
-        # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
+        # Opened (created, migrated) here once, so workers never migrate it concurrently.
         store = open_store(config.store or None, home, crash_durable_only=True)
     except BaseException:
         sock.close()
         raise
     host, port = sock.getsockname()[:2]
     shown = f"[{host}]" if ":" in host else host
-    gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))
-    app = create_app(gateway)
-    uvicorn_log = logging.getLogger("uvicorn")
-    uvicorn_log.addHandler(_JsonLines(gateway.access))
-    uvicorn_log.propagate = False  # never to the root logger's plain-text stderr
-    uv: Any = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                             timeout_graceful_shutdown=GRACE_SECONDS, server_header=False)
-    server = _Server(uv, f"thoughtline gateway listening on http://{shown}:{port}")
+    announce = f"thoughtline gateway listening on http://{shown}:{port}"
     try:
-        server.run(sockets=[sock])
+        if workers > 1:
+            store.close()
+            _serve_workers(config, home, sock, workers, announce)
+            return
+        gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))
+        _log_to(gateway.access)
+        uv: Any = uvicorn.Config(create_app(gateway), log_config=None, access_log=False,
+                                 lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS,
+                                 server_header=False)
+        _Server(uv, announce).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def _serve_workers(config: GatewayConfig, home: Path, sock: socket.socket, workers: int,
+                   announce: str) -> None:
+    """uvicorn's supervisor over ``workers`` spawned processes; the Prometheus values of all of
+    them in a temporary directory of this process's (removed when it stops)."""
+    from uvicorn.supervisors import Multiprocess
+
+    metrics_dir = tempfile.mkdtemp(prefix="thoughtline-metrics-")
+    previous = os.environ.get(MULTIPROC_ENV)
+    os.environ[MULTIPROC_ENV] = metrics_dir  # inherited by the workers
+    _log_to(AccessLog(config.access_log))
+    uv: Any = uvicorn.Config(_WorkerApp(config, home, tagged=True), factory=True,
+                             log_config=None, access_log=False, lifespan="on",
+                             timeout_graceful_shutdown=GRACE_SECONDS, server_header=False,
+                             workers=workers)
+    try:
+        supervisor = Multiprocess(uv, sockets=[sock])
+        supervisor.init_processes()
+        for process in supervisor.processes:  # announced once every worker serves
+            process.wait_until_ready(uv.timeout_worker_healthcheck, supervisor.should_exit)
+        print(f"{announce} ({workers} workers)", file=sys.stdout, flush=True)
+        while not supervisor.should_exit.wait(0.5):
+            supervisor.handle_signals()
+            supervisor.keep_subprocess_alive()
+        supervisor.terminate_all()
+        supervisor.join_all()
+        print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stdout,
+              flush=True)
+    finally:
+        if previous is None:
+            os.environ.pop(MULTIPROC_ENV, None)
+        else:
+            os.environ[MULTIPROC_ENV] = previous
+        shutil.rmtree(metrics_dir, ignore_errors=True)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from thoughtline.errors import StoreError
 from thoughtline.messages import Message
 from thoughtline.store import aio
 from thoughtline.store.base import Store, StoredMessage
@@ -27,13 +28,20 @@ class AsyncStore:
     turn are several store calls made in one visit, see ``conversation``).
     """
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, *, on_error: Callable[[], None] | None = None) -> None:
         self.store = store
         self._facade = aio.AsyncStore(store)
+        self._on_error = on_error
 
     async def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``fn(*args, **kwargs)`` in a worker thread (several store calls may share one visit)."""
-        return await self._facade.run(fn, *args, **kwargs)
+        """``fn(*args, **kwargs)`` in a worker thread (several store calls may share one visit);
+        a ``StoreError`` is told to ``on_error`` (the metrics) and raised."""
+        try:
+            return await self._facade.run(fn, *args, **kwargs)
+        except StoreError:
+            if self._on_error is not None:
+                self._on_error()
+            raise
 
     async def append_indexed(self, session_id: str, messages: Sequence[Message], *,
                              tenant: str, keys: Sequence[IndexKey]) -> list[StoredMessage]:
