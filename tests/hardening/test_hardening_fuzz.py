@@ -23,7 +23,19 @@ from typing import Any
 
 import orjson
 import pytest
-from fuzz_corpus import APIS, Recording, streams, wholes
+from fuzz_corpus import (
+    APIS,
+    INDEX,
+    ODD,
+    ODD_JSON,
+    OPS,
+    STREAM_OPS,
+    Recording,
+    deep,
+    mutate,
+    streams,
+    wholes,
+)
 from gateway_replies import MODEL, CannedGateway, canned_gateway, sse_data
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
@@ -38,75 +50,12 @@ FUZZ = settings(max_examples=CASES, deadline=None, derandomize=True, database=No
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
-def deep(levels: int, inner: Any = 1) -> Any:
-    value = inner
-    for _ in range(levels):
-        value = [value]
-    return value
-
-
-def _odd(max_int: int, max_depth: int) -> st.SearchStrategy[Any]:
-    return st.one_of(
-        st.none(), st.booleans(), st.integers(-max_int, max_int),
-        st.sampled_from([2 ** 63, 2 ** 64, -(2 ** 63) - 1, 1e300, -0.5, 0.5]),
-        st.floats(allow_nan=max_int < 2 ** 64, allow_infinity=max_int < 2 ** 64),
-        st.text(max_size=8), st.just(""), st.just([]), st.just({}),
-        st.lists(st.integers(-5, 5), max_size=3),
-        st.dictionaries(st.text(max_size=3), st.integers(-5, 5), max_size=2),
-        st.integers(2, max_depth).map(deep))
-
-
-#: Replacement values for replies: anything Python may hold, beyond what JSON parsing gives.
-ODD = _odd(2 ** 80, 300)
-#: For client bodies (they go over HTTP as JSON): what orjson can write.
-ODD_JSON = _odd(2 ** 63 - 1, 250)
-
-OPS = ("replace", "replace", "replace", "delete", "duplicate", "wrap")
-STREAM_OPS = ("payload", "payload", "payload", "payload", "drop", "repeat", "retype", "cut")
-
-
-def _paths(value: Any, at: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
-    yield at
-    if isinstance(value, dict):
-        for key, child in value.items():
-            yield from _paths(child, (*at, key))
-    elif isinstance(value, list):
-        for index, child in enumerate(value):
-            yield from _paths(child, (*at, index))
-
-
-def mutate(value: Any, pick: int | tuple[Any, ...], op: str, new: Any) -> Any:
-    """``value`` (copied) with one change at the picked path."""
-    out = copy.deepcopy(value)
-    if isinstance(pick, tuple):
-        path = pick
-    else:
-        paths = list(_paths(out))
-        path = paths[pick % len(paths)]
-    if not path:
-        return new if op == "replace" else [out] if op == "wrap" else out
-    parent = out
-    for step in path[:-1]:
-        parent = parent[step]
-    last = path[-1]
-    if op == "delete":
-        del parent[last]
-    elif op == "duplicate" and isinstance(parent, list):
-        parent.insert(last, copy.deepcopy(parent[last]))
-    elif op == "wrap":
-        parent[last] = {"value": parent[last]} if isinstance(new, dict) else [parent[last]]
-    else:
-        parent[last] = copy.deepcopy(new)
-    return out
-
-
 def _chosen(found: list[Recording], which: int | str) -> Recording:
     if isinstance(which, str):
         return next(r for r in found if r.name == which)
     return found[which % len(found)]
 
 
-INDEX = st.integers(0, 10 ** 6)
 
 
 @pytest.mark.parametrize("api", APIS)

@@ -164,6 +164,9 @@ def _model_config(source: str, raw: Any) -> tuple[dict[str, Any], ProviderConfig
                           "be resumed")
     for name in ("api", "base_url", "key_env", "region", "route_as", "auth", "project"):
         _text(source, prov, name, f"{path}.provider", required=False)
+    if "api" in prov and prov["api"] not in registry.apis():  # else the import cannot resume
+        raise _reject(source, f"{path}.provider.api",
+                      f"must be one of {', '.join(registry.apis())}")
     if prov.get("echo", "auto") not in _ECHO:
         raise _reject(source, f"{path}.provider.echo", f"must be one of {', '.join(_ECHO)}")
     for index, verdict in enumerate(_list(source, config, "verdicts", path)):
