@@ -47,8 +47,6 @@ def import_crafted(cli: Cli, tmp_path: Path, data: dict[str, Any]) -> str:
     path = tmp_path / "crafted.json"
     path.write_text(json.dumps(data))
     result = cli.ok("sessions", "import", str(path))
-    pass  # TMP
-    pass  # TMP2
     return result.stdout.strip()
 
 
