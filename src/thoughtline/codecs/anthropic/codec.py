@@ -21,7 +21,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, forms, models, rejections
+from thoughtline.codecs.anthropic import binding, compaction, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
 from thoughtline.codecs.anthropic.encode import (
     OWNED,
@@ -234,6 +234,10 @@ class Anthropic:
         index = _index(encoded)
         prefix = index.prefix if index is not None else ""
         return binding.stamped(done, prefix) if prefix else done
+
+    def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
+        """Hook: on-demand compaction as the summarizer, where the model has it (§4c)."""
+        return compaction.native_compaction(provider.model, provider.headers)
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """Hook: what a successful response's reports teach (blocks the API dropped)."""
