@@ -18,6 +18,7 @@ from thoughtline import Session, ToolResult, config
 from thoughtline.compaction import CompactionSettings, compress, is_checkpoint, load_settings
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Opaque
+from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
 
@@ -159,25 +160,34 @@ def test_another_provider_gets_our_summary_and_never_the_block(anthropic: Anthro
     assert any(isinstance(p, Opaque) for p in moved.history[0].parts)  # still stored
 
 
-def test_another_api_gets_our_summary_text(anthropic: AnthropicEmulator, emu: Any,
-                                           store: Store) -> None:
+def test_another_api_gets_our_summary_text_and_the_log_says_why(
+        anthropic: AnthropicEmulator, emu: Any, store: Store, tmp_path: Path) -> None:
     from compaction_support import deepseek
 
+    log = RequestLog(tmp_path / "logs")
+
     async def scenario() -> Session:
-        session = Session.create(store, _provider(anthropic, "claude-sonnet-4-6"), tools=TOOLS)
+        session = Session.create(store, _provider(anthropic, "claude-sonnet-4-6"), tools=TOOLS,
+                                 log=log)
         await _conversation(session, 3)
         await compress(session, keep=4, settings=NATIVE)
+        await session.send("and now?")
         session.set_provider(deepseek(emu))
         await session.send("still there?")
         await session.aclose()
         return session
 
-    run(scenario())
+    session = run(scenario())
     sent = emu.received[-1]
     assert sent.status == 200
     text = orjson.dumps(sent.body).decode()
     assert "Compacted summary of" in text and '"compaction"' not in text
     assert "signature" not in text
+    records = [r for r in log.read() if r["session"] == session.id]
+    assert "compaction_left_out" not in records[-2]  # Anthropic, after the compaction: sent
+    left = records[-1]["compaction_left_out"]
+    assert left["count"] == 1 and left["made_by"] == ["anthropic"]
+    assert "readable only by the provider that made it" in left["reason"]
 
 
 def test_native_is_read_from_config_toml(tmp_path: Path) -> None:
