@@ -316,7 +316,7 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                           native: NativeSummarize | None = None) -> Outcome:
     """Decide, summarize and salvage; pure apart from the ``summarize`` / ``native`` calls.
     ``native`` is asked first with the head as it is (system prefix included); when it
-    declines, ``summarize`` gets the summary prompt."""
+    declines, or its block has no readable summary, ``summarize`` gets the summary prompt."""
     rules = rules or CompactionRules()
     before = estimator.price([*history, *pending])
     unchanged = Outcome(compacted=False, messages=tuple(history), tokens_before=before,
@@ -337,10 +337,8 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
     head = history[len(prefix):cut]
     reading = (summary_rules or rules).summarize_reasoning
     made = await native([*prefix, *head]) if native is not None else None
-    block: Opaque | None = None
-    if made is not None:
-        text, block = made
-    else:
+    text, block = made if made is not None else ("", None)
+    if not text.strip():  # ours, or the readable stand-in for an encrypted native item
         text, finish = await summarize(summary_prompt(head, reasoning=reading,
                                                       budget=prompt_budget))
         if finish == "refusal" or not text.strip():

@@ -29,6 +29,8 @@ class Native(Protocol):
 
     params: Mapping[str, Any]
     headers: Mapping[str, str]
+    #: A message that asks for the compaction after the history (None: the params ask for it).
+    trigger: Message | None
 
     def read(self, message: Message) -> tuple[str, Opaque] | None: ...
 
@@ -61,6 +63,8 @@ class NativeSummarizer:
         return f"{self.session.provider.id}/{self.session.provider.model} (native)"
 
     async def __call__(self, history: Sequence[Message]) -> tuple[str, Opaque] | None:
+        """The summary ("" when the block is not readable: ours writes the text) and the
+        block, verbatim."""
         from thoughtline.compaction.sessions import NoSink
         from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
@@ -69,8 +73,11 @@ class NativeSummarizer:
                            headers={**(session.provider.headers or {}), **self.native.headers})
         config = replace(session.config, provider=provider, tools=(),
                          params={**session.config.params, **self.native.params})
+        trigger = self.native.trigger
+        earlier, last = ((tuple(history), (trigger,)) if trigger is not None
+                         else (tuple(history[:-1]), tuple(history[-1:])))
         turn = TurnInput(codec=session.codec, provider=provider, config=config,
-                         history=tuple(history[:-1]), pending=tuple(history[-1:]),
+                         history=earlier, pending=last,
                          ledger=session.store.verdicts(), session=session.id,
                          purpose="compaction")
         engine = TurnEngine(session.transport, session.log)

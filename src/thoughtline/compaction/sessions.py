@@ -230,7 +230,8 @@ def native_summarizer(session: Session, settings: CompactionSettings) -> NativeS
 def _native_note(native: NativeSummarizer | None) -> str:
     if native is None or native.calls == 0:
         return ""
-    return native.note or f"the summary is {native.session.provider.id}'s own compaction"
+    return native.note or (f"{native.session.provider.id}'s own compaction is kept with the "
+                           "checkpoint")
 
 
 class AutoCompaction:

@@ -51,6 +51,7 @@ class NativeCompaction:
 
     params: Mapping[str, Any] = field(default_factory=dict)
     headers: Mapping[str, str] = field(default_factory=dict)
+    trigger: Message | None = None  # the parameter asks for it: no extra message
 
     def read(self, message: Message) -> tuple[str, Opaque] | None:
         """The readable summary and the block itself (verbatim), or None when the answer holds
