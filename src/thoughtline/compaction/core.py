@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline import config as config_mod
 from thoughtline import replay
+from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec
 from thoughtline.errors import ConfigError
 from thoughtline.estimate import (
@@ -144,6 +145,22 @@ def _results(message: Message) -> bool:
     return message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts)
 
 
+def position_critical(part: object) -> bool:
+    """An opaque part its own codec says must stay where it is (Responses ``program``,
+    ``configuration_update`` and ``compaction`` items, an Anthropic ``compaction`` block):
+    a ``position_critical(value)`` hook of the codec whose namespace holds it."""
+    if not isinstance(part, Opaque) or part.namespace not in registry.apis():
+        return False
+    hook = getattr(registry.codec(part.namespace), "position_critical", None)
+    return hook is not None and bool(hook(part.native[part.namespace]))
+
+
+def _pins_only(message: Message) -> bool:
+    """A turn of position-critical items only (reasoning aside): no text, no tool call."""
+    return (not message.text and not message.tool_calls and not is_checkpoint(message)
+            and any(position_critical(p) for p in message.parts))
+
+
 def _thinking_only(message: Message) -> bool:
     return (message.role == "assistant" and bool(message.reasoning)
             and not message.text and not message.tool_calls)
@@ -172,6 +189,11 @@ def cut_points(history: Sequence[Message], pending: Sequence[Message] = (),
             continue  # ... also when its results never came
         if _thinking_only(before):
             continue  # a thinking block stays with the turn it precedes
+        if _pins_only(before):
+            # Position-critical items (a configuration_update, a program item, a provider's
+            # compaction item, §4b/§4c) on their own: they belong to the turn they precede,
+            # never the last message of a summarized head.
+            continue
         if before.role == "system":
             # A turn-scoped system message (Anthropic's in-place role:system with its
             # output_config, provider-updates §4c) stays in place with the turn it precedes:

@@ -112,6 +112,10 @@ class OpenAIResponses(SplicedForms):
         return rejections.classify(status, body, encoded.body, provider=provider,
                                    origins=origins, target=plan.target, issuer=plan.issuer)
 
+    def position_critical(self, value: Mapping[str, Any]) -> bool:
+        """Hook: an item that must stay where it is (compaction, branching, the tail walk)."""
+        return value.get("type") in compaction.POSITION_CRITICAL
+
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction:
         """Hook: server-side compaction (a ``compaction_trigger`` input item, §4b)."""
         return compaction.NATIVE

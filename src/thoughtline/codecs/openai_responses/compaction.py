@@ -20,6 +20,10 @@ from thoughtline.messages import Message, Opaque
 
 TRIGGER = "compaction_trigger"
 ITEM = "compaction"
+#: Items that go back unchanged and in their original position (§4b): a ``program`` item's
+#: ``fingerprint`` "must be round-tripped", a ``configuration_update`` changes what follows, a
+#: ``compaction`` item stands for everything before it.
+POSITION_CRITICAL = frozenset({"program", "configuration_update", ITEM})
 _NAMES_COMPACTION = re.compile(r"compaction", re.IGNORECASE)
 
 
