@@ -111,7 +111,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
         added.update(summary=[], encrypted_content=value[: len(value) // 2])
     elif kind == "message":
         added.update(content=[], status="in_progress")
-    else:
+    elif kind == "function_call":
         added.update(arguments="", status="in_progress")
     events.append({"type": "response.output_item.added", "output_index": index, "item": added})
     base = {"item_id": item["id"], "output_index": index}
@@ -137,11 +137,12 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
                        "delta": piece, "logprobs": []} for piece in _pieces(part["text"]))
         events.append({"type": "response.output_text.done", **base, "content_index": 0,
                        "text": part["text"], "logprobs": []})
-    else:
+    elif kind == "function_call":
         events.extend({"type": "response.function_call_arguments.delta", **base,
                        "delta": piece} for piece in _pieces(item["arguments"]))
         events.append({"type": "response.function_call_arguments.done", **base,
                        "arguments": item["arguments"]})
+    # any other item (program, configuration_update, compaction …) arrives whole: added, done
     events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     return events
 
