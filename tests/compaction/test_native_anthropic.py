@@ -196,3 +196,28 @@ def test_native_is_read_from_config_toml(tmp_path: Path) -> None:
     (tmp_path / "config.toml").write_text("[compaction]\nnative = \"yes\"\n")
     with pytest.raises(ConfigError, match="native must be true or false"):
         load_settings(tmp_path)
+
+
+def test_automatic_compaction_uses_it_and_counts_its_requests(anthropic: AnthropicEmulator,
+                                                              store: Store) -> None:
+    from thoughtline.compaction import AutoCompaction
+
+    auto = AutoCompaction(CompactionSettings(native=True, windows={"anthropic": 6000}, keep=4))
+
+    async def scenario() -> Session:
+        session = Session.create(store, _provider(anthropic, "claude-sonnet-4-6"), tools=TOOLS)
+        session.compaction = auto
+        for i in range(24):
+            done = await session.send(f"What's the weather in city {i}? " + "Details. " * 20)
+            for call in done.message.tool_calls:
+                await session.send([ToolResult(call_id=call.id, content="sunny " * 40)])
+        await session.aclose()
+        return session
+
+    start = len(anthropic.received)
+    session = run(scenario())
+    sent = anthropic.received[start:]
+    asked = [r for r in sent if "compaction" in r.body]
+    assert all(r.status == 200 for r in sent)
+    assert auto.compactions >= 1 and auto.summary_requests == len(asked) == auto.compactions
+    assert any(isinstance(p, Opaque) for p in session.history[0].parts)
