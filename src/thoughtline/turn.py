@@ -284,7 +284,9 @@ class TurnEngine:
             return
         route = record.route
         summary = turn.codec.summary(record.encoded, turn.cache)
-        foreign = replay.foreign_compactions(turn.history, route)
+        # (only on a decoded history: a request spliced from stored forms decodes nothing)
+        foreign = (replay.foreign_compactions(turn.history, route)
+                   if getattr(turn.history, "decoded", True) else [])
         if foreign:  # left out, never silently: our summary text stood in for each
             summary = {**summary, "compaction_left_out": {
                 "count": len(foreign), "made_by": sorted(set(foreign)),

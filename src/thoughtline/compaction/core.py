@@ -360,7 +360,8 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
     reading = (summary_rules or rules).summarize_reasoning
     made = await native([*prefix, *head]) if native is not None else None
     text, block = made if made is not None else ("", None)
-    if not text.strip():  # ours, or the readable stand-in for an encrypted native item
+    signed = bool(text.strip())  # the provider's own readable summary: never capped
+    if not signed:  # ours, or the readable stand-in for an encrypted native item
         text, finish = await summarize(summary_prompt(head, reasoning=reading,
                                                       budget=prompt_budget))
         if finish == "refusal" or not text.strip():
@@ -379,7 +380,7 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
         if pruned:
             salvaged.append("pruned old tool results")
             tokens = price(cut, summary, tail)
-    if tokens > goal and text_tokens(text) > summary_cap and block is None:
+    if tokens > goal and text_tokens(text) > summary_cap and not signed:
         # (a native block's summary is signed: never capped, never reworded)
         summary = checkpoint(_cap(text.strip(), summary_cap), **meta)
         salvaged.append("capped the summary")
