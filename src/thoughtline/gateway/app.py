@@ -37,6 +37,7 @@ from thoughtline.errors import (
 )
 from thoughtline.estimate import Estimator
 from thoughtline.events import Done
+from thoughtline.gateway import compaction, mint
 from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.config import GatewayConfig, upstream_models
 from thoughtline.gateway.conversation import Conversations, GatewaySink, Prepared, UnknownSession
@@ -44,6 +45,7 @@ from thoughtline.gateway.faces import (
     CHAT,
     FACES,
     MESSAGES,
+    RESPONSES,
     Face,
     MessagesFace,
     Reply,
@@ -56,6 +58,7 @@ from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
 from thoughtline.gateway.upstreams import Engines, provider_failure
+from thoughtline.messages import Usage
 from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
@@ -152,13 +155,13 @@ class Gateway:
         record.fields["tenant"] = tenant
         return self._logged(record, _json(200, client.models_json(upstream_models(self.config))))
 
-    def endpoint(self, face: Face) -> Any:
-        """The request handler of ``face``."""
+    def endpoint(self, face: Face, *, compact: bool = False) -> Any:
+        """The request handler of ``face`` (``compact``: its compaction endpoint)."""
 
         async def serve(request: Request) -> Any:
             record = _Record(fields={"method": "POST", "path": request.url.path})
             try:
-                return await self._serve(request, record, face)
+                return await self._serve(request, record, face, compact=compact)
             except HttpError as error:
                 record.fields["error"] = error.kind
                 headers = {"www-authenticate": "Bearer"} if error.status == 401 else None
@@ -212,7 +215,8 @@ class Gateway:
         self.access.write(record.line(response.status_code, outcome))
         return response
 
-    async def _serve(self, request: Request, record: _Record, face: Face) -> Any:
+    async def _serve(self, request: Request, record: _Record, face: Face, *,
+                     compact: bool = False) -> Any:
         tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
             raise _unauthorized_error()
@@ -225,11 +229,18 @@ class Gateway:
         if dropped:  # the client's parameters this upstream's API has no place for
             record.fields["dropped"] = list(dropped)
         reply = Reply(response_id=face.new_id(), model=parsed.model,
-                      include_usage=parsed.include_usage)
+                      include_usage=parsed.include_usage,
+                      custom_tools=getattr(parsed, "custom_tools", frozenset()),
+                      upstream_api=upstream.provider.api)
         try:
             minted: dict[int, str] = {}
             if face.mints:
                 minter = await self.minter()
+                parsed = await self._expanded(minter, tenant, await self._continued(
+                    tenant, parsed))
+                own = getattr(face, "own_compaction", None)
+                passed = own(parsed, upstream.provider.api) if own and not compact else None
+                parsed = passed or parsed  # an upstream that compacts itself gets the trigger
                 minted = _verified(minter, tenant, parsed, record)
                 reply = replace(reply, minted=minter.mint(tenant, reply.response_id))
             prepared = await self.conversations.prepare(
@@ -243,6 +254,9 @@ class Gateway:
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
         headers = {SESSION_HEADER: prepared.session.id}
+        if compact or getattr(parsed, "compact", False):
+            return await self._compacted(request, prepared, face, reply, headers, record,
+                                         parsed, endpoint=compact)
         if parsed.stream:
             return await self._stream(request, prepared, face, reply, headers, record)
         return await self._whole(request, prepared, face, reply, headers, record)
@@ -267,6 +281,71 @@ class Gateway:
             return self.config.upstream_for(model)
         except UsageError as exc:
             raise HttpError(404, str(exc), code="model_not_found", param="model") from None
+
+    # --- compaction (``gateway.compaction``) ---------------------------------------------------
+
+    async def _continued(self, tenant: str, parsed: Any) -> Any:
+        """``parsed`` after the stored conversation its ``previous_response_id`` names (an
+        answer of this gateway to this tenant), else a clear 400."""
+        previous = getattr(parsed, "previous_response_id", "")
+        if not previous:
+            return parsed
+        earlier = None
+        if mint.valid_ref(previous):
+            earlier = await self.store.call(_history_until, self.store.store, tenant, previous)
+        if earlier is None:
+            raise HttpError(400, f"previous_response_id {previous!r} names no response this "
+                                 "gateway stored for this token; send the whole conversation "
+                                 "as input (store: false) instead",
+                            code="previous_response_not_found", param="previous_response_id")
+        return replace(parsed, **compaction.continued(parsed, earlier))
+
+    async def _expanded(self, minter: Minter, tenant: str, parsed: Any) -> Any:
+        """``parsed`` with the compaction reference it carries replaced by what it names."""
+        value = getattr(parsed, "checkpoint", "")
+        if not value:
+            return parsed
+        ref = minter.verify(tenant, value)
+        found = None
+        if ref is not None:
+            (found,) = await self.store.call(self.store.store.rehydrate, tenant,
+                                             [mint.index_key(ref)])
+        try:
+            stored = compaction.expansion(found.message) if found is not None else None
+        except ValueError:
+            stored = None
+        if stored is None:
+            raise HttpError(400, "the compaction item names no compacted conversation of this "
+                                 "gateway for this token (forged, damaged or another "
+                                 "tenant's); send the conversation without it",
+                            code="invalid_compaction", param="input")
+        messages, moved = compaction.expand(parsed.messages, parsed.checkpoint_at, stored,
+                                            parsed.minted)
+        return replace(parsed, messages=messages, minted=moved, checkpoint="",
+                       checkpoint_at=-1)
+
+    async def _compacted(self, request: Request, prepared: Prepared, face: Any, reply: Reply,
+                         headers: Mapping[str, str], record: _Record, parsed: ClientRequest,
+                         *, endpoint: bool) -> Any:
+        """Compact the conversation (the upstream's model summarizes) and answer with exactly
+        one reference to the stored result."""
+        record.fields["compaction"] = True
+        engine = self.engines[prepared.upstream]
+        try:
+            bundle, tokens = await compaction.compact(prepared.turn, engine)
+            await self.store.call(self.store.store.append_indexed, prepared.session.id,
+                                  [bundle], tenant=prepared.tenant,
+                                  keys=[mint.index_key(reply.response_id)])
+        except ThoughtlineError as exc:
+            raise self._failure(exc, prepared) from None
+        usage = Usage(input_tokens=tokens)
+        if parsed.stream and not endpoint:
+            writer = face.writer(reply)
+            body = writer.start() + writer.compaction(usage)
+            return self._logged(record, Response(body, media_type="text/event-stream",
+                                                 headers=dict(headers)))
+        return self._logged(record, _json(200, face.compaction(reply, parsed, endpoint=endpoint,
+                                                               usage=usage), headers))
 
     # --- answering ----------------------------------------------------------------------------
 
@@ -352,7 +431,9 @@ class Gateway:
                 error = self._failure(exc, prepared)
                 outcome["value"] = error.outcome
                 record.fields["error"] = error.kind
-                yield error.frame(face)
+                fail = getattr(writer, "fail", None)  # a face whose stream ends its own way
+                yield fail(str(error), code=error.code or error.kind) if fail else \
+                    error.frame(face)
             finally:
                 await _closed(events)
                 if not persisted:  # what a failed or cut turn taught (it stored no turn)
@@ -385,6 +466,18 @@ class Gateway:
                                            prepared), kind="server_error")
         error.outcome = "error"
         return error
+
+
+def _history_until(store: Store, tenant: str, ref: str) -> list[Any] | None:
+    """The stored conversation up to the answer stored under ``ref`` (None: no such answer)."""
+    (found,) = store.rehydrate(tenant, [mint.index_key(ref)])
+    if found is None:
+        return None
+    loaded = store.load_history(found.session_id).messages
+    ids = [m.id for m in loaded]
+    if found.message_id not in ids:
+        return None
+    return [m.message for m in loaded[:ids.index(found.message_id) + 1]]
 
 
 def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
@@ -480,6 +573,9 @@ def create_app(gateway: Gateway) -> Starlette:
               for face in FACES for path in all_paths(face)]
     routes += [Route(path, gateway.counter(MESSAGES), methods=["POST"])
                for path in (p for c in MESSAGES.count_paths for p in (c, c.removeprefix("/v1")))]
+    routes += [Route(path, gateway.endpoint(RESPONSES, compact=True), methods=["POST"])
+               for path in (p for c in RESPONSES.compact_paths
+                            for p in (c, c.removeprefix("/v1")))]
     routes += [Route("/v1/models", gateway.models, methods=["GET"]),
                Route("/healthz", gateway.healthz, methods=["GET"])]
     return Starlette(routes=routes, lifespan=lifespan)

@@ -20,7 +20,10 @@ from typing import Any, Protocol
 from thoughtline.codecs.anthropic import client as messages_client
 from thoughtline.codecs.face import ClientRequest
 from thoughtline.codecs.openai_chat import client as chat_client
+from thoughtline.codecs.openai_responses import client as responses_client
+from thoughtline.codecs.openai_responses import reply as responses_reply
 from thoughtline.events import Done, Event
+from thoughtline.messages import Usage
 
 
 def token_of(headers: Mapping[str, str]) -> str | None:
@@ -42,6 +45,10 @@ class Reply:
     created: int = field(default_factory=lambda: int(time.time()))
     minted: str = ""
     include_usage: bool = False
+    #: The client's free-text tools (a Responses client's ``custom`` tools), by name.
+    custom_tools: frozenset[str] = frozenset()
+    #: The upstream's API (a face may render the answers of its own API differently).
+    upstream_api: str = ""
 
 
 class StreamWriter(Protocol):
@@ -164,9 +171,68 @@ class MessagesFace:
         return messages_client.count_tokens_json(tokens)
 
 
+class ResponsesFace:
+    """``POST /v1/responses``: Codex, the Agents SDK, ``client.responses``
+    (``codecs.openai_responses.client`` and ``.reply``).
+
+    Errors keep the gateway's OpenAI ``kind`` words (they are this API's own); a stream that
+    fails after it began ends with ``error`` and ``response.failed`` (the writer's ``fail``).
+    """
+
+    name = "responses"
+    paths = ("/v1/responses",)
+    mints = True
+
+    def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
+        return responses_client.parse_request(body, headers)
+
+    def new_id(self) -> str:
+        return "resp_" + uuid.uuid4().hex
+
+    def whole(self, done: Done, reply: Reply) -> Mapping[str, Any]:
+        return responses_reply.whole_json(done, response_id=reply.response_id, model=reply.model,
+                                          created=reply.created, minted=reply.minted,
+                                          custom=reply.custom_tools)
+
+    def writer(self, reply: Reply) -> StreamWriter:
+        return responses_reply.ResponseStreamWriter(
+            response_id=reply.response_id, model=reply.model, created=reply.created,
+            minted=reply.minted, custom=reply.custom_tools,
+            live=reply.upstream_api != responses_client.CLIENT_API)
+
+    def error_json(self, status: int, message: str, *, kind: str, code: str | None,
+                   param: str | None) -> Mapping[str, Any]:
+        return responses_reply.error_json(message, status=status, kind=kind, code=code,
+                                          param=param)
+
+    def error_frame(self, status: int, message: str, *, kind: str, code: str | None) -> bytes:
+        return responses_reply.error_frame(message, status=status, code=code)
+
+    #: ``POST /v1/responses/compact``: the history in, exactly one ``compaction`` item out.
+    compact_paths = ("/v1/responses/compact",)
+
+    def own_compaction(self, request: ClientRequest, api: str) -> ClientRequest | None:
+        """The request an upstream of ``api`` compacts itself, else None (the gateway does)."""
+        if not isinstance(request, responses_client.ResponsesRequest):
+            return None
+        return responses_client.own_compaction(request, api)
+
+    def compaction(self, reply: Reply, request: ClientRequest, *, endpoint: bool,
+                   usage: Usage) -> Mapping[str, Any]:
+        """The whole answer to a compaction (``endpoint``: ``/responses/compact``'s shape)."""
+        if endpoint:
+            return responses_reply.compacted_json(
+                response_id=reply.response_id, created=reply.created, minted=reply.minted,
+                user_items=responses_client.user_items(request), usage=usage)
+        return responses_reply.compaction_json(response_id=reply.response_id, model=reply.model,
+                                               created=reply.created, minted=reply.minted,
+                                               usage=usage)
+
+
 CHAT = ChatFace()
 MESSAGES = MessagesFace()
-FACES: Sequence[Face] = (CHAT, MESSAGES)
+RESPONSES = ResponsesFace()
+FACES: Sequence[Face] = (CHAT, MESSAGES, RESPONSES)
 
 
 def all_paths(face: Face) -> tuple[str, ...]:

@@ -59,6 +59,11 @@ class Minter:
         return ref if hmac.compare_digest(mac, self._mac(tenant, ref)) else None
 
 
+def valid_ref(ref: str) -> bool:
+    """True when ``ref`` has the shape of a reference (an answer's response id)."""
+    return bool(_REF.fullmatch(ref))
+
+
 def index_key(ref: str) -> IndexKey:
     """The rehydration key a turn is stored (and found) under by its reference."""
     return IndexKey(kind=MINT, key=ref)

@@ -27,7 +27,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
-from thoughtline.testing import responses_compaction as compaction
 from thoughtline.testing.chat_emulator import ChatEmulator
 from thoughtline.testing.loopback import LoopbackServer
 from thoughtline.testing.responses_pinned import Pinned
@@ -115,19 +114,11 @@ def _answer(state: ResponsesState, request: Request, raw: bytes, body: Any) -> R
                                      "code": None}})
     rejection = check_request(body, sealer=state.sealer, wordings=state.personality.wordings,
                               readable=not state.personality.encrypted)
-    rejection = (rejection or compaction.check(body, state.sealer)
-                 or state.pinned.check(body))
+    rejection = rejection or state.pinned.check(body)
     if rejection is not None:
         return _json(rejection.status, rejection.body)
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     model = model or state.personality.models[0]
-    if compaction.triggered(body):
-        response = compaction.answer(body, model, state.sealer, len(raw))
-        if body.get("stream") is not True:
-            return _json(200, response)
-        return StreamingResponse(_sse(stream_events(response, state.sealer), None, state),
-                                 media_type="text/event-stream",
-                                 headers={"cache-control": "no-cache"})
     plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase,
                                      encrypted=state.personality.encrypted)
     output = state.pinned.add(output, state.sealer)

@@ -35,8 +35,8 @@ class Pinned:
     def add(self, output: list[dict[str, Any]], sealer: Sealer) -> list[dict[str, Any]]:
         """``output`` with a configuration_update first and a program item after the
         message, both recorded with their answer's order."""
-        if not self.on or not output:
-            return output
+        if not self.on or not output or output[0].get("type") == "compaction":
+            return output  # (a compaction answer is exactly one item, §4a)
         tag = str(output[0].get("id", "x")).split("_", 1)[-1]
         update = {"type": "configuration_update", "id": f"cfg_{tag}",
                   "reasoning": {"effort": "low"}}

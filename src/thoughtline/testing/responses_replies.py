@@ -55,9 +55,16 @@ def _ids(digest: str) -> dict[str, str]:
 def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
                  encrypted: bool = True,
                  ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
-    """The planned turn, its output items (with sealed reasoning) and their ids."""
+    """The planned turn, its output items (with sealed reasoning) and their ids. A request
+    ending in ``compaction_trigger`` gets exactly one sealed ``compaction`` item
+    (provider-updates §4b: readable only by the provider that made it)."""
     plan = plan_turn(_chat_view(body))
     ids = _ids(plan.request_digest)
+    items = body.get("input") or [None]
+    if isinstance(items[-1], Mapping) and items[-1].get("type") == "compaction_trigger":
+        compaction = {"id": "cmp_" + ids["rs"][3:], "type": "compaction",
+                      "encrypted_content": sealer.seal({"compaction": plan.request_digest})}
+        return plan, [compaction], ids
     call = plan.tool_call
     text = f"I'll call the {call.name} tool." if call is not None else plan.content
     message: dict[str, Any] = {"id": ids["msg"], "type": "message", "status": "completed",

@@ -32,6 +32,8 @@ _ITEM_KEYS: Mapping[str, frozenset[str]] = {
     "message": frozenset({"type", "id", "role", "content", "status", "phase"}),
     "function_call": frozenset({"type", "id", "call_id", "name", "arguments", "status"}),
     "function_call_output": frozenset({"type", "id", "call_id", "output", "status"}),
+    "compaction": frozenset({"type", "id", "encrypted_content"}),
+    "compaction_trigger": frozenset({"type"}),
 }
 _EASY_KEYS = frozenset({"role", "content", "type", "phase"})
 _PART_KEYS = frozenset({"type", "text", "annotations", "logprobs"})
@@ -170,6 +172,15 @@ def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings
         if rejection is None and item.get("type") == "reasoning":
             rejection = _check_reasoning(items, index, sealer=sealer, stateless=stateless,
                                          wordings=wordings, readable=readable)
+        if rejection is None and item.get("type") == "compaction_trigger" \
+                and index != len(items) - 1:
+            # provider-updates §4b: "Compacts the current context. Must be the final input item"
+            rejection = _error("compaction_trigger must be the final input item.",
+                               param=f"input[{index}]")
+        if rejection is None and item.get("type") == "compaction":
+            opened = sealer.open(str(item.get("encrypted_content")))
+            if opened.verdict != "ok" or "compaction" not in (opened.plaintext or {}):
+                rejection = _decrypt_error(item, opened.verdict, wordings)
         if rejection is not None:
             return rejection
     return _check_outputs(items)

@@ -6,7 +6,9 @@ messages; consecutive same-role turns are merged), ``toolConfig``, ``inferenceCo
 model-specific ``additionalModelRequestFields`` (Claude thinking, reasoning effort). Converse needs
 the conversation to start and end with a user message and rejects empty text blocks
 (provider-contracts §7); an assistant turn holding only reasoning is rejected as prefill
-(provider-updates §1c), so such a turn loses its reasoning and, left empty, is dropped.
+(provider-updates §1c), so such a turn loses its reasoning and, left empty, is dropped. The tool
+calls of a turn cut off mid-stream are left out: none was run, so none has a ``toolResult``, and
+Converse rejects a ``toolUse`` without one ("Expected toolResult blocks at messages.N.content").
 
 Each stored turn's wire form is derived once per (plan, inside-the-loop) and reused
 (``WireCache``); request bodies share those read-only blocks.
@@ -142,6 +144,8 @@ def _assistant(message: Message, plan: ReplayPlan, in_loop: bool) -> Blocks:
                 blocks.append(_native_or(part, send))
                 fps.append(send.fingerprint)
         elif isinstance(part, ToolCall):
+            if message.incomplete:
+                continue  # cut before the turn ended: never sent, so it has no toolResult
             blocks.append(_tool_use(part))
             fps.append("")
             kept += 1

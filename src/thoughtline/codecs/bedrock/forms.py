@@ -31,7 +31,7 @@ from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan, loop_start, plan_digest
 from thoughtline.stored import meta_of
 
-VERSION = "converse-1"  # bump when a stored turn's blocks or meta change
+VERSION = "converse-2"  # bump when a stored turn's blocks or meta change
 
 
 def digest_of(plan: ReplayPlan) -> str:

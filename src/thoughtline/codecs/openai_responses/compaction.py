@@ -29,7 +29,7 @@ _NAMES_COMPACTION = re.compile(r"compaction", re.IGNORECASE)
 
 def is_item(part: object) -> bool:
     return (isinstance(part, Opaque) and part.namespace == NS
-            and part.native[NS].get("type") in (ITEM, TRIGGER))
+            and part.native[NS].get("type") == ITEM)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,7 +41,9 @@ class NativeCompaction:
 
     @property
     def trigger(self) -> Message:
-        return Message(role="user", parts=(Opaque(native={NS: {"type": TRIGGER}}),))
+        """The trigger as the gateway's Responses face carries a client's (``client.py``): a
+        user message whose native ``item`` is sent verbatim."""
+        return Message(role="user", native={NS: {"item": {"type": TRIGGER}}})
 
     def read(self, message: Message) -> tuple[str, Opaque] | None:
         found = [p for p in message.parts if isinstance(p, Opaque) and p.namespace == NS

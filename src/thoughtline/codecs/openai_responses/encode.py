@@ -244,8 +244,8 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
 
 def _own_compaction(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     """A checkpoint's ``compaction`` item (native compaction) alone, in the checkpoint's place,
-    to the provider (id and host) that made it, or the ``compaction_trigger`` a native summary
-    request ends with; [] otherwise (the checkpoint's summary text is sent instead). §4b."""
+    to the provider (id and host) that made it; [] otherwise (the checkpoint's summary text is
+    sent instead). §4b."""
     if message.role != "user":
         return []
     target = plan.target
@@ -268,6 +268,10 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     own = _own_compaction(message, plan)
     if own:
         return own
+    carried = message.native.get(NS)
+    item = carried.get("item") if is_map(carried) else None
+    if is_map(item) and item.get("type") not in (None, MESSAGE):
+        return [item]  # an input item of the client's own (a compaction_trigger), verbatim
     if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):
         items: list[dict[str, Any]] = [
             {"type": FUNCTION_CALL_OUTPUT, "call_id": r.call_id, "output": r.content}

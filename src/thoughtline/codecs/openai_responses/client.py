@@ -1,0 +1,407 @@
+"""The client side of the Responses API: what a gateway reads from Codex and the Agents SDK.
+
+Owns parsing a client's ``POST /v1/responses`` body and headers into canonical terms:
+
+- ``instructions`` → a leading ``system`` message; ``developer`` / ``system`` message items →
+  ``system`` messages, ``user`` items → ``user`` messages (``input_text`` parts; other parts such
+  as images kept verbatim as ``Opaque``), each item verbatim on the message for a Responses
+  upstream (client-made ids such as ``msg_<uuid7>`` included);
+- consecutive assistant items (``reasoning``, ``message``, ``function_call``,
+  ``custom_tool_call``, ``compaction`` …) → one ``assistant`` turn. A ``reasoning`` item with a
+  provider's ``encrypted_content`` is kept verbatim (``decode.reasoning_part``: id, summary,
+  ``content: null`` and all); one whose ``encrypted_content`` the gateway minted (prefix
+  ``MINT_PREFIX``, which Fernet-style base64 never contains) is readable summary only and the
+  value goes to ``ClientRequest.minted`` for the gateway to verify. A ``compaction`` item the
+  gateway minted names a stored checkpoint (``ResponsesRequest.checkpoint``);
+- ``function_call_output`` / ``custom_tool_call_output`` → ``tool`` turns (consecutive outputs
+  are one turn);
+- ``tools``: ``function`` → ``ToolSpec``; ``custom`` (free-text input, e.g. ``apply_patch``) →
+  a function taking one string ``input`` (``custom_tool_call`` ↔ ``{"input": …}`` arguments);
+  built-ins (``web_search``, ``tool_search``, ``file_search`` …) run only on a Responses
+  upstream: listed as dropped for every other API;
+- the parameters per target API: a Responses upstream gets every key verbatim; another API gets
+  what it has a place for (``reasoning.effort`` → ``reasoning_effort``, ``max_output_tokens`` →
+  ``max_tokens``, ``tool_choice`` in Chat terms …) and the rest is listed as dropped;
+- the session the client names: ``session-id``, else ``thread-id``, else ``prompt_cache_key``;
+- ``{"type": "compaction_trigger"}`` as the last input item (Codex's remote compaction).
+
+Rendering answers is ``reply``'s. Pure functions; no I/O.
+
+Facts: the Responses API reference (platform.openai.com/docs/api-reference/responses), the
+``openai`` SDK's ``types/responses`` and the recorded Codex requests (tests/fixtures/clients,
+provider-updates §4a–4b).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.face import (
+    MINT_PREFIX,
+    ClientRequest,
+    ClientRequestError,
+    Minted,
+    is_minted,
+)
+from thoughtline.codecs.openai_responses.decode import call_part, message_parts, reasoning_part
+from thoughtline.codecs.openai_responses.wire import (
+    API,
+    ENCRYPTED,
+    FUNCTION_CALL,
+    FUNCTION_CALL_OUTPUT,
+    MESSAGE,
+    NS,
+    REASONING,
+    SUMMARY_TEXT,
+    is_map,
+    joined,
+    text_of,
+)
+from thoughtline.errors import ProtocolError
+from thoughtline.messages import (
+    Message,
+    Opaque,
+    Part,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    ToolSpec,
+)
+
+CLIENT_API = API
+SESSION_HEADERS = ("session-id", "thread-id")
+CUSTOM_CALL, CUSTOM_CALL_OUTPUT = "custom_tool_call", "custom_tool_call_output"
+COMPACTION, COMPACTION_TRIGGER = "compaction", "compaction_trigger"
+#: The one argument a custom (free-text) tool takes when it is offered as a function.
+CUSTOM_INPUT = "input"
+
+__all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "MINT_PREFIX", "SESSION_HEADERS",
+           "ResponsesRequest", "is_minted", "own_compaction", "parse_request",
+           "user_items"]
+
+#: Body keys the face turns into canonical values itself (every other key is a parameter).
+_HANDLED = frozenset({"model", "input", "stream"})
+#: Keys every upstream gets in canonical form (a Responses one also verbatim, as given).
+_CANONICAL = frozenset({"instructions", "tools"})
+#: Codex's bookkeeping for the ChatGPT backend: not a parameter of the public Responses API
+#: (``ResponseCreateParams``), so no upstream gets it.
+_CLIENT_ONLY = frozenset({"client_metadata"})
+#: Output-item kinds that belong to an assistant turn.
+_ASSISTANT_ITEMS = frozenset({REASONING, FUNCTION_CALL, CUSTOM_CALL, COMPACTION})
+_OUTPUT_ITEMS = frozenset({FUNCTION_CALL_OUTPUT, CUSTOM_CALL_OUTPUT})
+#: Neutral parameter names other codecs read (``RequestSpec.params``), per target API.
+_NEUTRAL_FOR: Mapping[str, frozenset[str]] = {
+    "openai-chat": frozenset({"max_tokens", "temperature", "top_p", "reasoning_effort",
+                              "tool_choice"}),
+    "anthropic": frozenset({"max_tokens", "temperature", "top_p", "reasoning_effort"}),
+    "gemini": frozenset({"max_tokens", "temperature", "top_p", "reasoning_effort"}),
+    "bedrock": frozenset({"max_tokens", "temperature", "top_p", "reasoning_effort"}),
+}
+#: Neutral name → the client's key it came from (what is *not* dropped).
+_MAPPED_FROM = {"max_tokens": "max_output_tokens", "temperature": "temperature",
+                "top_p": "top_p", "reasoning_effort": "reasoning", "tool_choice": "tool_choice"}
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponsesRequest(ClientRequest):
+    """A Responses client's request: ``ClientRequest`` plus what only this face has."""
+
+    #: The names of the client's custom (free-text) tools: their calls go back as
+    #: ``custom_tool_call`` items.
+    custom_tools: frozenset[str] = frozenset()
+    #: The last input item was ``compaction_trigger``: the client wants one ``compaction`` item.
+    compact: bool = False
+    #: ``previous_response_id`` when the client named one ("" when not).
+    previous_response_id: str = ""
+    #: A minted ``compaction`` item's value and the index of the first message after it
+    #: ("" / -1 when the client sent none): the gateway expands it to its stored checkpoint.
+    checkpoint: str = ""
+    checkpoint_at: int = -1
+
+
+# --- the request ----------------------------------------------------------------------------------
+
+
+def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> ResponsesRequest:
+    """Read a parsed JSON body and the request headers (any case); raises
+    ``ClientRequestError`` naming what is wrong."""
+    if not isinstance(body, Mapping):
+        raise ClientRequestError("the request body must be a JSON object")
+    model = body.get("model")
+    if not isinstance(model, str) or not model:
+        raise ClientRequestError("`model` must be a non-empty string", param="model")
+    raw = body.get("input")
+    if isinstance(raw, str):
+        raw = [{"type": MESSAGE, "role": "user", "content": raw}]
+    if not isinstance(raw, list) or not raw:
+        raise ClientRequestError("`input` must be a string or a non-empty array of items",
+                                 param="input")
+    compact = is_map(raw[-1]) and raw[-1].get("type") == COMPACTION_TRIGGER
+    if compact:
+        raw = raw[:-1]
+    lowered = {k.lower(): v for k, v in (headers or {}).items()}
+    instructions = body.get("instructions")
+    if instructions is not None and not isinstance(instructions, str):
+        raise ClientRequestError("`instructions` must be a string", param="instructions")
+    lead = [Message(role="system", parts=(Text(text=instructions),))] if instructions else []
+    walk = _Walk(len(lead))
+    for index, item in enumerate(raw):
+        walk.item(item, f"input[{index}]")
+    walk.flush()
+    tools, custom, builtins = _tools(body.get("tools"))
+    params = {k: v for k, v in body.items() if k not in _HANDLED}
+    params_for, dropped_for = _params_for(params, builtins)
+    previous = body.get("previous_response_id")
+    if previous is not None and not isinstance(previous, str):
+        raise ClientRequestError("`previous_response_id` must be a string",
+                                 param="previous_response_id")
+    return ResponsesRequest(
+        model=model, messages=(*lead, *walk.messages), tools=tools, params=params,
+        stream=body.get("stream") is True, api=API, params_for=params_for,
+        dropped_for=dropped_for, session_hint=_session(lowered, body.get("prompt_cache_key")),
+        minted=tuple(walk.minted), custom_tools=custom, compact=compact,
+        previous_response_id=previous or "", checkpoint=walk.checkpoint,
+        checkpoint_at=walk.checkpoint_at)
+
+
+def _session(headers: Mapping[str, str], cache_key: Any) -> str:
+    for name in SESSION_HEADERS:
+        named = text_of(headers.get(name)).strip()
+        if named:
+            return named
+    return text_of(cache_key).strip()
+
+
+class _Walk:
+    """Input items → canonical messages, grouping assistant items into turns."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset = offset
+        self.messages: list[Message] = []
+        self.minted: list[Minted] = []
+        self.checkpoint = ""
+        self.checkpoint_at = -1
+        self._assistant: list[Part] = []
+        self._minted = ""
+        self._results: list[Part] = []
+
+    def flush(self) -> None:
+        if self._assistant:
+            if self._minted:
+                self.minted.append(Minted(message=self.offset + len(self.messages),
+                                          value=self._minted))
+            self.messages.append(Message(role="assistant", parts=tuple(self._assistant)))
+        if self._results:
+            self.messages.append(Message(role="tool", parts=tuple(self._results)))
+        self._assistant, self._results, self._minted = [], [], ""
+
+    def item(self, item: Any, where: str) -> None:
+        if not is_map(item):
+            raise ClientRequestError(f"{where} must be an object", param=where)
+        kind = item.get("type")
+        role = item.get("role")
+        if kind is None and role is not None:
+            kind = MESSAGE  # EasyInputMessage: {"role", "content"} without a type
+        if not isinstance(kind, str):
+            raise ClientRequestError(f"{where}.type must be a string", param=f"{where}.type")
+        if kind in _OUTPUT_ITEMS:
+            if self._assistant:
+                self.flush()
+            self._results.append(ToolResult(call_id=text_of(item.get("call_id")),
+                                            content=_output_text(item.get("output"))))
+            return
+        if kind == MESSAGE and role != "assistant":
+            self.flush()
+            self.messages.append(_message(item, role, where))
+            return
+        if self._results:
+            self.flush()
+        if kind == COMPACTION:
+            self._compaction(item, where)
+        elif kind == MESSAGE:
+            self._assistant.extend(message_parts(_assistant_message(item, where)))
+        elif kind == REASONING:
+            self._assistant.append(self._reasoning(item))
+        elif kind == FUNCTION_CALL:
+            try:
+                self._assistant.append(call_part(item, fallback_id=text_of(item.get("id"))))
+            except ProtocolError:  # arguments that are not JSON text and cannot be written
+                raise ClientRequestError(f"{where}.arguments must be a string of JSON",
+                                         param=f"{where}.arguments") from None
+        elif kind == CUSTOM_CALL:
+            self._assistant.append(_custom_call(item))
+        else:  # web_search_call, tool_search_call, local_shell_call …: verbatim, in place
+            self._assistant.append(Opaque(native={NS: item}))
+
+    def _reasoning(self, item: Mapping[str, Any]) -> Reasoning:
+        value = item.get(ENCRYPTED)
+        if is_minted(value):
+            self._minted = self._minted or value
+            summary = joined(item.get("summary"), SUMMARY_TEXT)
+            return Reasoning(kind="summary", summary=summary or "")
+        return reasoning_part(item, None)
+
+    def _compaction(self, item: Mapping[str, Any], where: str) -> None:
+        value = item.get(ENCRYPTED)
+        if not is_minted(value):  # a provider's own compaction: only a Responses upstream reads it
+            self._assistant.append(Opaque(native={NS: item}))
+            return
+        if self.checkpoint:
+            raise ClientRequestError(f"{where}: only one compaction item may be sent",
+                                     param=where)
+        self.flush()
+        self.checkpoint = value
+        self.checkpoint_at = self.offset + len(self.messages)
+
+
+def _parts(content: Any, where: str) -> list[Part]:
+    if isinstance(content, str):
+        return [Text(text=content)]
+    if not isinstance(content, list):
+        raise ClientRequestError(f"{where}.content must be a string or an array of parts",
+                                 param=f"{where}.content")
+    out: list[Part] = []
+    for index, part in enumerate(content):
+        if not is_map(part) or not isinstance(part.get("type"), str):
+            raise ClientRequestError(f"{where}.content[{index}] must be a part with a type",
+                                     param=f"{where}.content[{index}]")
+        if part["type"] in ("input_text", "output_text", "text"):
+            out.append(Text(text=text_of(part.get("text"))))
+        else:  # input_image, input_file …: no canonical meaning, kept in place
+            out.append(Opaque(native={NS: dict(part)}))
+    return out
+
+
+def _message(item: Mapping[str, Any], role: Any, where: str) -> Message:
+    if role not in ("user", "developer", "system"):
+        raise ClientRequestError(f"{where}.role {role!r} is not one of user, developer, system, "
+                                 "assistant", param=f"{where}.role")
+    parts = _parts(item.get("content"), where)
+    return Message(role="user" if role == "user" else "system", parts=tuple(parts),
+                   native={NS: {"item": item}})
+
+
+def _assistant_message(item: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+    content = item.get("content")
+    if isinstance(content, str):  # an easy message: the shell decode expects
+        return {**item, "content": [{"type": "output_text", "text": content,
+                                     "annotations": []}]}
+    if not isinstance(content, list):
+        raise ClientRequestError(f"{where}.content must be a string or an array of parts",
+                                 param=f"{where}.content")
+    return item
+
+
+def _custom_call(item: Mapping[str, Any]) -> ToolCall:
+    call_id = text_of(item.get("call_id")) or text_of(item.get("id"))
+    arguments = orjson.dumps({CUSTOM_INPUT: text_of(item.get(CUSTOM_INPUT))}).decode()
+    rest = {k: v for k, v in item.items() if k not in ("call_id", "name", CUSTOM_INPUT)}
+    return ToolCall(id=call_id, name=text_of(item.get("name")), arguments=arguments,
+                    native={NS: rest})
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):  # input_text / output_text parts
+        return "\n".join(text_of(p.get("text")) for p in output if is_map(p))
+    return ""
+
+
+def _tools(raw: Any) -> tuple[tuple[ToolSpec, ...], frozenset[str], tuple[str, ...]]:
+    """Canonical tools, the names of custom ones, and the built-in kinds (by type)."""
+    if raw is None:
+        return (), frozenset(), ()
+    if not isinstance(raw, list):
+        raise ClientRequestError("`tools` must be an array", param="tools")
+    out: list[ToolSpec] = []
+    custom: set[str] = set()
+    builtins: list[str] = []
+    for index, tool in enumerate(raw):
+        where = f"tools[{index}]"
+        if not is_map(tool) or not isinstance(tool.get("type"), str):
+            raise ClientRequestError(f"{where} must be a tool with a type", param=where)
+        kind = tool["type"]
+        name = text_of(tool.get("name"))
+        if kind in ("function", "custom") and not name:
+            raise ClientRequestError(f"{where} must have a name", param=f"{where}.name")
+        if kind == "function":
+            schema = tool.get("parameters")
+            out.append(ToolSpec(name=name, description=text_of(tool.get("description")),
+                                parameters=schema if is_map(schema)
+                                else {"type": "object", "properties": {}}))
+        elif kind == "custom":
+            custom.add(name)
+            out.append(ToolSpec(name=name, description=text_of(tool.get("description")),
+                                parameters={"type": "object", "properties": {
+                                    CUSTOM_INPUT: {"type": "string"}},
+                                    "required": [CUSTOM_INPUT]}))
+        else:
+            builtins.append(f"tools[{kind}]")
+    return tuple(out), frozenset(custom), tuple(dict.fromkeys(builtins))
+
+
+def own_compaction(request: ResponsesRequest, api: str) -> ResponsesRequest | None:
+    """The request as a Responses upstream compacts it itself (its ``compaction_trigger``
+    back in place as the last input item), or None when ``api`` is another API: the gateway
+    compacts then."""
+    if api != API or not request.compact:
+        return None
+    trigger = Message(role="user", native={NS: {"item": {"type": COMPACTION_TRIGGER}}})
+    return replace(request, messages=(*request.messages, trigger), compact=False)
+
+
+def user_items(request: ClientRequest) -> list[Mapping[str, Any]]:
+    """The client's user message items as it sent them (a compaction answer repeats them)."""
+    return [m.native[NS]["item"] for m in request.messages
+            if m.role == "user" and is_map(m.native.get(NS)) and "item" in m.native[NS]]
+
+
+# --- parameters per target API --------------------------------------------------------------------
+
+
+def _neutral(params: Mapping[str, Any]) -> dict[str, Any]:
+    """The client's parameters in the neutral names other codecs read."""
+    out: dict[str, Any] = {}
+    for name in ("temperature", "top_p"):
+        if params.get(name) is not None:
+            out[name] = params[name]
+    if params.get("max_output_tokens") is not None:
+        out["max_tokens"] = params["max_output_tokens"]
+    reasoning = params.get("reasoning")
+    effort = reasoning.get("effort") if is_map(reasoning) else None
+    if isinstance(effort, str) and effort:
+        out["reasoning_effort"] = effort
+    choice = _chat_tool_choice(params.get("tool_choice"))
+    if choice is not None:
+        out["tool_choice"] = choice
+    return out
+
+
+def _chat_tool_choice(choice: Any) -> Any:
+    if choice in ("auto", "none", "required"):
+        return choice
+    if is_map(choice) and choice.get("type") in ("function", "custom") and text_of(
+            choice.get("name")):
+        return {"type": "function", "function": {"name": choice["name"]}}
+    return None
+
+
+def _params_for(params: Mapping[str, Any], builtins: tuple[str, ...],
+                ) -> tuple[dict[str, Mapping[str, Any]], dict[str, tuple[str, ...]]]:
+    neutral = _neutral(params)
+    params_for: dict[str, Mapping[str, Any]] = {
+        API: {k: v for k, v in params.items() if k not in _CLIENT_ONLY}}
+    dropped_for: dict[str, tuple[str, ...]] = {API: tuple(sorted(_CLIENT_ONLY & set(params)))}
+    for api, reads in _NEUTRAL_FOR.items():
+        kept = {k: v for k, v in neutral.items() if k in reads}
+        params_for[api] = kept
+        used = {_MAPPED_FROM[k] for k in kept}
+        dropped_for[api] = (*sorted(k for k in params if k not in used
+                                    and k not in _CANONICAL), *builtins)
+    return params_for, dropped_for

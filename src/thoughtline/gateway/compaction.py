@@ -1,0 +1,124 @@
+"""Compaction through the gateway for clients that ask for it (Codex's remote compaction).
+
+A client that wants its conversation compacted (``ResponsesRequest.compact``: the last input item
+was ``compaction_trigger``, or ``POST /v1/responses/compact``) gets back exactly one reference,
+whatever the upstream: here, thoughtline's compaction (``compaction.compact_history``: the
+upstream's own model summarizes the head, the retained turns keep their reasoning) turns the
+rehydrated conversation into a checkpoint plus retained turns, stored as one **bundle** message
+under the answer's minted reference. When the client later sends that reference back (its
+``compaction`` item), ``expand`` puts the checkpoint and the retained turns — the stored
+``Message`` values, reasoning and opaque values byte for byte — in its place for the upstream.
+
+A bundle is an ordinary user message (the checkpoint's text) whose ``native`` record is
+``{"thoughtline": {"checkpoint": {...}, "retained": [<lossless message JSON>, ...]}}``: no codec
+reads that namespace. Knows no wire names.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from thoughtline.compaction import CompactionRules, compact_history, rules_for
+from thoughtline.compaction.core import NAMESPACE, checkpoint
+from thoughtline.estimate import Estimator
+from thoughtline.events import Done
+from thoughtline.messages import Message, message_from_json, message_to_json
+from thoughtline.turn import TurnInput, TurnOptions
+
+#: Messages kept verbatim at least (as ``[compaction] keep``'s default).
+KEEP = 8
+
+
+class _Quiet:
+    """The sink of a summarizing request: it teaches nothing to store."""
+
+    def learned(self, lesson: Any) -> None:
+        pass
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        pass
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        pass
+
+
+async def compact(turn: TurnInput, engine: Any, *, keep: int = KEEP) -> tuple[Message, int]:
+    """The bundle for ``turn``'s whole conversation, and the tokens the summarizer was asked
+    to read (0 when nothing could be cut: the bundle then retains every turn)."""
+    history = [*turn.history, *turn.pending]
+    estimator = Estimator.for_config(turn.codec, turn.route, turn.config, ledger=turn.ledger)
+
+    async def summarize(prompt: Sequence[Message]) -> tuple[str, str | None]:
+        asked = replace(turn, config=replace(turn.config, tools=()), history=(),
+                        pending=tuple(prompt), cache=None)
+        done: Done | None = None
+        async for event in engine.run(asked, _Quiet(), TurnOptions(keep_partial=False)):
+            if isinstance(event, Done):
+                done = event
+        return (done.message.text, done.finish) if done is not None else ("", None)
+
+    rules: CompactionRules = rules_for(turn.codec, turn.route)
+    outcome = await compact_history(history, estimator=estimator, summarize=summarize,
+                                    keep=keep, rules=rules)
+    lead = 0
+    while lead < len(history) and history[lead].role == "system":
+        lead += 1
+    if not outcome.compacted:  # nothing to cut: the bundle stands for the turns as they are
+        return _bundle(None, history[lead:]), 0
+    summary = outcome.messages[lead]
+    return _bundle(summary, outcome.messages[lead + 1:]), outcome.tokens_before
+
+
+def _bundle(summary: Message | None, retained: Sequence[Message]) -> Message:
+    base = summary or checkpoint("(no earlier conversation was summarized)", summarized=0)
+    record = dict(base.native.get(NAMESPACE, {}))
+    record["retained"] = [message_to_json(m) for m in retained]
+    record["summarized"] = summary is not None
+    return replace(base, native={**base.native, NAMESPACE: record})
+
+
+def expansion(bundle: Message) -> list[Message]:
+    """The messages a stored bundle stands for: its checkpoint (when it summarized anything)
+    and the retained turns, as stored."""
+    record = bundle.native.get(NAMESPACE)
+    if not isinstance(record, Mapping) or not isinstance(record.get("retained"), list):
+        raise ValueError("the stored compaction is not a bundle")
+    retained = [message_from_json(raw) for raw in record["retained"]]
+    if not record.get("summarized"):
+        return retained
+    own = {k: v for k, v in record.items() if k not in ("retained", "summarized")}
+    return [replace(bundle, native={**bundle.native, NAMESPACE: own}), *retained]
+
+
+def expand(messages: Sequence[Message], at: int, stored: Sequence[Message],
+           minted: Sequence[Any]) -> tuple[tuple[Message, ...], tuple[Any, ...]]:
+    """The client's messages with the compaction reference at ``at`` replaced by ``stored``:
+    the system messages before it stay, the rest before it is in ``stored`` already (the
+    client keeps its own user messages beside the reference). ``minted`` entries (with a
+    ``message`` index) are moved with their messages."""
+    kept = [m for m in messages[:at] if m.role == "system"]
+    shift = len(kept) + len(stored) - at
+    moved = tuple(replace(m, message=m.message + shift) for m in minted if m.message >= at)
+    return (*kept, *stored, *messages[at:]), moved
+
+
+def continued(request: Any, earlier: Sequence[Message]) -> dict[str, Any]:
+    """The fields of ``request`` (a ``ClientRequest``) continuing ``earlier``, a stored
+    conversation its ``previous_response_id`` named: the request's own leading system messages
+    (its ``instructions``, which do not carry over), the stored turns without theirs, then the
+    request's other messages; the minted values it carried move with their messages."""
+    messages = request.messages
+    lead = 0
+    while lead < len(messages) and messages[lead].role == "system":
+        lead += 1
+    skip = 0
+    while skip < len(earlier) and earlier[skip].role == "system":
+        skip += 1
+    stored = list(earlier[skip:])
+    shift = len(stored)
+    moved = tuple(replace(m, message=m.message + shift) for m in request.minted
+                  if m.message >= lead)
+    return {"messages": (*messages[:lead], *stored, *messages[lead:]), "minted": moved,
+            "previous_response_id": ""}
