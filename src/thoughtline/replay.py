@@ -73,6 +73,24 @@ class ReplayPlan:
         return self.may_replay(origin)
 
 
+def foreign_compactions(history: Sequence[Message], route: Route) -> list[str]:
+    """The providers whose native compaction blocks in ``history``'s checkpoints ``route`` will
+    not get: a compaction is readable only by the provider that produced it (provider-updates
+    §4b, §4c), so another route gets the checkpoint's summary text instead. For the request log."""
+    out = []
+    for message in history:
+        own = message.native.get("thoughtline")
+        if message.role != "user" or not isinstance(own, Mapping) or "checkpoint" not in own:
+            continue
+        for part in message.parts:
+            origin = getattr(part, "origin", None)
+            if getattr(part, "namespace", None) and origin is not None and (
+                    origin.api, origin.provider, origin.host) != (route.api, route.provider,
+                                                                  route.host):
+                out.append(origin.provider)
+    return out
+
+
 def applicable(route: Route, verdicts: Iterable[Verdict]) -> list[Verdict]:
     """The verdicts recorded for exactly this route's (provider, host, model)."""
     key = (route.provider, route.host, route.model)

@@ -284,6 +284,14 @@ class TurnEngine:
             return
         route = record.route
         summary = turn.codec.summary(record.encoded, turn.cache)
+        # (only on a decoded history: a request spliced from stored forms decodes nothing)
+        foreign = (replay.foreign_compactions(turn.history, route)
+                   if getattr(turn.history, "decoded", True) else [])
+        if foreign:  # left out, never silently: our summary text stood in for each
+            summary = {**summary, "compaction_left_out": {
+                "count": len(foreign), "made_by": sorted(set(foreign)),
+                "reason": "a native compaction is readable only by the provider that made it; "
+                          "the checkpoint's summary text was sent instead"}}
         self.log.write({
             "session": turn.session, "route": route.row, "api": route.api,
             "provider": route.provider, "host": route.host, "model": route.model,

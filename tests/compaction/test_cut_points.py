@@ -7,7 +7,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from thoughtline.compaction import CompactionRules, checkpoint, cut_points, is_checkpoint
-from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, system, user
+from thoughtline.messages import (
+    Message,
+    Opaque,
+    Reasoning,
+    Text,
+    ToolCall,
+    ToolResult,
+    system,
+    user,
+)
 from thoughtline.replay import loop_start
 
 
@@ -76,6 +85,23 @@ def test_a_turn_scoped_system_message_stays_in_place_with_the_turn_it_precedes()
     cuts = cut_points(history)
     assert 4 not in cuts  # history[3] is the scoped message: it goes where its turn goes
     assert cuts == [2, 3, 5, 6]
+
+
+def test_position_critical_items_alone_stay_with_the_turn_they_precede() -> None:
+    # A Responses configuration_update / program item, or a compaction item, on its own
+    # (provider-updates §4b): it belongs to what follows it, so no cut leaves it at the end of
+    # the summarized head; an item of another namespace, or a text turn, pins nothing.
+    def items(*kinds: str, ns: str = "openai-responses") -> Message:
+        return Message(role="assistant", parts=tuple(
+            Opaque(native={ns: {"type": k, "id": f"{k}_1"}}) for k in kinds))
+
+    for pinned in (items("configuration_update"), items("program"), items("compaction"),
+                   items("compaction", ns="anthropic")):
+        history = [user("q0"), answer(), pinned, user("q1"), answer(), user("q2"), answer()]
+        assert cut_points(history) == [1, 2, 4, 5], pinned
+    loose = items("web_search_call")
+    history = [user("q0"), answer(), loose, user("q1"), answer(), user("q2"), answer()]
+    assert cut_points(history) == [1, 2, 3, 4, 5]
 
 
 def test_whole_exchanges_cut_only_before_a_user_message() -> None:

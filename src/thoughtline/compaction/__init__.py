@@ -19,6 +19,12 @@ Salvage, when the candidate is still over budget or not smaller: prune the conte
 results in the tail (the newest two kept), then cap an over-long summary; reasoning is never
 touched; when nothing helps the history is left alone and the result says why.
 
+With ``[compaction] native = true`` (``native``) the route's own compaction writes the summary
+where its codec offers one (``native_compaction``): the provider's block or item is kept verbatim
+in the checkpoint, and its codec sends it, alone and in place, only to the provider that made it;
+any failure falls back to ours. Parts a codec calls ``position_critical`` stay with the turn they
+precede, like a turn-scoped system message.
+
 Per-model needs are data (``config/models.toml`` via ``estimate.model_facts``) that a codec may
 refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` hook; nothing here
 branches on an API. This module knows no wire field names and no SQL.

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline import config as config_mod
 from thoughtline import replay
+from thoughtline.codecs import registry
 from thoughtline.codecs.base import Codec
 from thoughtline.errors import ConfigError
 from thoughtline.estimate import (
@@ -22,7 +23,7 @@ from thoughtline.estimate import (
     model_facts,
     text_tokens,
 )
-from thoughtline.messages import Message, Text, ToolResult
+from thoughtline.messages import Message, Opaque, Text, ToolResult
 from thoughtline.messages import system as system_message
 from thoughtline.messages import user as user_message
 from thoughtline.routes.resolve import Route
@@ -55,6 +56,8 @@ class CompactionSettings:
     summarizer: str = ""  # "provider/model"; "" = the session's own model
     #: What the compacted history aims at, as a fraction of the threshold budget (room to grow).
     target: float = 0.5
+    #: Use the provider's own compaction where the route has it (falling back to ours).
+    native: bool = False
     windows: Mapping[str, int] = field(default_factory=dict)  # provider id → context window
     config: config_mod.Config | None = field(default=None, compare=False)
 
@@ -76,6 +79,7 @@ def load_settings(home: Path, cfg: config_mod.Config | None = None) -> Compactio
         threshold = float(table.get("threshold", 0.8))
         keep = int(table.get("keep", 8))
         summarizer = str(table.get("summarizer", ""))
+        native = table.get("native", False)
         windows = {str(name).lower(): int(entry["context_window"])
                    for name, entry in dict(raw.get("providers", {})).items()
                    if isinstance(entry, Mapping) and "context_window" in entry}
@@ -84,19 +88,25 @@ def load_settings(home: Path, cfg: config_mod.Config | None = None) -> Compactio
     if not 0 < threshold <= 1 or keep < 0 or any(w <= 0 for w in windows.values()):
         raise ConfigError(f"{path}: [compaction] threshold must be in (0, 1], keep >= 0, "
                           "context_window > 0")
+    if not isinstance(native, bool):
+        raise ConfigError(f"{path}: [compaction] native must be true or false, not {native!r}")
     if summarizer and "/" not in summarizer:
         raise ConfigError(f"{path}: [compaction] summarizer must be \"provider/model\", "
                           f"not {summarizer!r}")
     return CompactionSettings(threshold=threshold, keep=keep, summarizer=summarizer,
-                              windows=windows, config=cfg or config_mod.load_config(home))
+                              native=native, windows=windows,
+                              config=cfg or config_mod.load_config(home))
 
 
 # --- checkpoints and rules ----------------------------------------------------------------------
 
 
-def checkpoint(summary: str, **meta: Any) -> Message:
-    """The message that stands for a summarized head."""
-    return Message(role="user", parts=(Text(text=f"{CHECKPOINT_HEADER}\n\n{summary}"),),
+def checkpoint(summary: str, block: Opaque | None = None, **meta: Any) -> Message:
+    """The message that stands for a summarized head. ``block``: the provider's own
+    compaction block or item, verbatim, after the summary text; its codec sends it (alone, in
+    its place) to a route that may read it, every other route gets the summary text."""
+    parts: tuple[Text | Opaque, ...] = (Text(text=f"{CHECKPOINT_HEADER}\n\n{summary}"),)
+    return Message(role="user", parts=parts + ((block,) if block is not None else ()),
                    native={NAMESPACE: {"checkpoint": meta}})
 
 
@@ -135,6 +145,22 @@ def _results(message: Message) -> bool:
     return message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts)
 
 
+def position_critical(part: object) -> bool:
+    """An opaque part its own codec says must stay where it is (Responses ``program``,
+    ``configuration_update`` and ``compaction`` items, an Anthropic ``compaction`` block):
+    a ``position_critical(value)`` hook of the codec whose namespace holds it."""
+    if not isinstance(part, Opaque) or part.namespace not in registry.apis():
+        return False
+    hook = getattr(registry.codec(part.namespace), "position_critical", None)
+    return hook is not None and bool(hook(part.native[part.namespace]))
+
+
+def _pins_only(message: Message) -> bool:
+    """A turn of position-critical items only (reasoning aside): no text, no tool call."""
+    return (not message.text and not message.tool_calls and not is_checkpoint(message)
+            and any(position_critical(p) for p in message.parts))
+
+
 def _thinking_only(message: Message) -> bool:
     return (message.role == "assistant" and bool(message.reasoning)
             and not message.text and not message.tool_calls)
@@ -163,6 +189,11 @@ def cut_points(history: Sequence[Message], pending: Sequence[Message] = (),
             continue  # ... also when its results never came
         if _thinking_only(before):
             continue  # a thinking block stays with the turn it precedes
+        if _pins_only(before):
+            # Position-critical items (a configuration_update, a program item, a provider's
+            # compaction item, §4b/§4c) on their own: they belong to the turn they precede,
+            # never the last message of a summarized head.
+            continue
         if before.role == "system":
             # A turn-scoped system message (Anthropic's in-place role:system with its
             # output_config, provider-updates §4c) stays in place with the turn it precedes:
@@ -181,6 +212,13 @@ class Summarize(Protocol):
     """Turns the summary prompt into the summary text (the finish reason tells refusals)."""
 
     async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]: ...
+
+
+class NativeSummarize(Protocol):
+    """The provider's own compaction of a history (``[compaction] native``): its readable
+    summary and its block, or None to fall back to the summary prompt."""
+
+    async def __call__(self, history: Sequence[Message]) -> tuple[str, Opaque] | None: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -296,8 +334,11 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                           summarize: Summarize, keep: int, pending: Sequence[Message] = (),
                           budget: int | None = None, rules: CompactionRules | None = None,
                           summary_rules: CompactionRules | None = None, summary_cap: int = 2000,
-                          prompt_budget: int | None = None) -> Outcome:
-    """Decide, summarize and salvage; pure apart from the ``summarize`` call."""
+                          prompt_budget: int | None = None,
+                          native: NativeSummarize | None = None) -> Outcome:
+    """Decide, summarize and salvage; pure apart from the ``summarize`` / ``native`` calls.
+    ``native`` is asked first with the head as it is (system prefix included); when it
+    declines, or its block has no readable summary, ``summarize`` gets the summary prompt."""
     rules = rules or CompactionRules()
     before = estimator.price([*history, *pending])
     unchanged = Outcome(compacted=False, messages=tuple(history), tokens_before=before,
@@ -317,14 +358,21 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
     cut = _walk(price, cuts, budget)
     head = history[len(prefix):cut]
     reading = (summary_rules or rules).summarize_reasoning
-    text, finish = await summarize(summary_prompt(head, reasoning=reading, budget=prompt_budget))
-    if finish == "refusal" or not text.strip():
-        why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
-        return replace(unchanged, reason=f"the summarizer {why}; the history is unchanged")
+    made = await native([*prefix, *head]) if native is not None else None
+    text, block = made if made is not None else ("", None)
+    signed = bool(text.strip())  # the provider's own readable summary: never capped
+    if not signed:  # ours, or the readable stand-in for an encrypted native item
+        text, finish = await summarize(summary_prompt(head, reasoning=reading,
+                                                      budget=prompt_budget))
+        if finish == "refusal" or not text.strip():
+            why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
+            return replace(unchanged, reason=f"the summarizer {why}; the history is unchanged")
     dropped = sum(1 for m in head if is_checkpoint(m))
-    meta = {"summarized": len(head), "shadowed": dropped}
+    meta: dict[str, Any] = {"summarized": len(head), "shadowed": dropped}
+    if block is not None:
+        meta["native"] = True
     tail, salvaged = list(history[cut:]), []
-    summary = checkpoint(text.strip(), **meta)
+    summary = checkpoint(text.strip(), block, **meta)
     tokens = price(cut, summary, tail)
     goal = before - 1 if budget is None else min(budget, before - 1)
     if tokens > goal:
@@ -332,7 +380,8 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
         if pruned:
             salvaged.append("pruned old tool results")
             tokens = price(cut, summary, tail)
-    if tokens > goal and text_tokens(text) > summary_cap:
+    if tokens > goal and text_tokens(text) > summary_cap and not signed:
+        # (a native block's summary is signed: never capped, never reworded)
         summary = checkpoint(_cap(text.strip(), summary_cap), **meta)
         salvaged.append("capped the summary")
         tokens = price(cut, summary, tail)

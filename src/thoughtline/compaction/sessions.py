@@ -30,6 +30,7 @@ from thoughtline.modelconfig import ModelConfig
 if TYPE_CHECKING:
     from thoughtline.session import Session
 
+from thoughtline.compaction import native as native_mod
 from thoughtline.compaction.core import (
     CompactionRules,
     CompactionSettings,
@@ -37,6 +38,7 @@ from thoughtline.compaction.core import (
     compact_history,
     rules_for,
 )
+from thoughtline.compaction.native import NativeSummarizer
 
 # --- sessions -----------------------------------------------------------------------------------
 
@@ -56,6 +58,7 @@ class CompactionResult:
     dropped_checkpoints: int = 0
     generation: int | None = None  # the archived generation's number
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    native: str = ""  # what native compaction did ("" when it was not asked)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"session": self.session, "compacted": self.compacted,
@@ -67,12 +70,14 @@ class CompactionResult:
         return out
 
     def describe(self) -> str:
+        note = f" ({self.native})" if self.native else ""
         if not self.compacted:
-            return f"not compacted: {self.reason}"
+            return f"not compacted: {self.reason}{note}"
         line = (f"compacted: {self.turns_before} → {self.turns_after} turns, "
                 f"~{self.tokens_before} → ~{self.tokens_after} tokens (generation "
                 f"{self.generation} kept; 'thoughtline sessions restore {self.session[:12]} "
                 f"--generation {self.generation}' undoes it)")
+        line += f"; {self.native}" if self.native else ""
         if self.salvaged:
             line += f"; salvage: {', '.join(self.salvaged)}"
         for api, values in self.settings.items():
@@ -82,7 +87,7 @@ class CompactionResult:
         return line
 
 
-class _NoSink:
+class NoSink:
     """The summary request stores nothing: it is not a turn of the session."""
 
     def __init__(self, session: Session) -> None:
@@ -129,7 +134,7 @@ class EngineSummarizer:
         engine = TurnEngine(session.transport, session.log)
         chars = 0
         done: Done | None = None
-        async for event in engine.run(turn, _NoSink(session), TurnOptions(keep_partial=False)):
+        async for event in engine.run(turn, NoSink(session), TurnOptions(keep_partial=False)):
             if isinstance(event, TextDelta):
                 chars += len(event.text)
                 if self.on_progress is not None:
@@ -163,11 +168,14 @@ async def compress(session: Session, *, keep: int | None = None,
                    pending: Sequence[Message] = (), budget: int | None = None,
                    settings: CompactionSettings | None = None,
                    summarize: Summarize | None = None,
-                   on_progress: Callable[[int], None] | None = None) -> CompactionResult:
+                   on_progress: Callable[[int], None] | None = None,
+                   native: NativeSummarizer | None = None) -> CompactionResult:
     """Compact ``session`` now: summarize the head, keep at least the last ``keep`` messages
     verbatim, write a new generation and continue from it. ``budget`` (tokens) makes the tail
     walk keep as much tail as fits; without one everything before the kept tail is summarized.
-    Ctrl-C or a crash before the store write leaves the session as it was."""
+    Ctrl-C or a crash before the store write leaves the session as it was. With
+    ``settings.native`` the route's own compaction is asked first (``native``, made here when
+    not given) where it has one and it is not off for the session."""
     settings = settings or CompactionSettings()
     keep = settings.keep if keep is None else max(0, keep)
     stored = [m.id for m in session.store.load_history(session.id).messages]
@@ -180,23 +188,27 @@ async def compress(session: Session, *, keep: int | None = None,
     window = settings.window(session.provider)
     cap = max(256, min(4000, window // 20)) if window else 2000
     reader = settings.window(engine_summarizer.provider)  # the summarizer's own window
+    native = native or native_summarizer(session, settings)
     outcome = await compact_history(
         history, estimator=session_estimator(session, fresh_cache=True),
         summarize=summarize or engine_summarizer, keep=keep, pending=pending, budget=budget,
         rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
-        prompt_budget=int(reader * 0.6) if reader else None)
+        prompt_budget=int(reader * 0.6) if reader else None, native=native)
     result = CompactionResult(session=session.id, compacted=outcome.compacted,
                               turns_before=len(history), turns_after=len(outcome.messages),
                               tokens_before=outcome.tokens_before,
                               tokens_after=outcome.tokens_after, reason=outcome.reason,
                               salvaged=outcome.salvaged,
-                              dropped_checkpoints=outcome.dropped_checkpoints)
+                              dropped_checkpoints=outcome.dropped_checkpoints,
+                              native=_native_note(native))
     if not outcome.compacted:
         return result
     expect = (len(stored), stored[-1] if stored else None)  # refused if it changed meanwhile
     note = {"ended_by": "compaction", "turns_after": result.turns_after,
             "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
-            "summarizer": engine_summarizer.label, "salvaged": list(outcome.salvaged)}
+            "summarizer": (native.label if native is not None and not native.note
+                           else engine_summarizer.label),
+            "salvaged": list(outcome.salvaged)}
     number = session.store.replace_history(session.id, outcome.messages, expect=expect,
                                            note=note)
     session.reload()
@@ -205,6 +217,21 @@ async def compress(session: Session, *, keep: int | None = None,
     if after:
         session.remember(after)
     return replace(result, generation=number, settings=after)
+
+
+def native_summarizer(session: Session, settings: CompactionSettings) -> NativeSummarizer | None:
+    """The route's own compaction when ``native`` is set, the route has one and it is not off."""
+    if not settings.native or native_mod.turned_off(session):
+        return None
+    offer = native_mod.offered(session)
+    return NativeSummarizer(session=session, native=offer) if offer is not None else None
+
+
+def _native_note(native: NativeSummarizer | None) -> str:
+    if native is None or native.calls == 0:
+        return ""
+    return native.note or (f"{native.session.provider.id}'s own compaction is kept with the "
+                           "checkpoint")
 
 
 class AutoCompaction:
@@ -311,17 +338,18 @@ class AutoCompaction:
                        strict: bool = False) -> str:
         summarize = _Counted(self.summarize or summarizer_for(session, self.settings,
                                                               self.on_progress))
+        native = native_summarizer(session, self.settings) if self.summarize is None else None
         try:
             result = await compress(session, pending=[message], settings=self.settings,
                                     budget=budget, summarize=summarize,
-                                    on_progress=self.on_progress)
+                                    on_progress=self.on_progress, native=native)
         except ThoughtlineError as exc:
-            self.summary_requests += summarize.calls
+            self.summary_requests += summarize.calls + (native.calls if native else 0)
             self.last = None
             if strict:
                 return f"automatic compaction failed ({exc})"
             return f"automatic compaction failed ({exc}); the turn is sent uncompacted"
-        self.summary_requests += summarize.calls
+        self.summary_requests += summarize.calls + (native.calls if native else 0)
         self.last = result
         if result.compacted:
             self.compactions += 1

@@ -45,6 +45,11 @@ def _digest(value: Any) -> str:
     return hashlib.sha256(orjson.dumps(value, option=orjson.OPT_SORT_KEYS)).hexdigest()[:24]
 
 
+def digest(value: Any) -> str:
+    """The digest a signature record holds of its block's text (for other signed blocks)."""
+    return _digest(value)
+
+
 def _system(system: Any) -> list[str]:
     if isinstance(system, str):
         return [system]

@@ -6,7 +6,8 @@ AWS4-HMAC-SHA256 …`` SigV4 header — present, not verified), and Vertex
 (``POST /v1/projects/{p}/locations/{l}/publishers/anthropic/models/{model}:rawPredict`` or
 ``:streamRawPredict``, bearer token). Every request is checked the way the real API checks it
 (``anthropic_rules``: shape, version, thinking parameters per model; ``anthropic_blocks``: signed
-thinking bound to its block and prefix, the model and account checks, ``drop_block``), answered
+thinking bound to its block and prefix, the model and account checks, ``drop_block``;
+``anthropic_compaction``: on-demand compaction and replayed compaction blocks), answered
 by the script (``anthropic_replies``) whole or as SSE with real ``event:`` names, and recorded.
 
     with AnthropicEmulator() as emu:
@@ -29,6 +30,7 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from thoughtline.testing import anthropic_blocks as blocks
+from thoughtline.testing import anthropic_compaction as compaction
 from thoughtline.testing import anthropic_replies as replies
 from thoughtline.testing import anthropic_rules as rules
 from thoughtline.testing.anthropic_rules import Rejection, error
@@ -115,7 +117,9 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
     call = _call(request, body, platform)
     found = rules.check_request(body, headers, vertex=platform == "vertex", model=call.model,
                                 version_header=platform in ("anthropic", "foundry"))
-    found = found or blocks.missing_in_loop(body, call.model)
+    found = (found or compaction.check(body, headers, call.model)
+             or compaction.check_replayed(body, state.signer, state.account)
+             or blocks.missing_in_loop(body, call.model))
     if found is not None:
         return _refuse(state, found)
     thinking = body.get("thinking") if isinstance(body.get("thinking"), Mapping) else {}
@@ -129,7 +133,12 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
     # With the setting sent every response reports (recorded: "[]" when nothing was dropped).
     reports = verdict.dropped if behavior is not None or verdict.dropped else None
     state.reports.append(reports)
-    reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept)
+    if compaction.asked(body):  # on-demand compaction: one signed compaction block
+        content = compaction.compact(body, call.model, state.account, state.signer)
+        reply = replies.Reply(content=content, stop_reason="end_turn",
+                              message_id=f"msg_emucompact{len(state.received):08d}")
+    else:
+        reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept)
     state.answers.append(reply.content)
     if not call.stream:
         return _json(200, replies.whole(reply, call.model, prompt, reports))

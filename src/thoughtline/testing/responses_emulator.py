@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from thoughtline.testing.chat_emulator import ChatEmulator
 from thoughtline.testing.loopback import LoopbackServer
+from thoughtline.testing.responses_pinned import Pinned
 from thoughtline.testing.responses_replies import build_output, response_body, stream_events
 from thoughtline.testing.responses_rules import Wordings, check_request
 from thoughtline.testing.responses_sealing import DEFAULT_SECRET, Sealer
@@ -80,6 +81,7 @@ class ResponsesState:
     cuts: deque[StreamCut] = field(default_factory=deque)
     chunk_delay: float = 0.0
     issued: list[dict[str, Any]] = field(default_factory=list)  # reasoning items, as sent
+    pinned: Pinned = field(default_factory=Pinned)  # position-critical items, when on
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -112,12 +114,14 @@ def _answer(state: ResponsesState, request: Request, raw: bytes, body: Any) -> R
                                      "code": None}})
     rejection = check_request(body, sealer=state.sealer, wordings=state.personality.wordings,
                               readable=not state.personality.encrypted)
+    rejection = rejection or state.pinned.check(body)
     if rejection is not None:
         return _json(rejection.status, rejection.body)
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     model = model or state.personality.models[0]
     plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase,
                                      encrypted=state.personality.encrypted)
+    output = state.pinned.add(output, state.sealer)
     state.issued.extend(i for i in output if i["type"] == "reasoning")
     response = response_body(body, model, output, ids, plan, len(raw))
     if body.get("stream") is not True:
@@ -186,6 +190,16 @@ class ResponsesEmulator(ChatEmulator):
         """Every reasoning item this instance issued, exactly as its answer carried it (the
         ``output_item.done`` form when streamed), oldest first."""
         return tuple(self._state.issued)  # type: ignore[attr-defined]
+
+    def pin_items(self, on: bool = True) -> None:
+        """Answer with position-critical items too (``responses_pinned``): a
+        ``configuration_update`` and a ``program`` item, checked when they come back."""
+        self._state.pinned.on = on  # type: ignore[attr-defined]
+
+    @property
+    def pinned_issued(self) -> dict[str, tuple[bytes, tuple[str, ...]]]:
+        """Each position-critical item issued: its bytes (sorted keys) and its answer's ids."""
+        return dict(self._state.pinned.issued)  # type: ignore[attr-defined]
 
     @property
     def sealer(self) -> Sealer:

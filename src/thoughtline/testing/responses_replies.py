@@ -149,6 +149,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
                        "delta": piece} for piece in _pieces(item["arguments"]))
         events.append({"type": "response.function_call_arguments.done", **base,
                        "arguments": item["arguments"]})
+    # any other item (program, configuration_update, compaction …) arrives whole: added, done
     events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     return events
 

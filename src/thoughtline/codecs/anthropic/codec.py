@@ -14,14 +14,14 @@ the ordinary request of the decoded history, which has the same bytes.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, forms, models, rejections
+from thoughtline.codecs.anthropic import binding, compaction, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
 from thoughtline.codecs.anthropic.encode import (
     OWNED,
@@ -234,6 +234,14 @@ class Anthropic:
         index = _index(encoded)
         prefix = index.prefix if index is not None else ""
         return binding.stamped(done, prefix) if prefix else done
+
+    def position_critical(self, value: Mapping[str, Any]) -> bool:
+        """Hook: a block that must stay where it is (a compaction block, §4c)."""
+        return value.get("type") == compaction.BLOCK
+
+    def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
+        """Hook: on-demand compaction as the summarizer, where the model has it (§4c)."""
+        return compaction.native_compaction(provider.model, provider.headers)
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """Hook: what a successful response's reports teach (blocks the API dropped)."""

@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, models
+from thoughtline.codecs.anthropic import binding, compaction, models
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
     CARRIED,
@@ -36,6 +36,7 @@ from thoughtline.messages import (
     FrozenList,
     Message,
     Opaque,
+    Origin,
     Reasoning,
     Text,
     ToolCall,
@@ -179,6 +180,25 @@ def system_turn(message: Message, fields: Mapping[str, Any]) -> Turn:
     wire = FrozenDict({"role": "system", "content": content,
                        **{k: v for k, v in fields.items() if k not in (IN_PLACE, CONTENT)}})
     return Turn(wire=wire, parts=tuple(i for i, _ in texts), reasoning=(None,) * len(texts))
+
+
+def compaction_turn(message: Message, plan: ReplayPlan) -> Turn | None:
+    """A checkpoint that holds this API's own ``compaction`` block (native compaction): the
+    block as received, alone, in the assistant turn the API returned it in, where the route may
+    read it and is the provider that made it (provider id and host: §4b/§4c, a compaction is
+    readable only by its producer); None elsewhere (the checkpoint's summary stands in)."""
+    for position, part in enumerate(message.parts):
+        if compaction.is_block(part) and _made_by(part.origin, plan):
+            return make_turn("assistant", message, [part.native[NS]], [position])
+    return None
+
+
+def _made_by(origin: Origin | None, plan: ReplayPlan) -> bool:
+    target = plan.target
+    if origin is None or target is None:
+        return plan.may_replay(origin)
+    return (plan.may_replay(origin) and origin.provider == target.provider
+            and origin.host == target.host)
 
 
 def user_turn(message: Message) -> Turn:
@@ -368,7 +388,7 @@ def step(walk: Walk, index: int, message: Message, rules: Rules, memo: WireCache
     else:
         turn = (assistant_turn(message, rules.plan, keep, chain) if role == "assistant"
                 else system_turn(message, in_place(message) or {}) if role == "system"
-                else user_turn(message))
+                else compaction_turn(message, rules.plan) or user_turn(message))
         entries[id(message)] = (message, key, turn)
     walk.omitted += turn.omitted
     if turn.wire is not None:

@@ -16,7 +16,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
-from thoughtline.codecs.openai_responses import rejections
+from thoughtline.codecs.openai_responses import compaction, rejections
 from thoughtline.codecs.openai_responses.decode import decode_response, native_problem
 from thoughtline.codecs.openai_responses.encode import (
     OWNED,
@@ -111,6 +111,14 @@ class OpenAIResponses(SplicedForms):
                    if isinstance(index, ResponsesIndex) else None)
         return rejections.classify(status, body, encoded.body, provider=provider,
                                    origins=origins, target=plan.target, issuer=plan.issuer)
+
+    def position_critical(self, value: Mapping[str, Any]) -> bool:
+        """Hook: an item that must stay where it is (compaction, branching, the tail walk)."""
+        return value.get("type") in compaction.POSITION_CRITICAL
+
+    def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction:
+        """Hook: server-side compaction (a ``compaction_trigger`` input item, §4b)."""
+        return compaction.NATIVE
 
     def issued(self, done: Done, plan: ReplayPlan) -> Done:
         """Hook: the answer's encrypted reasoning items stamped with who they were issued to

@@ -22,6 +22,7 @@ from typing import Any
 
 from thoughtline.codecs import splice
 from thoughtline.codecs.common import merge_params
+from thoughtline.codecs.openai_responses import compaction
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
 from thoughtline.codecs.openai_responses.wire import (
     API,
@@ -241,12 +242,34 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
     return out
 
 
+def _own_compaction(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    """A checkpoint's ``compaction`` item (native compaction) alone, in the checkpoint's place,
+    to the provider (id and host) that made it; [] otherwise (the checkpoint's summary text is
+    sent instead). §4b."""
+    if message.role != "user":
+        return []
+    target = plan.target
+    out = []
+    for part in message.parts:
+        if not compaction.is_item(part):
+            continue
+        origin = part.origin or message.origin
+        here = origin is None or target is None or (
+            origin.provider, origin.host) == (target.provider, target.host)
+        if here and _sendable(part.native[NS], origin, plan):
+            out.append(part.native[NS])
+    return out
+
+
 def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     """The input items for one canonical turn."""
     if message.role == "assistant":
         return _assistant_items(message, plan)
-    own = message.native.get(NS)
-    item = own.get("item") if is_map(own) else None
+    own = _own_compaction(message, plan)
+    if own:
+        return own
+    carried = message.native.get(NS)
+    item = carried.get("item") if is_map(carried) else None
     if is_map(item) and item.get("type") not in (None, MESSAGE):
         return [item]  # an input item of the client's own (a compaction_trigger), verbatim
     if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):
