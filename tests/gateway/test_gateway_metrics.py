@@ -21,6 +21,7 @@ from gateway_support import (
     running_gateway,
 )
 from messages_support import MessagesAgent, messages_client
+from responses_face_support import ResponsesAgent, responses_client
 from prometheus_client.parser import text_string_to_metric_families
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
@@ -179,3 +180,22 @@ def test_minted_values_are_counted_as_minted_and_another_tenants_as_foreign(
                   outcome="ok") == 3
     for secret in (alice_token, bob_token, "Zanzibar"):
         assert secret not in text
+
+
+def test_a_compaction_through_the_gateway_counts_its_summarizer_request(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    with running_gateway(deepseek, tmp_path) as gw:
+        agent = ResponsesAgent(responses_client(gw.server.origin), model=MODEL)
+        for city in ("Oslo", "Lima", "Pune", "Kyiv"):
+            agent.ask(f"Weather in {city}?")
+            agent.step(stream=False)
+            agent.step(stream=False)
+        with httpx.Client(base_url=gw.server.origin) as http:
+            before = _samples(http.get("/metrics").text)
+            args = {**agent._args(), "input": [*agent.input, {"type": "compaction_trigger"}]}
+            output = agent.client.responses.create(**args).output
+            after = _samples(http.get("/metrics").text)
+    assert [item.type for item in output] == ["compaction"]
+    name = "thoughtline_gateway_compaction_requests_total"
+    assert _value(before, name) == 0  # ordinary turns are not compactions
+    assert _value(after, name, api="openai-chat") == 1  # the one summary request

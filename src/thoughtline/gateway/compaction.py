@@ -52,7 +52,7 @@ async def compact(turn: TurnInput, engine: Any, *, keep: int = KEEP) -> tuple[Me
 
     async def summarize(prompt: Sequence[Message]) -> tuple[str, str | None]:
         asked = replace(turn, config=replace(turn.config, tools=()), history=(),
-                        pending=tuple(prompt), cache=None)
+                        pending=tuple(prompt), cache=None, purpose="compaction")
         done: Done | None = None
         async for event in engine.run(asked, _Quiet(), TurnOptions(keep_partial=False)):
             if isinstance(event, Done):

@@ -3,7 +3,7 @@
 Owns the metric families and what feeds them: the access-log line of each request (face,
 upstream, status, outcome, durations, rehydration counts, the wording rows of the rejections it
 learned from), each upstream request's request-log record (the reasoning carriers it sent, by
-field), the store's failures, and each upstream's pool, read when scraped. Labels are closed
+field; the summarizer requests of a compaction), the store's failures, and each upstream's pool, read when scraped. Labels are closed
 sets of names (faces, upstreams, statuses, outcomes, carrier fields, wording rows): never a
 token, a key, a tenant or message text.
 
@@ -79,6 +79,10 @@ class Metrics:
         self.repaired = counter("rejections_repaired", "Requests a learned rejection was "
                                 "repaired in (the retry answered), by wording row.",
                                 ("upstream", "wording"))
+        self.compactions = counter("compaction_requests", "Summarizer requests the gateway "
+                                   "sent to compact a conversation (a Responses client's "
+                                   "compaction, or a turn over its context window), by API.",
+                                   ("api",))
         self.store_errors = counter("store_errors", "Store calls that failed.")
         self.in_flight = gauge("in_flight_requests", "Requests being answered, by face.",
                                ("face",))
@@ -120,6 +124,8 @@ class Metrics:
     def sent(self, record: Mapping[str, Any]) -> None:
         """One upstream request's request-log ``record``."""
         api = str(record.get("api", ""))
+        if record.get("purpose") == "compaction":
+            self.compactions.labels(api).inc()
         for kind, count in (record.get("carriers") or {}).items():
             if isinstance(count, int) and count > 0:
                 self.carriers.labels(api, str(kind)).inc(count)
