@@ -21,8 +21,8 @@ from gateway_support import (
     running_gateway,
 )
 from messages_support import MessagesAgent, messages_client
-from responses_face_support import ResponsesAgent, responses_client
 from prometheus_client.parser import text_string_to_metric_families
+from responses_face_support import ResponsesAgent, responses_client
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "store"))
 from pg_proxy import PgProxy  # the store tests' proxy: a server outage as the store sees it

@@ -3,7 +3,8 @@
 Owns the metric families and what feeds them: the access-log line of each request (face,
 upstream, status, outcome, durations, rehydration counts, the wording rows of the rejections it
 learned from), each upstream request's request-log record (the reasoning carriers it sent, by
-field; the summarizer requests of a compaction), the store's failures, and each upstream's pool, read when scraped. Labels are closed
+field; the summarizer requests of a compaction), the store's failures, and each upstream's
+pool, read when scraped. Labels are closed
 sets of names (faces, upstreams, statuses, outcomes, carrier fields, wording rows): never a
 token, a key, a tenant or message text.
 
