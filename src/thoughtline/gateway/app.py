@@ -328,7 +328,8 @@ class Gateway:
             return parsed
         earlier = None
         if mint.valid_ref(previous):
-            earlier = await self.store.call(_history_until, self.store.store, tenant, previous)
+            earlier = await self.store.call(compaction.history_until, self.store.store, tenant,
+                                            previous)
         if earlier is None:
             raise HttpError(400, f"previous_response_id {previous!r} names no response this "
                                  "gateway stored for this token; send the whole conversation "
@@ -505,16 +506,13 @@ class Gateway:
         return error
 
 
-def _history_until(store: Store, tenant: str, ref: str) -> list[Any] | None:
-    """The stored conversation up to the answer stored under ``ref`` (None: no such answer)."""
-    (found,) = store.rehydrate(tenant, [mint.index_key(ref)])
-    if found is None:
-        return None
-    loaded = store.load_history(found.session_id).messages
-    ids = [m.id for m in loaded]
-    if found.message_id not in ids:
-        return None
-    return [m.message for m in loaded[:ids.index(found.message_id) + 1]]
+def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
+              record: _Record) -> dict[int, str]:
+    """The echoed minted values that verify for ``tenant``; the others counted in the log."""
+    refs, rejected = minter.verified(tenant, parsed.minted)
+    if rejected:
+        record.fields["minted_rejected"] = rejected
+    return refs
 
 
 def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
@@ -523,23 +521,6 @@ def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
         return render(*args, **kwargs)
     except (TypeError, ValueError) as exc:
         raise ProtocolError(f"the answer cannot be written for the client: {exc}") from exc
-
-
-def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
-              record: _Record) -> dict[int, str]:
-    """The references of the minted values the client echoed that verify for ``tenant``; the
-    others (forged, another tenant's, damaged) name nothing and are counted in the access log."""
-    out: dict[int, str] = {}
-    rejected = 0
-    for echoed in parsed.minted:
-        ref = minter.verify(tenant, echoed.value)
-        if ref is None:
-            rejected += 1
-        else:
-            out[echoed.message] = ref
-    if rejected:
-        record.fields["minted_rejected"] = rejected
-    return out
 
 
 def client_request(raw: bytes, face: Face = CHAT,

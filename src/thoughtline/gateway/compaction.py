@@ -24,7 +24,9 @@ from thoughtline.compaction import CompactionRules, compact_history, rules_for
 from thoughtline.compaction.core import NAMESPACE, checkpoint
 from thoughtline.estimate import Estimator
 from thoughtline.events import Done
+from thoughtline.gateway import mint
 from thoughtline.messages import Message, message_from_json, message_to_json
+from thoughtline.store.base import Store
 from thoughtline.turn import TurnInput, TurnOptions
 
 #: Messages kept verbatim at least (as ``[compaction] keep``'s default).
@@ -122,3 +124,15 @@ def continued(request: Any, earlier: Sequence[Message]) -> dict[str, Any]:
                   if m.message >= lead)
     return {"messages": (*messages[:lead], *stored, *messages[lead:]), "minted": moved,
             "previous_response_id": ""}
+
+
+def history_until(store: Store, tenant: str, ref: str) -> list[Any] | None:
+    """The stored conversation up to the answer stored under ``ref`` (None: no such answer)."""
+    (found,) = store.rehydrate(tenant, [mint.index_key(ref)])
+    if found is None:
+        return None
+    loaded = store.load_history(found.session_id).messages
+    ids = [m.id for m in loaded]
+    if found.message_id not in ids:
+        return None
+    return [m.message for m in loaded[:ids.index(found.message_id) + 1]]

@@ -17,6 +17,8 @@ import base64
 import hashlib
 import hmac
 import re
+from collections.abc import Iterable
+from typing import Any
 
 from thoughtline.codecs.face import MINT_PREFIX
 from thoughtline.store.rehydration import MINT, IndexKey
@@ -57,6 +59,20 @@ class Minter:
         if not dot or not _REF.fullmatch(ref) or len(mac) != _MAC_CHARS:
             return None
         return ref if hmac.compare_digest(mac, self._mac(tenant, ref)) else None
+
+    def verified(self, tenant: str, echoed: Iterable[Any]) -> tuple[dict[int, str], int]:
+        """The references of the echoed minted values (each with its ``message`` index and
+        ``value``) that verify for ``tenant``, by message; and how many did not (forged,
+        another tenant's, damaged: they name nothing)."""
+        out: dict[int, str] = {}
+        rejected = 0
+        for item in echoed:
+            ref = self.verify(tenant, item.value)
+            if ref is None:
+                rejected += 1
+            else:
+                out[item.message] = ref
+        return out, rejected
 
 
 def valid_ref(ref: str) -> bool:
