@@ -37,7 +37,6 @@ from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
     BINDING_BETA,
-    INTERLEAVED_BETA,
     VERSION_HEADER,
 )
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
@@ -101,8 +100,9 @@ def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str)
     if models.binds_blocks(model):
         # prefix_mismatch_behavior is sent on every request to a binding model (§1a).
         wanted.append(BINDING_BETA)
-    if models.manual_interleaving_beta(model):
-        wanted.append(INTERLEAVED_BETA)
+    interleaving = models.interleaving_beta(model)  # manual thinking on Claude 4 / 4.1 (§1a)
+    if interleaving:
+        wanted.append(interleaving)
     betas.extend(b for b in wanted if b not in betas)
     if betas:
         headers[BETA_HEADER] = ",".join(betas)

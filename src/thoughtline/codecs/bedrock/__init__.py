@@ -20,7 +20,6 @@ from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import (
     BedrockProfile,
     claude_key,
-    claude_version,
     model_id,
     profile_for,
     resolve,
@@ -36,7 +35,6 @@ __all__ = [
     "StreamFold",
     "WireCache",
     "claude_key",
-    "claude_version",
     "decode_response",
     "encode_request",
     "model_id",
