@@ -86,9 +86,11 @@ def test_both_codecs_ask_for_interleaving_on_manual_claude_4(model: str) -> None
 
 def test_a_regional_profile_id_names_the_same_model_on_both_codecs() -> None:
     from thoughtline.codecs.anthropic import models
-    from thoughtline.codecs.bedrock import claude_key
+    from thoughtline.codecs.bedrock import claude_key, model_id
 
     regional = "apne1.anthropic.claude-sonnet-4-5-20250929-v1:0"
     assert models.parse(regional) == models.parse("claude-sonnet-4-5")
     assert models.normalize(regional) == claude_key(regional) == "claude-sonnet-4-5"
     assert claude_key("claude-sonnet-4-5@20250929") == models.normalize("claude-sonnet-4.5")
+    ident = model_id(regional)  # a profile: the request may be served in another region
+    assert ident.cross_region and ident.base == "anthropic.claude-sonnet-4-5-20250929-v1:0"
