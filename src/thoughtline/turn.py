@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import os
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from thoughtline import replay
+from thoughtline import platforms, replay
 from thoughtline.codecs import shape
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
 from thoughtline.config import ProviderConfig
@@ -412,5 +411,4 @@ def _cancelled() -> type[BaseException]:
 
 
 def _region(provider: ProviderConfig) -> str:
-    return provider.region or os.environ.get("AWS_REGION") or os.environ.get(
-        "AWS_DEFAULT_REGION") or ""
+    return platforms.aws_region(provider)  # the one region rule (thoughtline.platforms)

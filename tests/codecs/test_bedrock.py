@@ -531,7 +531,7 @@ def test_endpoint_quotes_the_model_id_and_picks_the_framing() -> None:
 
 def test_region_comes_from_config_then_the_aws_environment(monkeypatch: pytest.MonkeyPatch
                                                            ) -> None:
-    from thoughtline.codecs.bedrock import region_of
+    from thoughtline.platforms import aws_region as region_of
 
     bare = ProviderConfig(id="bedrock", api="bedrock")
     assert region_of(bare, {"AWS_DEFAULT_REGION": "ap-south-1"}) == "ap-south-1"

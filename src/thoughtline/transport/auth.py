@@ -95,8 +95,9 @@ def auth_for(scheme: str, key: str | None, *, region: str = "",
         return None
     if scheme.startswith("sigv4:"):
         if not region:
-            raise UsageError("no AWS region: set region under [providers.NAME] in config.toml, "
-                             "or AWS_REGION / AWS_DEFAULT_REGION")
+            from thoughtline.platforms import NO_AWS_REGION
+
+            raise UsageError(NO_AWS_REGION)
         return SigV4Auth(SigV4Settings(service=scheme.split(":", 1)[1], region=region,
                                        profile=profile))
     header = _HEADER_SCHEMES.get(scheme)

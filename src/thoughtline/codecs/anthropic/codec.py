@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline import platforms
 from thoughtline.codecs.anthropic import binding, compaction, forms, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
 from thoughtline.codecs.anthropic.encode import (
@@ -36,20 +37,15 @@ from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
     BINDING_BETA,
-    INTERLEAVED_BETA,
     VERSION_HEADER,
 )
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import ApiRow, Route, api_table, hostname_of, path_of
-
-DEFAULT_BASE = "https://api.anthropic.com"
-_BEDROCK_URL = "https://bedrock-runtime.{region}.amazonaws.com/anthropic"  # Bedrock's Messages API
 
 
 @lru_cache(maxsize=64)
@@ -75,28 +71,18 @@ def profile_for(provider: str, base_url: str | None) -> AnthropicProfile:
     return _profile(route_row(provider, base_url).id)
 
 
-def _vertex_url(provider: ProviderConfig, model: str, verb: str) -> str:
-    model = path_segment(model)
-    base = provider.base_url.rstrip("/")
-    if "/publishers/anthropic/models" in base:
-        return f"{base}/{model}:{verb}"
-    region = provider.region or "global"
-    if not provider.project:
-        raise UsageError("Vertex needs a project: set project under [providers.NAME] in "
-                         "config.toml")
-    host = base or (f"https://{region}-aiplatform.googleapis.com" if region != "global"
-                    else "https://aiplatform.googleapis.com")
-    return (f"{host}/v1/projects/{provider.project}/locations/{region}"
-            f"/publishers/anthropic/models/{model}:{verb}")
-
-
-def _messages_url(provider: ProviderConfig, profile: AnthropicProfile) -> str:
-    base = provider.base_url.rstrip("/")
-    if not base and profile.platform == "bedrock":
-        if not provider.region:
-            raise UsageError("no AWS region: set region under [providers.NAME] in config.toml")
-        base = _BEDROCK_URL.format(region=provider.region)
-    base = base or DEFAULT_BASE
+def request_url(provider: ProviderConfig, profile: AnthropicProfile, model: str, *,
+                stream: bool) -> str:
+    """``…/v1/messages``, or Vertex's ``…/publishers/anthropic/models/{model}:rawPredict``
+    (``:streamRawPredict``); the base, region and project come from the platform layer."""
+    place = platforms.locate(provider, profile.endpoint)
+    if profile.platform == "vertex":
+        verb = "streamRawPredict" if stream else "rawPredict"
+        model = path_segment(model)
+        if "/publishers/anthropic/models" in place.base:
+            return f"{place.base}/{model}:{verb}"
+        return f"{place.scoped()}/publishers/anthropic/models/{model}:{verb}"
+    base = place.base
     if base.endswith("/messages"):
         return base
     return f"{base}/messages" if base.endswith("/v1") else f"{base}/v1/messages"
@@ -114,8 +100,9 @@ def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str)
     if models.binds_blocks(model):
         # prefix_mismatch_behavior is sent on every request to a binding model (§1a).
         wanted.append(BINDING_BETA)
-    if models.manual_interleaving_beta(model):
-        wanted.append(INTERLEAVED_BETA)
+    interleaving = models.interleaving_beta(model)  # manual thinking on Claude 4 / 4.1 (§1a)
+    if interleaving:
+        wanted.append(interleaving)
     betas.extend(b for b in wanted if b not in betas)
     if betas:
         headers[BETA_HEADER] = ",".join(betas)
@@ -202,23 +189,22 @@ class Anthropic:
 
     def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
         profile = profile_for(provider.route_id, provider.base_url)
-        if profile.platform == "vertex":
-            url = _vertex_url(provider, model, "streamRawPredict" if stream else "rawPredict")
-        else:
-            url = _messages_url(provider, profile)
-        return Endpoint(url=url, framing="sse" if stream else "json",
+        return Endpoint(url=request_url(provider, profile, model, stream=stream),
+                        framing="sse" if stream else "json",
                         headers=api_headers(provider, profile, model))
 
     def default_base_url(self, provider: ProviderConfig) -> str:
-        """Bedrock's region-templated URL when no base URL is set (what ``thoughtline routes``
-        shows); other platforms need theirs given, or name their host in the route data."""
-        profile = profile_for(provider.route_id, provider.base_url)
-        if provider.base_url or profile.platform != "bedrock":
+        """An AWS platform's region-templated URL when no base URL is set (what ``thoughtline
+        routes`` shows); other platforms need theirs given, or name their host in the route
+        data."""
+        endpoint = profile_for(provider.route_id, provider.base_url).endpoint
+        if provider.base_url or platforms.facts(endpoint).region != "aws":
             return provider.base_url
-        return _BEDROCK_URL.format(region=provider.region or "{region}")
+        return platforms.default_url(provider, endpoint)
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        return provider.auth or profile_for(provider.route_id, provider.base_url).auth
+        endpoint = profile_for(provider.route_id, provider.base_url).endpoint
+        return provider.auth or platforms.facts(endpoint).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
         return wire_summary(_index(encoded))

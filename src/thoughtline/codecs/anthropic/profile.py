@@ -40,7 +40,9 @@ class AnthropicProfile:
     version: str = ""
     #: Vertex: ``anthropic_version`` in the body, and no ``model`` (it is in the URL).
     body_version: str = ""
-    auth: str = "x-api-key"
+    #: The platform requests go to without a base URL, and how they authenticate there
+    #: (``routes/platforms.toml``).
+    endpoint: str = "anthropic"
     betas: tuple[str, ...] = ()
     #: The platform names models itself (Vertex URL, Bedrock ids): keep ``model`` out of the body.
     model_in_url: bool = False
@@ -56,7 +58,7 @@ class AnthropicProfile:
             return cls(row=row, replay=replay, platform=platform,
                        version=str(raw.get("version", "")),
                        body_version=str(raw.get("body_version", "")),
-                       auth=str(raw.get("auth", "x-api-key")),
+                       endpoint=str(raw.get("endpoint", "anthropic")),
                        betas=tuple(str(b) for b in raw.get("betas", ())),
                        model_in_url=bool(raw.get("model_in_url", False)))
         except (TypeError, ValueError) as exc:

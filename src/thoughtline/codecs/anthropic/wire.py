@@ -32,7 +32,6 @@ CANONICAL_BLOCKS = frozenset({THINKING, REDACTED, TEXT, TOOL_USE})
 DEFAULT_VERSION = "2023-06-01"
 VERTEX_BODY_VERSION = "vertex-2023-10-16"
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
-INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 VERSION_HEADER = "anthropic-version"
 BETA_HEADER = "anthropic-beta"
 

@@ -2,8 +2,7 @@
 
 Owns every Converse wire name (``reasoningContent``, ``reasoningText``, ``redactedContent``,
 ``toolUse``, ``toolResult``, ``additionalModelRequestFields`` …). Pure: no I/O, no clock, no
-globals (the AWS region is read from the provider config or the AWS environment, once, in
-``codec.region_of``).
+globals (the endpoint, the AWS region and the signing scheme come from ``thoughtline.platforms``).
 
 - ``wire``: names and constants; ``profile``: model ids → families → typed route profiles;
 - ``policy``: which reasoning of a stored turn each model receives (as neutral decisions);
@@ -14,14 +13,13 @@ globals (the AWS region is read from the provider config or the AWS environment,
 - ``codec``: the ``Codec`` object (``CODEC``).
 """
 
-from thoughtline.codecs.bedrock.codec import CODEC, Bedrock, endpoint_url, region_of
+from thoughtline.codecs.bedrock.codec import CODEC, Bedrock
 from thoughtline.codecs.bedrock.decode import decode_response, parts_from_content
 from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
 from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import (
     BedrockProfile,
     claude_key,
-    claude_version,
     model_id,
     profile_for,
     resolve,
@@ -37,14 +35,11 @@ __all__ = [
     "StreamFold",
     "WireCache",
     "claude_key",
-    "claude_version",
     "decode_response",
     "encode_request",
-    "endpoint_url",
     "model_id",
     "parts_from_content",
     "profile_for",
-    "region_of",
     "resolve",
     "wire_summary",
 ]

@@ -9,14 +9,14 @@ ValidationExceptions (``rejections``).
 
 from __future__ import annotations
 
-import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 import orjson
 
+from thoughtline import platforms
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.bedrock import forms, rejections
 from thoughtline.codecs.bedrock.decode import decode_response
@@ -32,34 +32,15 @@ from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import resolve
 from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
 
-AUTH_SCHEME = "sigv4:bedrock"
-#: The regional runtime endpoint botocore uses when no ``endpoint_url`` is given.
-RUNTIME_URL = "https://bedrock-runtime.{region}.amazonaws.com"
-
-
-def region_of(provider: ProviderConfig, environ: Mapping[str, str] | None = None) -> str:
-    """The AWS region: the provider's ``region``, else ``AWS_REGION`` / ``AWS_DEFAULT_REGION``
-    (the variables botocore reads; the one place this codec looks at the environment)."""
-    env = os.environ if environ is None else environ
-    return provider.region or env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or ""
-
-
-def endpoint_url(provider: ProviderConfig, environ: Mapping[str, str] | None = None) -> str:
-    """``--base-url`` (botocore's ``endpoint_url``), else the regional runtime endpoint."""
-    if provider.base_url:
-        return provider.base_url.rstrip("/")
-    region = region_of(provider, environ)
-    if not region:
-        raise UsageError("no AWS region for Bedrock: set region under [providers.NAME] in "
-                         "config.toml, or AWS_REGION / AWS_DEFAULT_REGION")
-    return RUNTIME_URL.format(region=region)
+#: The platform requests go to (``routes/platforms.toml``): the regional runtime endpoint botocore
+#: uses when no ``endpoint_url`` is given, SigV4 for the ``bedrock`` service.
+PLATFORM = "bedrock-runtime"
 
 
 class Bedrock:
@@ -107,21 +88,18 @@ class Bedrock:
     def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
         # The model id goes into the path URL-quoted whole: ARNs hold ':' and '/'
         # (API_runtime_Converse.html, "modelId" URI parameter).
-        url = f"{endpoint_url(provider)}/model/{quote(model, safe='')}/" + (
+        base = platforms.locate(provider, PLATFORM).base
+        url = f"{base}/model/{quote(model, safe='')}/" + (
             "converse-stream" if stream else "converse")
         return Endpoint(url=url, framing="aws-eventstream" if stream else "json")
 
     def default_base_url(self, provider: ProviderConfig) -> str:
         """The URL requests go to without ``--base-url``, ``{region}`` left in when none is set
         (what ``thoughtline routes`` shows; ``endpoint`` insists on a region)."""
-        return RUNTIME_URL.format(region=region_of(provider) or "{region}")
+        return platforms.default_url(provider, PLATFORM)
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        return provider.auth or AUTH_SCHEME
-
-    def region(self, provider: ProviderConfig) -> str:
-        """The region SigV4 signs for (a hook the core passes to ``auth_for``)."""
-        return region_of(provider)
+        return provider.auth or platforms.facts(PLATFORM).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
         index = encoded.index

@@ -1,11 +1,12 @@
 """Bedrock route profiles: which model a model id names, and what that model reads back.
 
 Owns the parsing of Bedrock model ids — foundation-model and inference-profile ARNs, cross-region
-profile ids (``us.``/``eu.``/``apac.``/``global.`` …), application-inference-profile ARNs — and
-of Claude model versions (shared with the Anthropic side by meaning only: a Claude signature is
-valid on every Claude route of the same model), and turns ``routes/bedrock.toml`` into the typed,
-frozen ``BedrockProfile`` a replay plan carries. What a carrier looks like on the wire is
-``encode``'s business; which parts of a turn go is ``policy``'s.
+profile ids (``us.``/``eu.``/``apac.``/``apne1.``/``global.`` …), application-inference-profile
+ARNs — and turns ``routes/bedrock.toml`` into the typed, frozen ``BedrockProfile`` a replay plan
+carries. Claude ids and facts (the profile prefixes, thinking modes) come from the table shared
+with the Anthropic codec (``codecs.claude``): a Claude signature is valid on every Claude route of
+the same model, and both codecs must name the same model the same way. What a carrier looks like
+on the wire is ``encode``'s business; which parts of a turn go is ``policy``'s.
 """
 
 from __future__ import annotations
@@ -16,20 +17,16 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import Any
 
+from thoughtline.codecs import claude
 from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING, REASONING_TEXT, SIGNATURE
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.routes.resolve import Route, api_table, hostname_of
 from thoughtline.verdicts import Verdict
 
-# A cross-region inference profile id is the model id behind a geography prefix
-# (https://docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-support.html).
-_GEO = re.compile(r"^(?:us|eu|apac|global|us-gov|jp|au|ca|apne\d?)\.(?=[a-z0-9-]+\.)")
 # ARNs that name their model: .../foundation-model/<id> and .../inference-profile/<profile id>.
 _NAMED_ARN = re.compile(r"^arn:aws[\w-]*:bedrock:[\w-]*:\d*:"
                         r"(?:foundation-model|inference-profile)/")
-_CLAUDE = re.compile(r"claude-(?:(?P<name>[a-z]+)-)?(?P<v1>\d)(?:[-.](?P<v2>\d)(?!\d))?"
-                     r"(?:-(?P<name2>[a-z]+))?")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -46,33 +43,19 @@ def model_id(raw: str) -> ModelId:
     lowered = raw.strip().lower()
     if lowered.startswith("arn:") and ":application-inference-profile/" in lowered:
         return ModelId(raw=raw, base="", cross_region=True)
-    stripped = _NAMED_ARN.sub("", lowered)
-    geo = _GEO.match(stripped)
-    return ModelId(raw=raw, base=_GEO.sub("", stripped), cross_region=geo is not None)
+    # A cross-region inference profile id is the model id behind a geography prefix
+    # (inference-profiles-support.html); the prefixes are Claude-table data, shared.
+    base, prefixed = claude.strip_profile_prefix(_NAMED_ARN.sub("", lowered))
+    return ModelId(raw=raw, base=base, cross_region=prefixed)
 
 
 @cache
 def claude_key(model: str) -> str:
-    """A Claude model's identity across platforms: ``claude-sonnet-4-5`` for
-    ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``, ``claude-sonnet-4-5@20250929`` and
-    ``claude-sonnet-4-5``; "" when ``model`` is not a Claude id."""
-    lowered = model_id(model).base or model.lower()
-    at = lowered.find("claude")
-    if at < 0:
-        return ""
-    key = lowered[at:].split("@", 1)[0]
-    key = re.sub(r"-v\d+(?::\d+)?$", "", key)
-    return re.sub(r"-\d{8}$", "", key)
-
-
-@cache
-def claude_version(model: str) -> tuple[str, tuple[int, int]] | None:
-    """(family name, (major, minor)) of a Claude id, or None when it cannot be parsed."""
-    found = _CLAUDE.search(claude_key(model))
-    if found is None:
-        return None
-    name = found["name"] or found["name2"] or "other"
-    return name, (int(found["v1"]), int(found["v2"] or 0))
+    """A Claude model's identity across platforms (``codecs.claude.normalize``):
+    ``claude-sonnet-4-5`` for ``us.anthropic.claude-sonnet-4-5-20250929-v1:0``,
+    ``claude-sonnet-4-5@20250929`` and ``claude-sonnet-4-5``; "" when ``model`` is not a Claude
+    id."""
+    return claude.normalize(model) if claude.is_claude(model) else ""
 
 
 _WORDS = {"reasoningText": "readable reasoningText", "signature": "its signature",
@@ -167,26 +150,17 @@ class BedrockProfile:
 # --- the table ----------------------------------------------------------------------------------
 
 
-def _version(text: str) -> tuple[int, int]:
-    major, _, minor = text.partition(".")
-    return int(major), int(minor or 0)
-
-
 def _claude_request(model: str, sections: Mapping[str, Any]) -> dict[str, Any]:
-    """The thinking mode of a Claude model (updates §1a), from the ``[claude]`` section."""
-    rules = sections.get("claude", {})
-    parsed = claude_version(model)
-    adaptive_from = rules.get("adaptive_from", {})
-    if parsed is None:
-        return {"thinking": "adaptive"}  # an id we cannot parse is a newer one
-    name, version = parsed
-    floor = _version(str(adaptive_from.get(name, adaptive_from.get("other", "5.0"))))
-    if version >= floor:
+    """The thinking mode of a Claude model on Converse, from the shared Claude table: adaptive
+    (``adaptive-only`` too), manual (``enabled`` + a budget, with the interleaved beta where the
+    model needs it) or none."""
+    style = claude.thinking_style(model)
+    if style == "none":
+        return {}
+    if style != "manual":
         return {"thinking": "adaptive"}
-    interleaved = (rules.get("interleaved_beta", "")
-                   if version[0] in rules.get("interleaved_majors", ()) else "")
-    return {"thinking": "manual", "interleaved": interleaved,
-            "manual_budget": int(rules.get("manual_budget", 4096))}
+    return {"thinking": "manual", "interleaved": claude.interleaving_beta(model),
+            "manual_budget": int(sections.get("claude", {}).get("manual_budget", 4096))}
 
 
 @cache

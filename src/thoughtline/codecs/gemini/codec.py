@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from thoughtline import platforms
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.common import path_segment
 from thoughtline.codecs.gemini import forms, rejections
@@ -33,20 +34,11 @@ from thoughtline.codecs.gemini.fold import StreamFold
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import API
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes.resolve import (
-    Route,
-    api_table,
-    host_matches,
-    hostname_of,
-    path_of,
-)
+from thoughtline.routes.resolve import Route, api_table, hostname_of, path_of
 
-_VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
-_GLOBAL_VERTEX = "aiplatform.googleapis.com"
 _MODELS_PATH = "/publishers/google/models"
 
 
@@ -57,36 +49,23 @@ def _profile(row_id: str) -> GeminiProfile:
     return GeminiProfile.from_row(row.profile, table.sections.get("services", {}))
 
 
-def is_vertex(base_url: str) -> bool:
-    host = hostname_of(base_url)
-    return any(host_matches(host, h) for h in _VERTEX_HOSTS)
+def platform_of(provider: ProviderConfig) -> str:
+    """Vertex when the base URL is a Vertex host, else the Gemini API (AI Studio)."""
+    return "vertex" if platforms.on_platform(provider.base_url, "vertex") else "ai-studio"
 
 
 def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
-    """``…/models/{model}:generateContent`` (AI Studio), or the Vertex publisher-model path.
-
-    A Vertex base without ``/projects/`` gets ``projects/{project}/locations/{region}`` from the
-    provider config; a region other than ``global`` on the global host moves to the regional host
-    ``{region}-aiplatform.googleapis.com``.
-    """
+    """``…/models/{model}:generateContent`` (AI Studio), or the Vertex publisher-model path
+    (a base without ``/projects/`` is scoped by the platform layer)."""
     method = "streamGenerateContent?alt=sse" if stream else "generateContent"
     model = path_segment(model)
-    base = provider.base_url.rstrip("/")
+    place = platforms.locate(provider, platform_of(provider))
+    base = place.base
     path = urlsplit(base).path.rstrip("/")
     if path.lower().endswith(_MODELS_PATH):
         return f"{base}/{model}:{method}"
-    if is_vertex(base) and "/projects/" not in path:
-        if not provider.project:
-            raise UsageError(f"provider {provider.id!r}: Vertex needs a project: set project = "
-                             f"\"…\" under [providers.NAME] (preset = \"{provider.route_id}\") "
-                             "in config.toml")
-        region = provider.region or "global"
-        parts = urlsplit(base)
-        host = parts.netloc
-        if region != "global" and hostname_of(base) == _GLOBAL_VERTEX:
-            host = f"{region}-{_GLOBAL_VERTEX}"
-        return (f"{parts.scheme}://{host}{path}/projects/{provider.project}/locations/{region}"
-                f"{_MODELS_PATH}/{model}:{method}")
+    if place.platform.name == "vertex" and "/projects/" not in path:
+        return f"{place.scoped()}{_MODELS_PATH}/{model}:{method}"
     return f"{base}/models/{model}:{method}"
 
 
@@ -143,9 +122,7 @@ class Gemini:
                         framing="sse" if stream else "json")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        if provider.auth:
-            return provider.auth
-        return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
+        return provider.auth or platforms.facts(platform_of(provider)).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
         index = encoded.index

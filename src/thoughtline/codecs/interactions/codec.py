@@ -15,6 +15,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
+from thoughtline import platforms
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.interactions import chain, rejections
 from thoughtline.codecs.interactions.decode import decode_response
@@ -23,14 +24,10 @@ from thoughtline.codecs.interactions.fold import StreamFold
 from thoughtline.codecs.interactions.profile import InteractionsProfile
 from thoughtline.codecs.interactions.wire import API
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes.resolve import Route, api_table, host_matches, hostname_of, path_of
-
-_VERTEX_HOSTS = ("aiplatform.googleapis.com", "*-aiplatform.googleapis.com")
-_GLOBAL_VERTEX = "aiplatform.googleapis.com"
+from thoughtline.routes.resolve import Route, api_table, hostname_of, path_of
 
 
 @cache
@@ -40,31 +37,20 @@ def _profile(row_id: str) -> InteractionsProfile:
     return InteractionsProfile.from_row(row.profile, table.sections.get("services", {}))
 
 
-def is_vertex(base_url: str) -> bool:
-    host = hostname_of(base_url)
-    return any(host_matches(host, h) for h in _VERTEX_HOSTS)
+def platform_of(provider: ProviderConfig) -> str:
+    """Vertex when the base URL is a Vertex host, else the Gemini API (AI Studio)."""
+    return "vertex" if platforms.on_platform(provider.base_url, "vertex") else "ai-studio"
 
 
 def request_url(provider: ProviderConfig) -> str:
-    """``{base}/interactions``; a Vertex base without ``/projects/`` gets
-    ``projects/{project}/locations/{region}`` from the provider config (a region other than
-    ``global`` on the global host moves to ``{region}-aiplatform.googleapis.com``)."""
-    base = provider.base_url.rstrip("/")
-    path = urlsplit(base).path.rstrip("/")
-    if path.endswith("/interactions"):
+    """``{base}/interactions``; a Vertex base without ``/projects/`` is scoped by the platform
+    layer (``…/v1beta1/projects/{p}/locations/{l}/interactions``)."""
+    place = platforms.locate(provider, platform_of(provider))
+    base = place.base
+    if urlsplit(base).path.rstrip("/").endswith("/interactions"):
         return base
-    if is_vertex(base) and "/projects/" not in path:
-        if not provider.project:
-            raise UsageError(f"provider {provider.id!r}: Vertex needs a project: set project = "
-                             f"\"…\" under [providers.NAME] (preset = \"{provider.route_id}\") "
-                             "in config.toml")
-        region = provider.region or "global"
-        parts = urlsplit(base)
-        host = parts.netloc
-        if region != "global" and hostname_of(base) == _GLOBAL_VERTEX:
-            host = f"{region}-{_GLOBAL_VERTEX}"
-        return (f"{parts.scheme}://{host}{path}/projects/{provider.project}/locations/{region}"
-                "/interactions")
+    if place.platform.name == "vertex":
+        return f"{place.scoped(version='v1beta1')}/interactions"
     return f"{base}/interactions"
 
 
@@ -104,9 +90,7 @@ class Interactions:
         return Endpoint(url=request_url(provider), framing="sse" if stream else "json")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        if provider.auth:
-            return provider.auth
-        return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
+        return provider.auth or platforms.facts(platform_of(provider)).auth
 
     def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
         return summary(_sent(encoded))

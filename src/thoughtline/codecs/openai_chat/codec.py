@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline import platforms
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_chat.decode import decode_response
 from thoughtline.codecs.openai_chat.encode import (
@@ -28,13 +29,15 @@ from thoughtline.codecs.openai_chat.fold import StreamFold
 from thoughtline.codecs.openai_chat.wire import API
 from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
-from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
+
+#: OpenAI and OpenAI-compatible endpoints: the base URL the provider names, a bearer key.
+PLATFORM = "openai"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -82,14 +85,11 @@ class OpenAIChat(SplicedForms):
         return StreamFold(origin, seed=seed)
 
     def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
-        if not provider.base_url:
-            raise UsageError(f"provider {provider.id!r} has no base URL: pass --base-url or set "
-                             f"base_url under [providers.{provider.id}] in config.toml")
-        return Endpoint(url=provider.base_url.rstrip("/") + "/chat/completions",
+        return Endpoint(url=platforms.locate(provider, PLATFORM).base + "/chat/completions",
                         framing="sse" if stream else "json")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        return provider.auth or "bearer"
+        return provider.auth or platforms.facts(PLATFORM).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
         if isinstance(encoded.index, ChatIndex):

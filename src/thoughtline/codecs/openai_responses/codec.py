@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline import platforms
 from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.openai_responses import compaction, rejections
 from thoughtline.codecs.openai_responses.decode import decode_response, native_problem
@@ -38,6 +39,9 @@ from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route
+
+#: OpenAI and OpenAI-compatible endpoints: the base URL the provider names, a bearer key.
+PLATFORM = "openai"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -91,11 +95,11 @@ class OpenAIResponses(SplicedForms):
         return StreamFold(origin, seed=seed)
 
     def endpoint(self, provider: ProviderConfig, model: str, *, stream: bool) -> Endpoint:
-        return Endpoint(url=provider.base_url.rstrip("/") + "/responses",
+        return Endpoint(url=platforms.locate(provider, PLATFORM).base + "/responses",
                         framing="sse" if stream else "json")
 
     def auth_scheme(self, provider: ProviderConfig) -> str:
-        return provider.auth or "bearer"
+        return provider.auth or platforms.facts(PLATFORM).auth
 
     def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
         index = encoded.index
