@@ -1,7 +1,7 @@
 """The Chat Completions codec object the core talks to (``thoughtline.codecs.base.Codec``).
 
 It binds the pure module functions (``encode``, ``decode``, ``fold``) to the protocol, resolves
-routes from the Chat table, and reads rejections through the fallback classifier: an unknown
+routes from the Chat table (``profile``), and reads rejections (``rejections``): an unknown
 replayed carrier teaches a drop, a "reasoning required" wording teaches the must-echo pad.
 """
 
@@ -32,9 +32,8 @@ from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
+from thoughtline.routes.chat import resolve_chat
 from thoughtline.routes.resolve import Route
-from thoughtline.verdicts import Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -98,25 +97,9 @@ class OpenAIChat(SplicedForms):
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        from thoughtline import fallback  # its wording tables load only when a request fails
+        from thoughtline.codecs.openai_chat import rejections  # its tables load only on a 4xx
 
-        profile = plan.profile
-        target = plan.target
-        sent = set(wire_summary(encoded.body)["carriers"])
-        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad,
-                              top_level=encoded.body.keys())
-        if target is None:
-            return None
-        key = {"provider": target.provider, "host": target.host, "model": target.model}
-        if c.action == "drop" and (c.drop & profile.carriers):
-            verdict = Verdict(**key, drop=frozenset(c.drop & profile.carriers), reason=c.reason)
-        elif (c.action == "pad" and not profile.pad and ECHO_CARRIER in profile.carriers
-              and profile.echo != "never"):
-            verdict = Verdict(**key, pad=True, reason=c.reason)
-        else:
-            return None
-        return Lesson(notice=fallback.describe(c, model=target.model), verdict=verdict,
-                      wording=c.wording)
+        return rejections.lesson(status, body, encoded, plan)
 
 
 CODEC = OpenAIChat()
