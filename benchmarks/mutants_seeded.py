@@ -366,13 +366,13 @@ MUTANTS: tuple[Mutant, ...] = (
            new="return model_family(origin.model) in model_family(target.model)",
            tests=(INV + "test_scope.py",),
            what="model families compared as substrings (gpt-5 reads gpt-5.6)"),
-    Mutant(id="M13", area="routes", file="routes/chat.py",
+    Mutant(id="M13", area="routes", file="codecs/openai_chat/profile.py",
            old="        if origin.host and target.host:\n            return origin.host == "
                "target.host\n        return origin.provider == target.provider",
            new="        return origin.provider == target.provider",
            tests=(INV + "test_scope.py",),
            what="a Chat opaque value (Copilot) goes to another host of the same provider"),
-    Mutant(id="M14", area="routes", file="routes/chat.py",
+    Mutant(id="M14", area="routes", file="codecs/openai_chat/profile.py",
            old="        elif origin.model.lower() != target.model.lower():\n            return False",
            new="        elif not target.model.lower().startswith(origin.model.lower()):\n"
                "            return False",

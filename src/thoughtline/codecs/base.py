@@ -37,6 +37,10 @@ Framing: TypeAlias = Literal["sse", "aws-eventstream", "json", "json-array"]
 #: e.g. a Chat Completions ``data:`` line) and the parsed JSON payload.
 StreamEvent: TypeAlias = tuple[str, Any]
 
+#: The user's must-echo option (``--echo``, ``echo`` in config.toml): ``auto`` follows the route
+#: data, ``always`` / ``never`` override it. Only an API with a must-echo rule (Chat) reads it.
+Echo: TypeAlias = Literal["auto", "always", "never"]
+
 #: Which credentials a request needs; the transport turns the scheme into an ``httpx.Auth``.
 #: ``bearer``/``x-api-key``/``x-goog-api-key``/``api-key`` put the key in that header;
 #: ``sigv4:<service>`` signs with botocore's credential chain; ``google-oauth`` and ``entra`` use
@@ -115,7 +119,17 @@ class Lesson:
 
 
 class Profile(Protocol):
-    """What a route of one API reads back; a frozen, hashable value from the route data."""
+    """What a route of one API reads back; a frozen, hashable value from the route data.
+
+    A profile class subclasses this protocol to inherit its defaults (``with_echo``).
+    """
+
+    __slots__ = ()
+
+    def with_echo(self, echo: Echo) -> Profile:
+        """This profile under the user's must-echo option, set once when the route is resolved
+        (``codecs.registry.resolve``). A profile with no must-echo rule is unchanged."""
+        return self
 
     def narrowed(self, verdicts: Sequence[Verdict]) -> Profile:
         """This profile after what was learned for exactly this route."""

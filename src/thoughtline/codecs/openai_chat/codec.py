@@ -25,6 +25,7 @@ from thoughtline.codecs.openai_chat.encode import (
     wire_summary,
 )
 from thoughtline.codecs.openai_chat.fold import StreamFold
+from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.codecs.openai_chat.wire import API
 from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
@@ -32,7 +33,6 @@ from thoughtline.errors import UsageError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes.chat import resolve_chat
 from thoughtline.routes.resolve import Route
 
 
