@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thoughtline import replay
-from thoughtline.codecs import shape
+from thoughtline.codecs import registry, shape
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
@@ -76,8 +76,7 @@ class TurnInput:
 
     @property
     def route(self) -> Route:
-        p = self.provider
-        return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
+        return registry.route_for(self.codec, self.provider)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -178,9 +178,9 @@ class Codec(Protocol):
     #: ``codecs.common.merge_params``); the codec decides what a body holds, params only add.
     owned: frozenset[str]
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
-        """The route for (provider id, base URL, model) from this API's route data."""
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
+        """The route for (provider id, base URL, model) from this API's route data (the user's
+        must-echo option is the profile's ``with_echo``, applied by ``codecs.registry``)."""
         ...
 
     def new_cache(self) -> WireCache: ...

@@ -120,8 +120,7 @@ class EngineSummarizer:
     @property
     def rules(self) -> CompactionRules:
         codec = registry.codec(self.provider.api)
-        p = self.provider
-        return rules_for(codec, codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo))
+        return rules_for(codec, registry.route_for(codec, self.provider))
 
     async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]:
         from thoughtline.turn import TurnEngine, TurnInput, TurnOptions

@@ -12,7 +12,6 @@ from thoughtline.routes.resolve import (
     parse_api_table,
     path_matches,
     path_of,
-    resolve,
 )
 
 __all__ = [
@@ -26,5 +25,4 @@ __all__ = [
     "parse_api_table",
     "path_matches",
     "path_of",
-    "resolve",
 ]

@@ -17,13 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any, Literal, TypeAlias
+from typing import Any
 from urllib.parse import urlsplit
 
 from thoughtline.errors import ConfigError
 from thoughtline.packaged import packaged_text
 
-Echo: TypeAlias = Literal["auto", "always", "never"]
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
 # Deliberately not ``ip_address.is_private``, which also covers documentation and benchmark ranges.
 _LOCAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
@@ -210,10 +209,3 @@ def api_table(api: str) -> ApiTable:
         raise ConfigError(f"no route table for API {api!r}") from exc
     return parse_api_table(api, tomllib.loads(text))
 
-
-def resolve(api: str, provider: str, base_url: str | None = None, model: str = "", *,
-            echo: Echo = "auto") -> Route:
-    """The route for (provider id, base URL, model) on ``api``, from that API's route data."""
-    from thoughtline.codecs import registry
-
-    return registry.codec(api).resolve(provider, base_url, model, echo=echo)

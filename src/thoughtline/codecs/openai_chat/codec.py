@@ -51,9 +51,8 @@ class OpenAIChat(SplicedForms):
     owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
-        return resolve_chat(provider, base_url, model, echo=echo)  # type: ignore[arg-type]
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
+        return resolve_chat(provider, base_url, model)
 
     def new_cache(self) -> WireCache:
         return WireCache()
@@ -97,9 +96,9 @@ class OpenAIChat(SplicedForms):
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        from thoughtline.codecs.openai_chat import rejections  # its tables load only on a 4xx
+        from thoughtline.codecs.openai_chat.rejections import lesson  # tables load on a 4xx
 
-        return rejections.lesson(status, body, encoded, plan)
+        return lesson(status, body, encoded, plan)
 
 
 CODEC = OpenAIChat()
