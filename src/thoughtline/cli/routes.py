@@ -84,7 +84,7 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
     route = route_for(codec(prov.api), prov)
     learned = _learned(ctx, route, session_ref)
     effective = plan(route, learned)
-    wire = _effective(effective.profile)
+    wire = effective.profile.effective_json()
     if as_json:
         data = route.to_json()
         if learned:
@@ -116,10 +116,6 @@ def _default_url(prov: config.ProviderConfig) -> str:
     return default(prov) if default is not None else ""
 
 
-def _effective(profile: Any) -> dict[str, Any]:
-    """What a narrowed profile sends (``effective_json`` where the API has one)."""
-    effective = getattr(profile, "effective_json", None)
-    return effective() if effective is not None else profile.public_json()
 
 
 @routes.command()

@@ -121,7 +121,8 @@ class Lesson:
 class Profile(Protocol):
     """What a route of one API reads back; a frozen, hashable value from the route data.
 
-    A profile class subclasses this protocol to inherit its defaults (``with_echo``).
+    A profile class subclasses this protocol to inherit its defaults (``with_echo``,
+    ``effective_json``).
     """
 
     __slots__ = ()
@@ -146,6 +147,11 @@ class Profile(Protocol):
     def describe(self) -> list[str]:
         """What the route receives, in lines a user understands (``thoughtline routes``)."""
         ...
+
+    def effective_json(self) -> dict[str, Any]:
+        """What a narrowed profile sends (``routes --json``'s ``effective_*`` fields); by default
+        its ``public_json``."""
+        return self.public_json()
 
 
 class WireCache(Protocol):
