@@ -37,8 +37,9 @@ Framing: TypeAlias = Literal["sse", "aws-eventstream", "json", "json-array"]
 #: e.g. a Chat Completions ``data:`` line) and the parsed JSON payload.
 StreamEvent: TypeAlias = tuple[str, Any]
 
-#: The user's must-echo option (``--echo``, ``echo`` in config.toml): ``auto`` follows the route
-#: data, ``always`` / ``never`` override it. Only an API with a must-echo rule (Chat) reads it.
+#: The user's must-echo option (``echo`` of a provider in config.toml, a gateway upstream or an
+#: imported file): ``auto`` follows the route data, ``always`` / ``never`` override it. Only an
+#: API with a must-echo rule (Chat) reads it.
 Echo: TypeAlias = Literal["auto", "always", "never"]
 
 #: Which credentials a request needs; the transport turns the scheme into an ``httpx.Auth``.

@@ -3,9 +3,10 @@
 This module owns matching: hostnames (never substrings of a URL), URL path selectors, local-endpoint
 detection, and the loading of one route table per API (``routes/<api>.toml``). What a row's
 ``profile`` means is the codec's business: each API's codec turns the row's data into its typed
-``Profile`` (what that route reads back) and answers ``resolve`` for its API. Every table has the
-same row format (``[[row]]``: id, providers, hosts, paths, catch_all, local_endpoint, explain,
-profile); an API's other sections are its codec's to read.
+``Profile`` (what that route reads back) and answers ``resolve`` for its API; a route for any API
+is ``codecs.registry.resolve``. Nothing here imports a codec. Every table has the same row format
+(``[[row]]``: id, providers, hosts, paths, catch_all, local_endpoint, explain, profile); an API's
+other sections are its codec's to read.
 """
 
 from __future__ import annotations
