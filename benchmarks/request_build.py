@@ -24,8 +24,8 @@ from benchmarks.measure import Budget, Row, at_most, not_built, paired, ratio
 from thoughtline import config, replay
 from thoughtline.codecs import openai_chat, registry
 from thoughtline.codecs.base import RequestSpec
+from thoughtline.codecs.registry import resolve
 from thoughtline.messages import Message
-from thoughtline.routes import resolve
 
 SCENARIO = "request build"
 SIZES = (10, 100, 1_000, 5_000)

@@ -14,10 +14,10 @@ import orjson
 
 from thoughtline import replay
 from thoughtline.codecs import openai_chat
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes import Route
-from thoughtline.routes import resolve_chat as resolve
 from thoughtline.verdicts import Verdict
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"

@@ -15,7 +15,13 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from thoughtline.fallback import CARRIERS, WORDINGS, Classification, classify, describe
+from thoughtline.codecs.openai_chat.rejections import (
+    CARRIERS,
+    WORDINGS,
+    Classification,
+    classify,
+    describe,
+)
 
 RC, R, RD = CARRIERS
 ALL = frozenset(CARRIERS)

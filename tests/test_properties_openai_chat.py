@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from helpers_wire import ALL_CARRIERS, COPILOT_KEYS, OUR_KEYS, RC, RD, R, assistants, walk_keys
 from thoughtline import replay
 from thoughtline.codecs.openai_chat import GEMINI_DUMMY_SIGNATURE, WireCache, encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.messages import (
     Message,
     Origin,
@@ -32,7 +33,6 @@ from thoughtline.messages import (
 )
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes import Route
-from thoughtline.routes import resolve_chat as resolve
 from thoughtline.verdicts import Verdict
 
 EXAMPLES = settings(max_examples=150, deadline=None)

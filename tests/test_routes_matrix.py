@@ -16,6 +16,8 @@ import pytest
 
 from helpers_wire import ALL_CARRIERS, OUR_KEYS, RC, RD, R, assistants, encode_on, walk_keys
 from thoughtline import replay
+from thoughtline.codecs.openai_chat.profile import default_table, parse_table
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.errors import ConfigError
 from thoughtline.messages import (
     Message,
@@ -27,14 +29,7 @@ from thoughtline.messages import (
     system,
     user,
 )
-from thoughtline.routes import (
-    default_table,
-    host_matches,
-    hostname_of,
-    is_local_endpoint,
-    parse_table,
-)
-from thoughtline.routes import resolve_chat as resolve
+from thoughtline.routes import host_matches, hostname_of, is_local_endpoint
 from thoughtline.verdicts import Verdict
 
 NONE: frozenset[str] = frozenset()
@@ -618,8 +613,8 @@ def _raw_table() -> dict[str, Any]:
 
 def test_adding_a_vendor_is_data_only() -> None:
     raw = copy.deepcopy(_raw_table())
-    raw["row"].insert(0, {"id": "acme", "carriers": [RC, RD], "providers": ["acme"],
-                          "hosts": ["acme-llm.example"], "explain": "Acme documents RD replay"})
+    raw["row"].insert(0, {"id": "acme", "providers": ["acme"], "hosts": ["acme-llm.example"],
+                          "explain": "Acme documents RD replay", "profile": {"carriers": [RC, RD]}})
     raw["echo"].append({"family": "acme", "providers": ["acme"], "hosts": [],
                         "models_contain": ["acme-think"]})
     raw["keep"].append({"id": "acme", "providers": ["acme"], "hosts": ["acme-llm.example"],
@@ -654,7 +649,7 @@ def test_table_must_end_with_a_catch_all() -> None:
 def test_malformed_table_is_a_config_error(breakage: str) -> None:
     raw = copy.deepcopy(_raw_table())
     if breakage == "no-carriers":
-        del raw["row"][0]["carriers"]
+        del raw["row"][0]["profile"]["carriers"]
     elif breakage == "bad-regex":
         raw["keep"][0]["rules"][0]["models"] = ["glm-(4"]
     else:

@@ -43,7 +43,7 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "thoughtline.verdicts",
     "compress": "thoughtline.compaction",
     "open_store": "thoughtline.store",
-    "resolve": "thoughtline.routes",
+    "resolve": "thoughtline.codecs.registry",
 }
 
 __all__ = [
@@ -98,6 +98,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from thoughtline.codecs.registry import resolve
     from thoughtline.compaction import (
         AutoCompaction,
         CompactionResult,
@@ -128,7 +129,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Usage,
     )
     from thoughtline.replay import ReplayPlan
-    from thoughtline.routes import Route, resolve
+    from thoughtline.routes import Route
     from thoughtline.session import Session, TurnOptions
     from thoughtline.store import open_store
     from thoughtline.verdicts import Verdict

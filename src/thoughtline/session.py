@@ -243,8 +243,7 @@ class Session:
 
     @property
     def route(self) -> Route:
-        p = self.provider
-        return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
+        return registry.route_for(self.codec, self.provider)
 
     def known_verdicts(self) -> list[replay.Verdict]:
         """The session's own verdicts plus what the global ledger learned elsewhere."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thoughtline import platforms, replay
-from thoughtline.codecs import shape
+from thoughtline.codecs import registry, shape
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
@@ -75,8 +75,7 @@ class TurnInput:
 
     @property
     def route(self) -> Route:
-        p = self.provider
-        return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
+        return registry.route_for(self.codec, self.provider)
 
 
 @dataclass(kw_only=True, slots=True)

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from thoughtline import replay
 from thoughtline.codecs.openai_chat import GEMINI_DUMMY_SIGNATURE, encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.messages import Message, Origin, Reasoning, Text, ToolCall, user
-from thoughtline.routes import resolve_chat as resolve
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
 CLAUDE = "anthropic/claude-sonnet-4.5"

@@ -470,7 +470,7 @@ def test_out_of_tier_history_goes_back_with_no_thoughts_and_the_dummy() -> None:
 
 
 def test_chat_route_shares_the_tier_rule() -> None:
-    from thoughtline.routes.chat import resolve_chat
+    from thoughtline.codecs.openai_chat.profile import resolve_chat
 
     route = resolve_chat("gemini-openai", "https://generativelanguage.googleapis.com/v1beta/openai",
                          "gemini-3.1-pro-preview")

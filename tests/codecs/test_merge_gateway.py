@@ -12,8 +12,8 @@ import orjson
 
 from thoughtline import replay
 from thoughtline.codecs.openai_chat import NS_MERGE, decode_response, encode_request, fold
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.messages import Origin, user
-from thoughtline.routes import resolve_chat as resolve
 
 MODEL = "anthropic/claude-sonnet-5"
 BASE = "https://api-gateway.merge.dev/v1/openai"

@@ -46,6 +46,7 @@ from thoughtline.codecs.openai_chat import (
     fold,
     wire_summary,
 )
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done, ReasoningDelta, TextDelta, ToolCallStarted
 from thoughtline.messages import (
@@ -60,7 +61,6 @@ from thoughtline.messages import (
     system,
     user,
 )
-from thoughtline.routes import resolve_chat as resolve
 
 ORIGIN = Origin(api="openai-chat", provider="fixture", host="recorded.example", model="m")
 RESPONSES = chat_response_fixtures()

@@ -36,7 +36,7 @@ SYNTHETIC = {"id": "resp_1", "object": "response", "status": "completed", "model
 
 def _input(api: str, provider: str, base: str | None, model: str) -> list[dict]:
     codec = registry.codec(api)
-    route = codec.resolve(provider, base, model, echo=None)
+    route = codec.resolve(provider, base, model)
     turn = decode_response(SYNTHETIC, ORIGIN).message
     plan = replay.plan(route)
     encoded = codec.encode_request([user("go"), turn, user("next")], plan,

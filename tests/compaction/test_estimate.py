@@ -53,7 +53,7 @@ def _openrouter_turn(model: str) -> Message:
 def _estimator(provider: str, model: str) -> Estimator:
     prov = config.provider(provider, model=model)
     codec = registry.codec(prov.api)
-    route = codec.resolve(prov.route_id, prov.base_url, model, echo=prov.echo)
+    route = registry.resolve_on(codec, prov.route_id, prov.base_url, model, echo=prov.echo)
     return Estimator.for_config(codec, route, ModelConfig(provider=prov))
 
 

@@ -1,6 +1,6 @@
 """Reactive compaction (issue 28 item 2): a "context length exceeded" 4xx compacts once and sends
 the turn once more; the summary's request is counted and logged; a second overflow is a clear
-``ContextOverflow``. Every API's real wording is one row of ``fallback.OVERFLOW_WORDINGS``."""
+``ContextOverflow``. Every API's real wording is one row of ``wordings.OVERFLOW_WORDINGS``."""
 
 from __future__ import annotations
 
@@ -13,13 +13,14 @@ import pytest
 from compaction_support import run
 
 from thoughtline import Session, config
+from thoughtline.codecs.openai_chat.rejections import classify
 from thoughtline.compaction import AutoCompaction, CompactionSettings
 from thoughtline.errors import ContextOverflow
 from thoughtline.events import Notice
-from thoughtline.fallback import OVERFLOW_WORDINGS, classify, overflowed
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
+from thoughtline.wordings import OVERFLOW_WORDINGS, overflowed
 
 KEY_ENV = "TL_CMP_REACTIVE_KEY"
 LIMIT = 3000  # what the emulated model accepts (bytes / 4)

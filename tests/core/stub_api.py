@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import Encoded, Endpoint, Lesson, Profile, RequestSpec
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Origin, Reasoning, Text, Usage, fingerprint
@@ -47,7 +47,7 @@ def seal(text: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class StubProfile:
+class StubProfile(Profile):
     replay_sealed: bool = True
 
     def narrowed(self, verdicts: Sequence[Any]) -> StubProfile:
@@ -112,8 +112,7 @@ class StubCodec:
     api = API
     owned = frozenset({"model", "turns"})
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         from thoughtline.routes.resolve import hostname_of
 
         row = TABLE.match(provider, base_url)

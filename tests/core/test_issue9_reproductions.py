@@ -24,11 +24,11 @@ import pytest
 
 from thoughtline import Session, TurnOptions, open_store, replay
 from thoughtline.codecs.openai_chat import StreamFold, decode_response, encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import ProviderError, StoreError, UsageError
 from thoughtline.messages import Message, Origin, Reasoning, Text, ToolCall, ToolResult, user
 from thoughtline.requestlog import RequestLog
-from thoughtline.routes import resolve_chat
 from thoughtline.testing import ChatEmulator
 from thoughtline.transport import HttpTransport, TransportConfig
 

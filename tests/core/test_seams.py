@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.openai_chat import encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.messages import Message, Origin, Reasoning, Text, user
-from thoughtline.routes import resolve_chat
 from thoughtline.testing import ChatEmulator
 from thoughtline.transport import HttpTransport, Target, TransportConfig
 from thoughtline.transport.auth import SigV4Auth, SigV4Settings

@@ -20,9 +20,9 @@ from stub_api import CODEC, StubEmulator, seal
 
 from thoughtline import Session, TurnOptions, open_store
 from thoughtline.codecs import registry
+from thoughtline.codecs.registry import resolve
 from thoughtline.config import ProviderConfig
 from thoughtline.messages import Message, Reasoning, Text, fingerprint
-from thoughtline.routes import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 

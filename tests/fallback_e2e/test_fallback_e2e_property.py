@@ -37,7 +37,7 @@ from fallback_e2e_support import (
 from hypothesis import event, given, settings
 from hypothesis import strategies as st
 
-from thoughtline import fallback
+from thoughtline.codecs.openai_chat import rejections as fallback
 from thoughtline.messages import Message, Origin, ToolCall, ToolResult, tool_results
 from thoughtline.testing import ChatEmulator
 from thoughtline.transport import TransportConfig

@@ -44,7 +44,7 @@ from fallback_e2e_support import (
     stored,
 )
 
-from thoughtline import fallback
+from thoughtline.codecs.openai_chat import rejections as fallback
 from thoughtline.messages import Message, Origin, ToolCall, ToolResult, dumps, tool_results
 from thoughtline.replay import Verdict
 from thoughtline.session import Session

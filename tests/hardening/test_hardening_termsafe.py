@@ -98,7 +98,7 @@ def test_human_log_lines_are_inert(cli: Cli) -> None:
 
 def test_routes_shows_an_imported_verdict_reason_inert(cli: Cli, tmp_path: Path) -> None:
     prov = config.presets()["deepseek"]
-    from thoughtline.routes import resolve
+    from thoughtline.codecs.registry import resolve
 
     route = resolve(prov.api, prov.route_id, prov.base_url, prov.model)
     data = {"format": "thoughtline.session/1", "session": {"title": "v", "model_config": {

@@ -13,8 +13,8 @@ from helpers_fixtures import load_json
 from helpers_wire import RC, RD, R, assistants, encode_on
 from thoughtline import replay
 from thoughtline.codecs.openai_chat import WireCache, decode_response, encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat as resolve
 from thoughtline.messages import Message, Origin, Reasoning, Text, user
-from thoughtline.routes import resolve_chat as resolve
 
 ORIGIN = Origin(api="openai-chat", provider="openrouter", host="openrouter.ai", model="m")
 

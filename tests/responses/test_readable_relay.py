@@ -54,7 +54,7 @@ def test_readable_reasoning_goes_back_at_the_head_of_its_turn(relay: ResponsesEm
 
 def test_a_readable_item_that_came_after_its_call_is_moved_to_the_head() -> None:
     codec = registry.codec("openai-responses")
-    route = codec.resolve("kimi-relay", "https://relay.example.net/v1", "kimi-k3", echo=None)
+    route = codec.resolve("kimi-relay", "https://relay.example.net/v1", "kimi-k3")
     plan = replay.plan(route, [])
     origin = Origin(api="openai-responses", provider=route.provider, host=route.host,
                     model="kimi-k3")

@@ -25,10 +25,10 @@ from thoughtline import ProviderConfig, Session, open_store
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.codecs.openai_chat import encode_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.messages import Message, user
 from thoughtline.replay import answered
 from thoughtline.replay import plan as make_plan
-from thoughtline.routes import resolve_chat
 from thoughtline.stored import Joined
 
 PROVIDERS = st.sampled_from([

@@ -212,7 +212,7 @@ def _already_learned(home: Path) -> set[tuple[str, str]]:
 def _row(scenario: Scenario, emulator: Any, before: int,
          learned: set[tuple[str, str]]) -> dict[str, Any]:
     """What the emulator saw: statuses, carriers per assistant turn, and the restart check."""
-    from thoughtline.routes import resolve
+    from thoughtline.codecs.registry import resolve
     from thoughtline.testing.records import assistant_fields
 
     received = list(emulator.received)

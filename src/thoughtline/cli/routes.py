@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from thoughtline import config
-from thoughtline.routes import Route, resolve
+from thoughtline.routes import Route
 from thoughtline.termsafe import safe_line
 
 
@@ -76,15 +76,15 @@ def routes(ctx: click.Context, provider_id: str, base_url: str | None, model: st
     if ctx.invoked_subcommand is not None:
         return
     from thoughtline.cli.common import home_path
+    from thoughtline.codecs.registry import codec, route_for
     from thoughtline.replay import plan
 
     cfg = config.load_config(home_path(ctx))
     prov = config.provider(provider_id, cfg, base_url=base_url, model=model)
-    route = resolve(prov.api, prov.route_id, prov.base_url, prov.model,
-                    echo=prov.echo)  # type: ignore[arg-type]
+    route = route_for(codec(prov.api), prov)
     learned = _learned(ctx, route, session_ref)
     effective = plan(route, learned)
-    wire = _effective(effective.profile)
+    wire = effective.profile.effective_json()
     if as_json:
         data = route.to_json()
         if learned:
@@ -116,10 +116,6 @@ def _default_url(prov: config.ProviderConfig) -> str:
     return default(prov) if default is not None else ""
 
 
-def _effective(profile: Any) -> dict[str, Any]:
-    """What a narrowed profile sends (``effective_json`` where the API has one)."""
-    effective = getattr(profile, "effective_json", None)
-    return effective() if effective is not None else profile.public_json()
 
 
 @routes.command()

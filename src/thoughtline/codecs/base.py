@@ -37,6 +37,11 @@ Framing: TypeAlias = Literal["sse", "aws-eventstream", "json", "json-array"]
 #: e.g. a Chat Completions ``data:`` line) and the parsed JSON payload.
 StreamEvent: TypeAlias = tuple[str, Any]
 
+#: The user's must-echo option (``echo`` of a provider in config.toml, a gateway upstream or an
+#: imported file): ``auto`` follows the route data, ``always`` / ``never`` override it. Only an
+#: API with a must-echo rule (Chat) reads it.
+Echo: TypeAlias = Literal["auto", "always", "never"]
+
 #: Which credentials a request needs; the transport turns the scheme into an ``httpx.Auth``.
 #: ``bearer``/``x-api-key``/``x-goog-api-key``/``api-key`` put the key in that header;
 #: ``sigv4:<service>`` signs with botocore's credential chain; ``google-oauth`` and ``entra`` use
@@ -115,7 +120,18 @@ class Lesson:
 
 
 class Profile(Protocol):
-    """What a route of one API reads back; a frozen, hashable value from the route data."""
+    """What a route of one API reads back; a frozen, hashable value from the route data.
+
+    A profile class subclasses this protocol to inherit its defaults (``with_echo``,
+    ``effective_json``).
+    """
+
+    __slots__ = ()
+
+    def with_echo(self, echo: Echo) -> Profile:
+        """This profile under the user's must-echo option, set once when the route is resolved
+        (``codecs.registry.resolve``). A profile with no must-echo rule is unchanged."""
+        return self
 
     def narrowed(self, verdicts: Sequence[Verdict]) -> Profile:
         """This profile after what was learned for exactly this route."""
@@ -132,6 +148,11 @@ class Profile(Protocol):
     def describe(self) -> list[str]:
         """What the route receives, in lines a user understands (``thoughtline routes``)."""
         ...
+
+    def effective_json(self) -> dict[str, Any]:
+        """What a narrowed profile sends (``routes --json``'s ``effective_*`` fields); by default
+        its ``public_json``."""
+        return self.public_json()
 
 
 class WireCache(Protocol):
@@ -164,9 +185,9 @@ class Codec(Protocol):
     #: ``codecs.common.merge_params``); the codec decides what a body holds, params only add.
     owned: frozenset[str]
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
-        """The route for (provider id, base URL, model) from this API's route data."""
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
+        """The route for (provider id, base URL, model) from this API's route data (the user's
+        must-echo option is the profile's ``with_echo``, applied by ``codecs.registry``)."""
         ...
 
     def new_cache(self) -> WireCache: ...

@@ -23,9 +23,9 @@ from thoughtline.estimate import (
     plausible,
 )
 from thoughtline.events import Done, Event, Notice, TextDelta
-from thoughtline.fallback import overflowed
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
+from thoughtline.wordings import overflowed
 
 if TYPE_CHECKING:
     from thoughtline.session import Session
@@ -120,8 +120,7 @@ class EngineSummarizer:
     @property
     def rules(self) -> CompactionRules:
         codec = registry.codec(self.provider.api)
-        p = self.provider
-        return rules_for(codec, codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo))
+        return rules_for(codec, registry.route_for(codec, self.provider))
 
     async def __call__(self, prompt: Sequence[Message]) -> tuple[str, str | None]:
         from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
@@ -240,7 +239,7 @@ class AutoCompaction:
 
     Before a request: at most once per threshold crossing; after compacting (or failing to gain
     anything) it waits until a request is priced under the threshold again. After a
-    "context length exceeded" 4xx (``fallback.OVERFLOW_WORDINGS``): compact once and send the
+    "context length exceeded" 4xx (``wordings.OVERFLOW_WORDINGS``): compact once and send the
     turn once more; the summary's own request is counted (``summary_requests``) and logged with
     ``purpose: "compaction"``, and a second overflow is a ``ContextOverflow``. It also calibrates
     the estimator from each answer's reported prompt size (every input-token count), ignoring

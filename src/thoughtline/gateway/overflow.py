@@ -7,7 +7,7 @@ checkpoint (the summary, asked of the same upstream through the same engine, log
 ``purpose: "compaction"``) and its tail goes back verbatim, exactly as ``compaction.core``
 decides for a CLI session. A second overflow, or a history that cannot be shortened, is a
 ``ContextOverflow`` the face turns into the client's error. Nothing here reads wire fields: the
-wordings are ``fallback.OVERFLOW_WORDINGS``.
+wordings are ``wordings.OVERFLOW_WORDINGS``.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from thoughtline.compaction.core import compact_history, rules_for
 from thoughtline.errors import ContextOverflow, ProviderError
 from thoughtline.estimate import Estimator, context_window
 from thoughtline.events import Done, Event
-from thoughtline.fallback import Wording, overflowed
 from thoughtline.messages import Message
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions, TurnSink
+from thoughtline.wordings import Wording, overflowed
 
 __all__ = ["KEEP", "recovering"]
 

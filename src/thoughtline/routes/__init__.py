@@ -1,12 +1,6 @@
-"""Route data (one table per API, ``<api>.toml``) and its resolvers."""
+"""Route data (one table per API, ``<api>.toml``) and its matching; what a row's ``profile`` means
+is the API's codec's (``codecs/<api>/profile.py``)."""
 
-from thoughtline.routes.chat import (
-    ChatProfile,
-    RouteTable,
-    default_table,
-    parse_table,
-    resolve_chat,
-)
 from thoughtline.routes.resolve import (
     ApiRow,
     ApiTable,
@@ -18,24 +12,17 @@ from thoughtline.routes.resolve import (
     parse_api_table,
     path_matches,
     path_of,
-    resolve,
 )
 
 __all__ = [
     "ApiRow",
     "ApiTable",
-    "ChatProfile",
     "Route",
-    "RouteTable",
     "api_table",
-    "default_table",
     "host_matches",
     "hostname_of",
     "is_local_endpoint",
     "parse_api_table",
-    "parse_table",
     "path_matches",
     "path_of",
-    "resolve",
-    "resolve_chat",
 ]

@@ -3,8 +3,10 @@
 This module owns matching: hostnames (never substrings of a URL), URL path selectors, local-endpoint
 detection, and the loading of one route table per API (``routes/<api>.toml``). What a row's
 ``profile`` means is the codec's business: each API's codec turns the row's data into its typed
-``Profile`` (what that route reads back) and answers ``resolve`` for its API. The Chat Completions
-table has its own, older format (``chat.py``).
+``Profile`` (what that route reads back) and answers ``resolve`` for its API; a route for any API
+is ``codecs.registry.resolve``. Nothing here imports a codec. Every table has the same row format
+(``[[row]]``: id, providers, hosts, paths, catch_all, local_endpoint, explain, profile); an API's
+other sections are its codec's to read.
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any, Literal, TypeAlias
+from typing import Any
 from urllib.parse import urlsplit
 
 from thoughtline.errors import ConfigError
 from thoughtline.packaged import packaged_text
 
-Echo: TypeAlias = Literal["auto", "always", "never"]
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
 # Deliberately not ``ip_address.is_private``, which also covers documentation and benchmark ranges.
 _LOCAL_NETWORKS = tuple(ipaddress.ip_network(n) for n in (
@@ -136,13 +137,18 @@ def is_local_endpoint(hostname: str) -> bool:
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ApiRow:
-    """One row of an API's route table: how it is selected, and its raw ``profile`` data."""
+    """One row of an API's route table: how it is selected, and its raw ``profile`` data.
+
+    ``local_endpoint``: the row an unmatched local endpoint (``is_local_endpoint``) gets instead
+    of the catch-all; it is never matched by provider or host.
+    """
 
     id: str
     providers: frozenset[str] = frozenset()
     hosts: tuple[str, ...] = ()
     paths: tuple[str, ...] = ()
     catch_all: bool = False
+    local_endpoint: bool = False
     explain: str = ""
     profile: Mapping[str, Any] = field(default_factory=dict)
 
@@ -162,11 +168,17 @@ class ApiTable:
     sections: Mapping[str, Any] = field(default_factory=dict)
 
     def match(self, provider: str, base_url: str | None) -> ApiRow:
+        """The listed rows in order (the catch-all's own providers and hosts included); then,
+        for a local endpoint, the ``local_endpoint`` row; then the catch-all row."""
         provider_id = provider.strip().lower()
         hostname, path = hostname_of(base_url), path_of(base_url)
         for row in self.rows:
-            if not row.catch_all and row.matches(provider_id, hostname, path):
+            if not row.local_endpoint and row.matches(provider_id, hostname, path):
                 return row
+        if is_local_endpoint(hostname):
+            local = next((row for row in self.rows if row.local_endpoint), None)
+            if local is not None:
+                return local
         return next(row for row in self.rows if row.catch_all)
 
 
@@ -177,12 +189,14 @@ def parse_api_table(api: str, raw: Mapping[str, Any]) -> ApiTable:
             ApiRow(id=r["id"], providers=frozenset(p.lower() for p in r.get("providers", ())),
                    hosts=tuple(h.lower() for h in r.get("hosts", ())),
                    paths=tuple(r.get("paths", ())), catch_all=bool(r.get("catch_all", False)),
+                   local_endpoint=bool(r.get("local_endpoint", False)),
                    explain=str(r.get("explain", "")), profile=dict(r.get("profile", {})))
             for r in raw["row"])
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{api} route table entry is malformed: {exc!r}") from exc
-    if sum(r.catch_all for r in rows) != 1:
-        raise ConfigError(f"{api} route table needs exactly one catch_all row")
+    if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
+        raise ConfigError(f"{api} route table needs exactly one catch_all row and at most one "
+                          "local_endpoint row")
     sections = {k: v for k, v in raw.items() if k != "row"}
     return ApiTable(api=api, rows=rows, sections=sections)
 
@@ -196,10 +210,3 @@ def api_table(api: str) -> ApiTable:
         raise ConfigError(f"no route table for API {api!r}") from exc
     return parse_api_table(api, tomllib.loads(text))
 
-
-def resolve(api: str, provider: str, base_url: str | None = None, model: str = "", *,
-            echo: Echo = "auto") -> Route:
-    """The route for (provider id, base URL, model) on ``api``, from that API's route data."""
-    from thoughtline.codecs import registry
-
-    return registry.codec(api).resolve(provider, base_url, model, echo=echo)

@@ -147,8 +147,7 @@ class Anthropic:
     api = API
     owned = OWNED
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = route_row(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.strip().lower(),
                      host=hostname_of(base_url), model=model, profile=_profile(row.id),

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, TypeAlias, get_args
 
 from thoughtline.codecs.anthropic import models
+from thoughtline.codecs.base import Profile
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.verdicts import Verdict
@@ -30,7 +31,7 @@ _CLAUDE_APIS = frozenset({"anthropic", "bedrock"})  # Claude thinking in the sha
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class AnthropicProfile:
+class AnthropicProfile(Profile):
     """What one Anthropic-format route reads back and how requests to it are shaped."""
 
     row: str

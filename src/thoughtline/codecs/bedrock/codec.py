@@ -49,8 +49,7 @@ class Bedrock:
     api = API
     owned = OWNED
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         return resolve(provider, base_url, model)
 
     def new_cache(self) -> WireCache:

@@ -18,6 +18,7 @@ from functools import cache
 from typing import Any
 
 from thoughtline.codecs import claude
+from thoughtline.codecs.base import Profile
 from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING, REASONING_TEXT, SIGNATURE
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
@@ -63,7 +64,7 @@ _WORDS = {"reasoningText": "readable reasoningText", "signature": "its signature
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class BedrockProfile:
+class BedrockProfile(Profile):
     """What one Bedrock model reads back on replayed assistant turns, after what was learned.
 
     ``prior`` / ``loop`` are the carriers (``wire.CARRIERS``) sent on turns before the current tool

@@ -16,5 +16,5 @@ Owns every Gemini wire name (``contents``, ``parts``, ``thought``, ``thoughtSign
 - ``rejections``: the 400 wordings and what each teaches;
 - ``codec``: the ``Codec`` object (``CODEC``) the core talks to.
 
-This ``__init__`` imports nothing so that ``scope`` stays cheap to import from the Chat route table.
+This ``__init__`` imports nothing so that ``scope`` stays cheap to import from the Chat profile.
 """

@@ -75,8 +75,7 @@ class Gemini:
     api = API
     owned = OWNED
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = api_table(API).match(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.strip().lower(),
                      host=hostname_of(base_url), model=model, profile=_profile(row.id),

@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
+from thoughtline.codecs.base import Profile
 from thoughtline.codecs.gemini import scope
 from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER, DUMMY_SIGNATURE, NS, SIG
 from thoughtline.errors import ConfigError
@@ -24,7 +25,7 @@ _VERSION = re.compile(r"gemini-(\d+(?:\.\d+)?)")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class GeminiProfile:
+class GeminiProfile(Profile):
     """What a Gemini route reads back.
 
     ``service`` names the signing service (``ai-studio``, ``vertex``); ``services`` maps host

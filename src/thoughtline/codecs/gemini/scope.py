@@ -8,8 +8,8 @@ the major version (``3`` for 3, 3.1, 3.5: the recorded ``gemini-3-pro-preview`` 
 served by ``gemini-3.1-pro-preview``), the tier the words after it (``pro``, ``flash``,
 ``flash-lite``, ``pro-image`` …). An id of another shape can only read its own signatures.
 
-Shared by this API's profile and the Chat ``gemini-openai`` route (``routes/chat.py``), so both
-routes apply one rule. Holds no wire names and imports nothing heavy.
+Shared by this API's profile and the Chat ``gemini-openai`` route (``openai_chat/profile.py``), so
+both routes apply one rule. Holds no wire names and imports nothing heavy.
 """
 
 from __future__ import annotations

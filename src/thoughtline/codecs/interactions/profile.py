@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from thoughtline.codecs.base import Profile
 from thoughtline.codecs.gemini import scope
 from thoughtline.codecs.interactions.wire import API, NS, SIG
 from thoughtline.errors import ConfigError
@@ -23,7 +24,7 @@ from thoughtline.verdicts import Verdict
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class InteractionsProfile:
+class InteractionsProfile(Profile):
     """What an Interactions route reads back. ``service`` names the signing service;
     ``services`` maps host patterns to service names (Vertex regional and global hosts are one)."""
 

@@ -7,7 +7,11 @@ Gemini-compat ``extra_content.google``, Copilot ``reasoning_text`` / ``reasoning
 - ``wire``: the names, namespaces and constants;
 - ``decode``: a whole response (or the fold's rebuilt message) → canonical Message;
 - ``fold``: a chunk stream → the whole message → ``decode``, so stream and whole agree;
-- ``encode``: history + replay plan → request body, with the per-turn wire cache.
+- ``encode``: history + replay plan → request body, with the per-turn wire cache;
+- ``profile``: the typed route profile made from ``routes/openai-chat.toml`` (carriers, must-echo,
+  keep-thinking fields, native carriers, the scope of opaque values);
+- ``rejections``: the 4xx wordings and what each teaches (drop a carrier, pad must-echo);
+- ``codec``: the ``Codec`` object (``CODEC``) the core talks to.
 """
 
 from thoughtline.codecs.openai_chat.codec import CODEC, OpenAIChat

@@ -1,7 +1,7 @@
 """The Chat Completions codec object the core talks to (``thoughtline.codecs.base.Codec``).
 
 It binds the pure module functions (``encode``, ``decode``, ``fold``) to the protocol, resolves
-routes from the Chat table, and reads rejections through the fallback classifier: an unknown
+routes from the Chat table (``profile``), and reads rejections (``rejections``): an unknown
 replayed carrier teaches a drop, a "reasoning required" wording teaches the must-echo pad.
 """
 
@@ -26,15 +26,14 @@ from thoughtline.codecs.openai_chat.encode import (
     wire_summary,
 )
 from thoughtline.codecs.openai_chat.fold import StreamFold
+from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.codecs.openai_chat.wire import API
 from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin
 from thoughtline.replay import ReplayPlan
-from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
 from thoughtline.routes.resolve import Route
-from thoughtline.verdicts import Verdict
 
 #: OpenAI and OpenAI-compatible endpoints: the base URL the provider names, a bearer key.
 PLATFORM = "openai"
@@ -55,9 +54,8 @@ class OpenAIChat(SplicedForms):
     owned = OWNED
     cache = WireCache  # stored wire forms: codecs.splice
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
-        return resolve_chat(provider, base_url, model, echo=echo)  # type: ignore[arg-type]
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
+        return resolve_chat(provider, base_url, model)
 
     def new_cache(self) -> WireCache:
         return WireCache()
@@ -98,25 +96,9 @@ class OpenAIChat(SplicedForms):
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        from thoughtline import fallback  # its wording tables load only when a request fails
+        from thoughtline.codecs.openai_chat.rejections import lesson  # tables load on a 4xx
 
-        profile = plan.profile
-        target = plan.target
-        sent = set(wire_summary(encoded.body)["carriers"])
-        c = fallback.classify(status, body, sent=sent, must_echo=profile.pad,
-                              top_level=encoded.body.keys())
-        if target is None:
-            return None
-        key = {"provider": target.provider, "host": target.host, "model": target.model}
-        if c.action == "drop" and (c.drop & profile.carriers):
-            verdict = Verdict(**key, drop=frozenset(c.drop & profile.carriers), reason=c.reason)
-        elif (c.action == "pad" and not profile.pad and ECHO_CARRIER in profile.carriers
-              and profile.echo != "never"):
-            verdict = Verdict(**key, pad=True, reason=c.reason)
-        else:
-            return None
-        return Lesson(notice=fallback.describe(c, model=target.model), verdict=verdict,
-                      wording=c.wording)
+        return lesson(status, body, encoded, plan)
 
 
 CODEC = OpenAIChat()

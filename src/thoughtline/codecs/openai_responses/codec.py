@@ -65,8 +65,7 @@ class OpenAIResponses(SplicedForms):
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         return native_problem(value) if namespace == NS else None
 
-    def resolve(self, provider: str, base_url: str | None, model: str, *,
-                echo: str = "auto") -> Route:
+    def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         return resolve_responses(provider, base_url, model)
 
     def new_cache(self) -> WireCache:

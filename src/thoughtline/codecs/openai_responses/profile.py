@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
+from thoughtline.codecs.base import Profile
 from thoughtline.codecs.openai_responses.wire import API, ENCRYPTED, INCLUDE_ENCRYPTED, NS, PHASE
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
@@ -33,7 +34,7 @@ def model_family(model: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ResponsesProfile:
+class ResponsesProfile(Profile):
     """What a Responses route reads back (hashable: it keys the wire cache).
 
     ``stateless`` sends ``store: false``; ``include`` asks for encrypted reasoning; ``phase``

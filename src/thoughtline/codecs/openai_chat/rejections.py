@@ -1,18 +1,14 @@
-"""Read a provider's 4xx body and say what replay should learn from it.
+"""The Chat Completions rejection reader: a provider's 4xx body, and what replay learns from it.
 
-This module owns the one job in thoughtline where matching provider error *text* is the point: a
-rejected request either names a replayed carrier as an unknown field (learn to **drop** it for that
-model) or demands ``reasoning_content`` on assistant turns (learn to **pad** it with the must-echo
-placeholder). Every wording it recognises is one row of ``WORDINGS``; where a carrier counts as
-*named* is the ``_NAMED`` table. Nothing else in the code base should grep error bodies.
+A rejected Chat request either names a replayed carrier as an unknown field (learn to **drop** it
+for that model) or demands ``reasoning_content`` on assistant turns (learn to **pad** it with the
+must-echo placeholder). Every wording it recognises is one row of ``WORDINGS``; where a carrier
+counts as *named* is the ``_NAMED`` table. The API-neutral parts (the ``Wording`` row, lazy
+patterns, nested-escape undoing, the "context length exceeded" rows) are ``thoughtline.wordings``.
 
-It also recognises the "context length exceeded" wordings of every API (``OVERFLOW_WORDINGS``,
-read by ``overflowed``): such a rejection teaches replay nothing, but lets automatic compaction
-compact once and retry once.
-
-It is pure: it does not retry, record or persist a verdict, touch a history or do any I/O. The
-caller turns a ``Classification`` into a ``replay.Verdict`` for its (provider, host, model), retries
-once, and shows ``describe(...)`` to the user.
+``classify`` is pure: it does not retry, record or persist a verdict, touch a history or do any
+I/O. ``lesson`` turns a ``Classification`` into the codec's ``Lesson`` (a ``Verdict`` for the
+request's (provider, host, model) and the ``describe(...)`` notice); the turn engine retries once.
 
 Rules (provider-contracts §9):
 
@@ -43,16 +39,23 @@ Rules (provider-contracts §9):
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-CARRIERS = ("reasoning_content", "reasoning", "reasoning_details")
+from thoughtline.codecs.base import Encoded, Lesson
+from thoughtline.codecs.openai_chat.encode import wire_summary
+from thoughtline.codecs.openai_chat.wire import RC, RD, R
+from thoughtline.replay import ReplayPlan
+from thoughtline.verdicts import Verdict
+from thoughtline.wordings import LazyPattern, Wording, readable
+
+#: The carriers in the order a notice names them.
+CARRIERS = (RC, R, RD)
 _RC, _R, _RD = CARRIERS
 
 Action = Literal["none", "drop", "pad"]
-Kind = Literal["unknown_field", "reasoning_required", "not_chat", "context_length"]
+Kind = Literal["unknown_field", "reasoning_required", "not_chat"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -70,37 +73,7 @@ class Classification:
     wording: str = ""
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Wording:
-    """One provider error wording: what it means, where it was seen, how it reads in a notice."""
-
-    id: str
-    kind: Kind
-    pattern: LazyPattern
-    seen: str
-    source: str
-    label: tuple[str, str] = ("", "")  # unknown_field: "rejected replayed X as <one|many>"
-
-
-class LazyPattern:
-    """A case-insensitive regex compiled on its first use: these tables are read only when a
-    request was rejected, and compiling them all cost every process (every resume) ~2 ms."""
-
-    __slots__ = ("_compiled", "source")
-
-    def __init__(self, source: str) -> None:
-        self.source = source
-        self._compiled: re.Pattern[str] | None = None
-
-    def search(self, text: str) -> re.Match[str] | None:
-        if self._compiled is None:
-            self._compiled = re.compile(self.source, re.IGNORECASE)
-        return self._compiled.search(text)
-
-
-def _rx(pattern: str) -> LazyPattern:
-    return LazyPattern(pattern)
-
+_rx = LazyPattern
 
 # A backtick may arrive as itself or be lost; the escapes are undone before matching.
 _TICK = r"[`'\"]?"
@@ -180,58 +153,6 @@ WORDINGS: tuple[Wording, ...] = (
         label=("an unknown key", "unknown keys")),
 )
 
-# --- "the request is over the context window": compact once and retry once ------------------
-# Read by ``overflowed`` only (``classify`` never sees these rows): the request was fine, the
-# conversation is too long for the model. Each API's own wording, as users pasted it.
-OVERFLOW_WORDINGS: tuple[Wording, ...] = (
-    Wording(
-        id="anthropic-prompt-is-too-long", kind="context_length",
-        pattern=_rx(r"prompt\s+is\s+too\s+long:\s*\d+\s+tokens\s*>\s*\d+\s+maximum"),
-        seen="anthropic messages (400 invalid_request_error); bedrock and vertex claude relay it",
-        source="earendil-works/pi#102, boldsoftware/exe.dev#62 (400 bodies, Opus 4.5); "
-               "daisuke-awaji/moca#254 (Bedrock ValidationException wrapping it)"),
-    Wording(
-        id="anthropic-input-and-max-tokens-exceed", kind="context_length",
-        pattern=_rx(r"input\s+length\s+and\s+[`'\"]?max_tokens[`'\"]?\s+exceed\s+context\s+"
-                    r"limit"),
-        seen="anthropic messages (400 invalid_request_error)",
-        source="anthropics/claude-code#408, continuedev/continue#6080"),
-    Wording(
-        id="openai-context-length-exceeded", kind="context_length",
-        pattern=_rx(r"\bcontext_length_exceeded\b|your\s+input\s+exceeds\s+the\s+context\s+"
-                    r"window\s+of\s+this\s+model"),
-        seen="openai responses and chat completions (code context_length_exceeded)",
-        source="dyad-sh/dyad#1672, james-6-23/codex2api#415, onyx-dot-app/onyx#6051"),
-    Wording(
-        id="maximum-context-length-is", kind="context_length",
-        pattern=_rx(r"maximum\s+context\s+length\s+is\s+\d+\s+tokens"),
-        seen="openai chat completions, vllm, openrouter ('This endpoint's maximum context "
-             "length is N tokens. However, you requested about M tokens')",
-        source="refly-ai/refly#1177 (openrouter)"),
-    Wording(
-        id="gemini-input-token-count-exceeds", kind="context_length",
-        pattern=_rx(r"input\s+token\s+count\s*\(\d+\)\s+exceeds\s+the\s+maximum\s+number\s+"
-                    r"of\s+tokens\s+allowed"),
-        seen="gemini (400 INVALID_ARGUMENT)",
-        source="google-gemini/gemini-cli#4231, #6678, #4118"),
-    Wording(
-        id="bedrock-input-is-too-long", kind="context_length",
-        pattern=_rx(r"input\s+is\s+too\s+long\s+for\s+requested\s+model"),
-        seen="bedrock converse (400 ValidationException)",
-        source="aws-samples/assessment-generator#2 (400 ValidationException), "
-               "continuedev/continue#9592, aaif-goose/goose#7504 (both Bedrock variants)"),
-)
-
-
-def overflowed(status: int | None, body: str) -> Wording | None:
-    """The ``OVERFLOW_WORDINGS`` row a rejected request's body matches: the conversation no
-    longer fits the model's context window (a 4xx, or no status; None otherwise)."""
-    if status is not None and not 400 <= status <= 499:
-        return None
-    text = _readable(body)
-    return next((w for w in OVERFLOW_WORDINGS if w.pattern.search(text)), None)
-
-
 # Where a carrier counts as named. ``\w`` includes "_": "reasoning_contents_x" does not name
 # reasoning_content, and "reasoning_content" / "reasoning_effort" do not name reasoning.
 _Q = r"['\"`]"
@@ -248,31 +169,6 @@ _NAMED: tuple[tuple[str, LazyPattern], ...] = (
         # or "messages[1]: unexpected field 'reasoning'"
         rf"|(?<!\w){_MSG}{_Q}?\s*:\s*[a-z ]{{0,40}}{_Q}reasoning{_Q}")),
 )
-
-_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/'bfnrt])")
-_SIMPLE_ESCAPES = {"b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
-_MAX_UNESCAPE = 4  # OpenRouter nests once; a logged or re-wrapped body adds a level or two
-
-
-def _unescape_once(text: str) -> str:
-    def sub(m: re.Match[str]) -> str:
-        esc = m.group(1)
-        if esc[0] == "u":
-            return chr(int(esc[1:], 16))
-        return _SIMPLE_ESCAPES.get(esc, esc)
-
-    return _ESCAPE.sub(sub, text)
-
-
-def _readable(body: str) -> str:
-    """The body with JSON string escapes undone, level by level, so nested wordings read plainly."""
-    for _ in range(_MAX_UNESCAPE):
-        flat = _unescape_once(body)
-        if flat == body:
-            break
-        body = flat
-    return body
-
 
 def _named(text: str) -> frozenset[str]:
     return frozenset(carrier for carrier, pattern in _NAMED if pattern.search(text))
@@ -297,7 +193,7 @@ def classify(status: int | None, body: str, *, sent: Collection[str],
     """
     if status is not None and not 400 <= status <= 499:
         return Classification(action="none")
-    text = _readable(body)
+    text = readable(body)
 
     demand = _first(text, ("reasoning_required", "not_chat"))
     if demand is not None and demand.kind == "reasoning_required":
@@ -340,3 +236,27 @@ def describe(c: Classification, *, model: str) -> str:
     else:
         without = _join(c.drop)
     return f"{model} {c.reason} — retrying without {without} for this model"
+
+
+def lesson(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
+    """What a rejected request teaches its route before the one retry, or None.
+
+    An unknown replayed carrier the route reads teaches a drop; a "reasoning required" wording
+    teaches the must-echo pad where the route reads ``reasoning_content``, does not pad yet and
+    the user did not switch must-echo off (``echo = "never"``).
+    """
+    profile = plan.profile
+    target = plan.target
+    sent = set(wire_summary(encoded.body)["carriers"])
+    c = classify(status, body, sent=sent, must_echo=profile.pad, top_level=encoded.body.keys())
+    if target is None:
+        return None
+    key = {"provider": target.provider, "host": target.host, "model": target.model}
+    if c.action == "drop" and (c.drop & profile.carriers):
+        verdict = Verdict(**key, drop=frozenset(c.drop & profile.carriers), reason=c.reason)
+    elif (c.action == "pad" and not profile.pad and RC in profile.carriers
+          and profile.echo != "never"):
+        verdict = Verdict(**key, pad=True, reason=c.reason)
+    else:
+        return None
+    return Lesson(notice=describe(c, model=target.model), verdict=verdict, wording=c.wording)

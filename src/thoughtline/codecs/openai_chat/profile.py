@@ -1,9 +1,11 @@
-"""The Chat Completions route table (``openai-chat.toml``): rows, must-echo families, keep-thinking
-fields and native carriers, resolved to a ``Route`` whose profile is a ``ChatProfile``.
+"""The typed profile of a Chat Completions route, made from ``routes/openai-chat.toml``.
 
-This module owns the Chat table's matching rules (hostnames, local endpoints, model conditions) and
-the Chat profile value: which carriers a route reads, the must-echo pad, keep-thinking body fields,
-native carriers, and the scope of opaque values. What a carrier means on the wire is the codec's.
+Owns the profile value — which carriers a route reads back, the must-echo pad, keep-thinking body
+fields, native carriers, the scope of opaque values — and the Chat table's conditions beside its
+rows: which must-echo family, keep-thinking rule and native carriers a (provider, host, model)
+gets. Which row a request takes (first match wins, hosts, local endpoints, the catch-all) is
+``routes.resolve.ApiTable``'s; what a carrier means on the wire is ``encode``'s. Nothing here
+builds a body.
 """
 
 from __future__ import annotations
@@ -12,46 +14,56 @@ import json
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cache, lru_cache
 from typing import Any
 
+from thoughtline.codecs.base import Echo, Profile
 from thoughtline.codecs.gemini import scope
+from thoughtline.codecs.openai_chat.wire import API, RC
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Origin
 from thoughtline.packaged import packaged_text
-from thoughtline.routes.resolve import (
-    Echo,
-    Route,
-    host_matches,
-    hostname_of,
-    is_local_endpoint,
-)
+from thoughtline.routes.resolve import ApiTable, Route, host_matches, hostname_of, parse_api_table
 from thoughtline.verdicts import Verdict
 
-API = "openai-chat"
-ECHO_CARRIER = "reasoning_content"
+ECHO_CARRIER = RC
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class ChatProfile:
+class ChatProfile(Profile):
     """What a Chat Completions route reads back, after what was learned for it.
 
     ``carriers`` are the reasoning fields replayed on assistant turns; ``pad`` sends the must-echo
-    placeholder on turns without reasoning (``must_echo`` is the route's own rule, before verdicts);
-    ``native`` the provider-native carriers lifted onto the wire; ``body_extras`` the keep-thinking
-    body fields and ``drop_params`` the parameters they forbid.
+    placeholder on turns without reasoning (``must_echo`` is the route's own rule under the
+    user's ``echo`` option, before verdicts; ``family`` the must-echo family the route data
+    matched, whatever ``echo`` says); ``native`` the provider-native carriers lifted onto the
+    wire; ``body_extras`` the keep-thinking body fields and ``drop_params`` the parameters they
+    forbid.
     """
 
     carriers: frozenset[str]
     pad: bool = False
     must_echo: bool = False
-    echo: str = "auto"
-    echo_family: str | None = None
+    echo: Echo = "auto"
+    family: str | None = None
     native: frozenset[str] = frozenset()
     body_extras: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
     drop_params: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
     stream_usage: bool = True
+
+    @property
+    def echo_family(self) -> str | None:
+        """The must-echo family in force (None when no placeholder is sent)."""
+        return self.family if self.must_echo else None
+
+    def with_echo(self, echo: Echo) -> ChatProfile:
+        """The route under the user's must-echo option: ``always`` pads every assistant turn,
+        ``never`` none, ``auto`` those of a must-echo family — only where the route reads
+        ``reasoning_content``. Set once, when the route is resolved, before any verdict."""
+        wants = echo == "always" or (echo == "auto" and self.family is not None)
+        must_echo = wants and ECHO_CARRIER in self.carriers
+        return replace(self, echo=echo, must_echo=must_echo, pad=must_echo)
 
     def narrowed(self, verdicts: Sequence[Verdict]) -> ChatProfile:
         carriers = set(self.carriers)
@@ -61,10 +73,7 @@ class ChatProfile:
             pad = pad or verdict.pad
         # A learned pad only ever adds the placeholder where the route reads the field at all.
         pad = pad and ECHO_CARRIER in self.carriers and ECHO_CARRIER in carriers
-        return ChatProfile(carriers=frozenset(carriers), pad=pad, must_echo=self.must_echo,
-                           echo=self.echo, echo_family=self.echo_family, native=self.native,
-                           body_extras=self.body_extras, drop_params=self.drop_params,
-                           stream_usage=self.stream_usage)
+        return replace(self, carriers=frozenset(carriers), pad=pad)
 
     def accepts(self, origin: Origin, target: Origin) -> bool:
         """Opaque Chat values (``reasoning_details`` items, Gemini and Copilot signatures) are bound
@@ -109,14 +118,23 @@ class ChatProfile:
                          + json.dumps(self.body_extras, separators=(", ", ": ")))
         for text in native_explanations(sorted(self.native)):
             lines.append(f"provider-native carrier: {text}")
+        wants = self.echo == "always" or (self.echo == "auto" and self.family is not None)
+        if wants and not self.must_echo:
+            lines.append("must-echo family matched, but this route does not read "
+                         "reasoning_content, so no placeholder is sent")
+        if self.family is not None and self.echo == "never":
+            lines.append(f"must-echo ({self.family}) switched off by echo = \"never\"")
         return lines
 
 
-# --- the table ----------------------------------------------------------------------------------
+# --- the table's sections: conditions beside the rows -------------------------------------------
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class _Selector:
+    """A section entry's condition: a provider id or host, as rows match them, or (where the
+    entry says so) a substring of the model id."""
+
     providers: frozenset[str] = frozenset()
     hosts: tuple[str, ...] = ()
     models_contain: tuple[str, ...] = ()
@@ -130,14 +148,11 @@ class _Selector:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class _Row:
-    id: str
+class _RowData:
+    """A row's ``profile``: the carriers it reads, and whether it asks for streamed usage."""
+
     carriers: frozenset[str]
-    select: _Selector
-    local_endpoint: bool = False
-    catch_all: bool = False
     stream_usage: bool = True
-    explain: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -163,8 +178,12 @@ class _Native:
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
-class RouteTable:
-    rows: tuple[_Row, ...]
+class ChatTable:
+    """The Chat route table: its rows (``routes``) with each row's profile data, and the
+    must-echo families, keep-thinking rules, native carriers and carrier words beside them."""
+
+    routes: ApiTable
+    rows: Mapping[str, _RowData]
     echo: tuple[tuple[str, _Selector], ...]
     keep: tuple[_Keep, ...]
     native: tuple[_Native, ...]
@@ -179,16 +198,13 @@ def _selector(raw: Mapping[str, Any]) -> _Selector:
     )
 
 
-def parse_table(raw: Mapping[str, Any]) -> RouteTable:
+def parse_table(raw: Mapping[str, Any]) -> ChatTable:
     """Build a table from its TOML data; raises ConfigError naming the bad entry."""
+    routes = parse_api_table(API, raw)
     try:
-        rows = tuple(
-            _Row(id=r["id"], carriers=frozenset(r["carriers"]), select=_selector(r),
-                 local_endpoint=bool(r.get("local_endpoint", False)),
-                 catch_all=bool(r.get("catch_all", False)),
-                 stream_usage=bool(r.get("stream_usage", True)), explain=r.get("explain", ""))
-            for r in raw["row"]
-        )
+        rows = {row.id: _RowData(carriers=frozenset(row.profile["carriers"]),
+                                 stream_usage=bool(row.profile.get("stream_usage", True)))
+                for row in routes.rows}
         echo = tuple((e["family"], _selector(e)) for e in raw.get("echo", ()))
         keep = tuple(
             _Keep(id=k["id"], select=_selector(k), rules=tuple(
@@ -206,42 +222,28 @@ def parse_table(raw: Mapping[str, Any]) -> RouteTable:
         words = {name: (short, long) for name, (short, long) in
                  raw.get("carrier_words", {}).items()}
     except (KeyError, TypeError, ValueError, re.error) as exc:
-        raise ConfigError(f"route table entry is malformed: {exc!r}") from exc
-    if sum(r.catch_all for r in rows) != 1 or sum(r.local_endpoint for r in rows) > 1:
-        raise ConfigError("route table needs exactly one catch_all row and at most one "
-                          "local_endpoint row")
-    return RouteTable(rows=rows, echo=echo, keep=keep, native=native, carrier_words=words)
+        raise ConfigError(f"{API} route table entry is malformed: {exc!r}") from exc
+    return ChatTable(routes=routes, rows=rows, echo=echo, keep=keep, native=native,
+                     carrier_words=words)
 
 
 @cache
-def default_table() -> RouteTable:
-    text = packaged_text("thoughtline.routes", f"{API}.toml")
-    return parse_table(tomllib.loads(text))
+def default_table() -> ChatTable:
+    """The built-in table (``routes/openai-chat.toml``)."""
+    return parse_table(tomllib.loads(packaged_text("thoughtline.routes", f"{API}.toml")))
 
 
 # --- resolution ---------------------------------------------------------------------------------
 
 
-def _match_row(table: RouteTable, provider: str, hostname: str) -> _Row:
-    """Listed rows in order; then the local-endpoint row; then the catch-all row."""
-    for row in table.rows:
-        if not row.local_endpoint and row.select.by_provider_or_host(provider, hostname):
-            return row
-    if is_local_endpoint(hostname):
-        local = next((row for row in table.rows if row.local_endpoint), None)
-        if local is not None:
-            return local
-    return next(row for row in table.rows if row.catch_all)
-
-
-def _echo_family(table: RouteTable, provider: str, hostname: str, model: str) -> str | None:
+def _echo_family(table: ChatTable, provider: str, hostname: str, model: str) -> str | None:
     for family, select in table.echo:
         if select.by_provider_or_host(provider, hostname) or select.by_model(model):
             return family
     return None
 
 
-def _keep_rule(table: RouteTable, provider: str, hostname: str, model: str) -> _KeepRule | None:
+def _keep_rule(table: ChatTable, provider: str, hostname: str, model: str) -> _KeepRule | None:
     for keep in table.keep:
         if not keep.select.by_provider_or_host(provider, hostname):
             continue
@@ -251,7 +253,7 @@ def _keep_rule(table: RouteTable, provider: str, hostname: str, model: str) -> _
     return None
 
 
-def _native(table: RouteTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
+def _native(table: ChatTable, row: str, provider: str, hostname: str, model: str) -> set[str]:
     return {
         n.id for n in table.native
         if n.select.by_provider_or_host(provider, hostname)
@@ -260,8 +262,8 @@ def _native(table: RouteTable, row: str, provider: str, hostname: str, model: st
 
 
 def resolve_chat(provider: str, base_url: str | None = None, model: str = "", *,
-                 echo: Echo = "auto", table: RouteTable | None = None) -> Route:
-    """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo override."""
+                 echo: Echo = "auto", table: ChatTable | None = None) -> Route:
+    """Resolve a Chat Completions route. ``echo`` is the per-provider must-echo option."""
     if table is None:
         return _resolve_default(provider, base_url, model, echo)
     return _resolve(table, provider, base_url, model, echo)
@@ -274,38 +276,29 @@ def _resolve_default(provider: str, base_url: str | None, model: str, echo: Echo
     return _resolve(default_table(), provider, base_url, model, echo)
 
 
-def _resolve(table: RouteTable, provider: str, base_url: str | None, model: str,
+def _resolve(table: ChatTable, provider: str, base_url: str | None, model: str,
              echo: Echo) -> Route:
     provider_id = provider.strip().lower()
     hostname = hostname_of(base_url)
-    row = _match_row(table, provider_id, hostname)
-    family = _echo_family(table, provider_id, hostname, model)
+    row = table.routes.match(provider_id, base_url)
+    data = table.rows[row.id]
     keep = _keep_rule(table, provider_id, hostname, model)
-    wants_echo = echo == "always" or (echo == "auto" and family is not None)
-    notes: list[str] = []
-    must_echo = wants_echo and ECHO_CARRIER in row.carriers
-    if wants_echo and not must_echo:
-        notes.append("must-echo family matched, but this route does not read reasoning_content, "
-                     "so no placeholder is sent")
-    if family is not None and echo == "never":
-        notes.append(f"must-echo ({family}) switched off by echo = \"never\"")
     profile = ChatProfile(
-        carriers=row.carriers, pad=must_echo, must_echo=must_echo, echo=echo,
-        echo_family=family if must_echo else None,
+        carriers=data.carriers, family=_echo_family(table, provider_id, hostname, model),
         body_extras=dict(keep.body) if keep else {},
         drop_params=keep.drop_params if keep else frozenset(),
         native=frozenset(_native(table, row.id, provider_id, hostname, model)),
-        stream_usage=row.stream_usage)
+        stream_usage=data.stream_usage).with_echo(echo)
     return Route(row=row.id, api=API, provider=provider_id, host=hostname, model=model,
-                 profile=profile, explain=row.explain, notes=tuple(notes))
+                 profile=profile, explain=row.explain)
 
 
-def carrier_words(name: str, *, short: bool = False, table: RouteTable | None = None) -> str:
+def carrier_words(name: str, *, short: bool = False, table: ChatTable | None = None) -> str:
     """How to name a carrier to a user (short label or a few words)."""
     words = (table or default_table()).carrier_words.get(name)
     return name if words is None else words[0 if short else 1]
 
 
-def native_explanations(ids: Sequence[str], table: RouteTable | None = None) -> list[str]:
+def native_explanations(ids: Sequence[str], table: ChatTable | None = None) -> list[str]:
     table = table or default_table()
     return [n.explain for n in table.native if n.id in ids]
