@@ -87,7 +87,7 @@ class ChatRunner:
 
     def _prepare(self, prov: config.ProviderConfig) -> config.ProviderConfig:
         if prov.id == config.DEMO_PROVIDER:
-            from thoughtline.cli.chat import start_demo_backend
+            from thoughtline.cli.demo import start_demo_backend
 
             if self.emulator is not None:
                 return replace(prov, base_url=self.emulator.base_url, key_env="")
@@ -99,7 +99,7 @@ class ChatRunner:
 
     def _auto_compact(self, session: Session) -> Session:
         """Attach automatic compaction (``[compaction]`` of config.toml) to ``session``."""
-        from thoughtline.cli.sessions import progress_line
+        from thoughtline.cli.common import progress_line
         from thoughtline.compaction import AutoCompaction, load_settings
 
         session.compaction = AutoCompaction(load_settings(self.home),
@@ -244,7 +244,7 @@ class ChatRunner:
         session.record = replace(session.record, title=title)
 
     async def _run(self, text: str, render: bool) -> Done | None:
-        from thoughtline.cli.sessions import end_progress
+        from thoughtline.cli.common import end_progress
 
         done: Done | None = None
         state = _RenderState()
