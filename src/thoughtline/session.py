@@ -39,7 +39,7 @@ from thoughtline.modelconfig import (
 from thoughtline.persist import WRITE_ATTEMPTS, TurnWrite, default_rescue_dir, write_turn
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
-from thoughtline.store.base import LoadProblem, SessionRecord, Store
+from thoughtline.store.base import LoadProblem, ProblemKind, SessionRecord, Store
 from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
 __all__ = ["Session", "TurnOptions"]
 
 _WRITE_ATTEMPTS = WRITE_ATTEMPTS  # delays before each try of a failed turn write
-WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
 class Session:
@@ -152,7 +151,7 @@ class Session:
         self._ids = list(ids)
         self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(
-            LoadProblem(seq=seq, part=WIRE_FORM, digest=mid,
+            LoadProblem(seq=seq, kind=ProblemKind.WIRE_FORM, digest=mid,
                         detail="its stored wire form failed its digest: it was left out and is "
                                "rebuilt from the canonical history")
             for seq, mid in found.entries if mid in found.problems)

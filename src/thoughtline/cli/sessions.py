@@ -87,9 +87,9 @@ def _load(ctx: click.Context, ref: str) -> tuple[Any, Any]:
 
 
 def _damaged_turns(loaded: Any) -> list[int]:
-    from thoughtline.store.codec import DAMAGED_TURN
+    from thoughtline.store.records import ProblemKind
 
-    return [p.seq for p in loaded.problems if p.part == DAMAGED_TURN]
+    return [p.seq for p in loaded.problems if p.kind is ProblemKind.TURN]
 
 
 def _warn_damaged(record: Any, loaded: Any) -> None:
@@ -165,7 +165,8 @@ def show(ctx: click.Context, session: str, as_json: bool, generations: bool) -> 
         "fork_point": record.fork_point, "provider": cfg.get("provider", {}),
         "verdicts": cfg.get("verdicts", []), "fingerprints": cfg.get("fingerprints", []),
         "turns": turns,
-        "problems": [{"seq": p.seq, "part": p.part, "digest": p.digest, "detail": p.detail}
+        "problems": [{"seq": p.seq, "kind": p.kind.value, "part": p.part, "digest": p.digest,
+                      "detail": p.detail}
                      for p in loaded.problems],
         "damaged_turns": _damaged_turns(loaded),
         "provider_reports": _provider_reports(ctx, record.id),
