@@ -434,9 +434,7 @@ class Session:
     # --- the sink side ------------------------------------------------------------------------
 
     def _learned(self, lesson: Lesson) -> None:
-        mine = self._config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                                    fingerprints=lesson.fingerprints, settings=lesson.settings)
-        self._save(mine)
+        self._save(self._config.after(lesson))
         if lesson.verdict is not None:
             self.store.record_verdict(lesson.verdict, tenant=self.record.tenant)
 

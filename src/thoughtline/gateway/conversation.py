@@ -272,8 +272,7 @@ def _merge_lessons(prepared: Prepared, lessons: Sequence[Lesson]) -> Any:
     base = prepared.stored_config
     mine = base
     for lesson in lessons:
-        mine = mine.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                            fingerprints=lesson.fingerprints, settings=lesson.settings)
+        mine = mine.after(lesson)
 
     def update(stored: Mapping[str, Any]) -> Mapping[str, Any]:
         return merge(stored, mine, base=base)
