@@ -25,7 +25,7 @@ from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.codecs.common import refused_params
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, ToolResult, ToolSpec, tool_results, user
+from thoughtline.messages import Message, ToolResult, ToolSpec, as_message
 from thoughtline.messages import system as system_message
 from thoughtline.modelconfig import (
     ModelConfig,
@@ -44,7 +44,6 @@ from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
-    from thoughtline.compaction import AutoCompaction
     from thoughtline.transport import HttpTransport
 
 __all__ = ["Session", "TurnOptions"]
@@ -80,8 +79,6 @@ class Session:
             [] if not history else None)
         self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
         self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
-        #: Automatic compaction before a request that would not fit (``compaction``); None: off.
-        self.compaction: AutoCompaction | None = None
         # The params and settings an imported file named, once the user trusts it (in memory
         # only: the stored config never holds them, so the next resume asks again).
         self._trusted: tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]] | None = None
@@ -416,17 +413,8 @@ class Session:
         self._busy = True
         try:
             engine = TurnEngine(self.transport, self.log)
-            message = _as_message(turn)
-
-            chosen = options or TurnOptions()
-
-            def run(requests: int = chosen.requests) -> AsyncIterator[Event]:
-                return engine.run(self._turn([message]), _Sink(self),
-                                  replace(chosen, requests=min(requests, chosen.requests)))
-
-            events = run() if self.compaction is None else self.compaction.around(self, message,
-                                                                                  run)
-            async for event in events:
+            async for event in engine.run(self._turn([as_message(turn)]), _Sink(self),
+                                          options or TurnOptions()):
                 yield event
         finally:
             self._busy = False
@@ -460,11 +448,3 @@ class _Sink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         if partial is not None:
             self._session._store_turn([*pending, partial])
-
-
-def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:
-    if isinstance(turn, str):
-        return user(turn)
-    if isinstance(turn, Message):
-        return turn
-    return tool_results(turn)

@@ -30,6 +30,7 @@ refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` ho
 branches on an API. This module knows no wire field names and no SQL.
 """
 
+from thoughtline.compaction.auto import AutoCompaction
 from thoughtline.compaction.core import (
     PRUNED,
     CompactionRules,
@@ -43,7 +44,6 @@ from thoughtline.compaction.core import (
     summary_prompt,
 )
 from thoughtline.compaction.sessions import (
-    AutoCompaction,
     CompactionResult,
     compress,
     session_estimator,
