@@ -36,7 +36,13 @@ from thoughtline.modelconfig import (
     provider_untrusted,
     unheld_import,
 )
-from thoughtline.persist import WRITE_ATTEMPTS, TurnWrite, default_rescue_dir, write_turn
+from thoughtline.persist import (
+    WRITE_ATTEMPTS,
+    NewGeneration,
+    TurnWrite,
+    default_rescue_dir,
+    write_turn,
+)
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, ProblemKind, SessionRecord, Store
@@ -295,6 +301,24 @@ class Session:
         self.problems = tuple(loaded.problems)
         self._forms_plan = None
         self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
+
+    def replace_history(self, messages: Sequence[Message], *, at: int, head: str | None,
+                        note: Mapping[str, Any]) -> int:
+        """Continue from ``messages`` — a compaction of the first ``at`` stored turns, ``head``
+        the last one's id — as the session's next generation, through the one persistence path
+        (``persist.write_turn``): on a branch the session follows when another writer went on
+        meanwhile; when it cannot be stored, saved to the rescue file the error names and the
+        session goes on as it was. Returns the archived generation's number."""
+        written = write_turn(self.store, TurnWrite(
+            session=self.record, at=at, messages=messages, tenant=self.record.tenant,
+            branch_title=f"{self.record.title or 'untitled'} (compacted)",
+            replaces=NewGeneration(head=head, note=note)),
+            rescue_dir=self._rescue_dir or default_rescue_dir(self.store),
+            attempts=_WRITE_ATTEMPTS)
+        self.record = written.session
+        self.reload()
+        assert written.generation is not None, "a replacing write names its generation"
+        return written.generation
 
     def _append(self, messages: Sequence[Message]) -> None:
         """Store turns as they are (one try: a failure is the store's own error)."""

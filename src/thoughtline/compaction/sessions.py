@@ -47,6 +47,9 @@ class CompactionResult:
     generation: int | None = None  # the archived generation's number
     settings: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     native: str = ""  # what native compaction did ("" when it was not asked)
+    #: The session compacted when another writer went on meanwhile and the compacted history
+    #: went on a branch of it (``session``); "" when it went on the session itself.
+    branched_from: str = ""
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"session": self.session, "compacted": self.compacted,
@@ -66,6 +69,10 @@ class CompactionResult:
                 f"{self.generation} kept; 'thoughtline sessions restore {self.session[:12]} "
                 f"--generation {self.generation}' undoes it)")
         line += f"; {self.native}" if self.native else ""
+        if self.branched_from:
+            line += (f"; session {self.branched_from[:12]} got new turns from another writer "
+                     f"meanwhile, so this is a new branch, {self.session[:12]}, and they stay "
+                     "where they are")
         if self.salvaged:
             line += f"; salvage: {', '.join(self.salvaged)}"
         for api, values in self.settings.items():
@@ -174,15 +181,17 @@ async def compress(session: Session, *, keep: int | None = None,
                               native=_native_note(native))
     if not outcome.compacted:
         return result
-    expect = (len(stored), stored[-1] if stored else None)  # refused if it changed meanwhile
     note = {"ended_by": "compaction", "turns_after": result.turns_after,
             "tokens_before": result.tokens_before, "tokens_after": result.tokens_after,
             "summarizer": (native.label if native is not None and not native.note
                            else engine_summarizer.label),
             "salvaged": list(outcome.salvaged)}
-    number = session.store.replace_history(session.id, outcome.messages, expect=expect,
-                                           note=note)
-    session.reload()
+    # The one persistence path: on a branch when another writer went on meanwhile (never over
+    # turns the summary did not see), in a rescue file when it cannot be stored.
+    number = session.replace_history(outcome.messages, at=len(stored),
+                                     head=stored[-1] if stored else None, note=note)
+    if session.id != result.session:
+        result = replace(result, session=session.id, branched_from=result.session)
     after = {api: dict(values) for api, values in rules.after_compaction.items()
              if api == session.codec.api}
     if after:

@@ -62,6 +62,17 @@ class GatewaySink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         """The client never received a whole answer it could resend: nothing to index."""
 
+    def log_fields(self) -> dict[str, Any]:
+        """What the request log says of the turn's lessons: why they were not stored, and the
+        fallback wordings that matched."""
+        fields: dict[str, Any] = {}
+        if self.lessons_unsaved:
+            fields["lessons_unsaved"] = self.lessons_unsaved
+        wordings = [lesson.wording for lesson in self.lessons if lesson.wording]
+        if wordings:
+            fields["wordings"] = wordings
+        return fields
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prepared:
@@ -240,6 +251,17 @@ class Conversations:
                           messages=[*sink.pending, done.message], tenant=prepared.tenant,
                           keys=[*rehydrate.index_keys(done.message, place),
                                 *prepared.answer_keys])
+        return await self.store.call(write_turn, self.store.store, write,
+                                     rescue_dir=self.rescue_dir)
+
+
+    async def store_compaction(self, prepared: Prepared, bundle: Message,
+                               ref: str) -> Written:
+        """Store a compaction's bundle under the answer's minted reference ``ref`` through the
+        same path as a turn: after the matched turn, on a branch when the head moved, in a
+        rescue file (``persist.Unsaved``) when it cannot be stored."""
+        write = TurnWrite(session=prepared.session, at=prepared.at, messages=[bundle],
+                          tenant=prepared.tenant, keys=[mint.index_key(ref)])
         return await self.store.call(write_turn, self.store.store, write,
                                      rescue_dir=self.rescue_dir)
 
