@@ -35,7 +35,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable
+from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable, ThoughtlineError
 from thoughtline.messages import Message, message_to_json
 from thoughtline.store.base import SessionRecord, Store, StoredMessage
 from thoughtline.store.codec import encode_message
@@ -113,11 +113,13 @@ def write_turn(store: Store, write: TurnWrite, *, rescue_dir: Path | None,
             try:
                 return _store(store, target, write, branched=branched)
             except HeadMoved:
-                if branched:
+                if branched or not _forks_at(store, write):
                     raise
                 target = store.branch(write.session.id, at=write.at, title=_title(write))
                 branched = True
                 return _store(store, target, write, branched=True)
+        except HeadMoved as exc:  # no place holds what it was made from: never retried
+            raise _failed(write, exc, rescue_dir, landed=False) from exc
         except StoreUnavailable as exc:
             error = exc
             if not exc.retry_safe:  # lost while committing: it may be stored already
@@ -140,6 +142,13 @@ def _store(store: Store, target: SessionRecord, write: TurnWrite, *, branched: b
     else:
         stored = store.append(target.id, write.messages, expect_turns=write.at)
     return Written(session=target, stored=stored, branched=branched)
+
+
+def _forks_at(store: Store, write: TurnWrite) -> bool:
+    """Whether the session still holds, up to ``at``, what the write was made from (for a
+    compaction: its last message read there), so a branch forking at ``at`` holds it too."""
+    head = write.replaces.head if write.replaces is not None else None
+    return head is None or store.position(write.session.id, head) == write.at
 
 
 def _settled(store: Store, write: TurnWrite, target: SessionRecord, branched: bool,
@@ -168,8 +177,8 @@ def _title(write: TurnWrite) -> str:
     return write.branch_title or f"{write.session.title or 'untitled'} (branch)"
 
 
-def _failed(write: TurnWrite, error: StoreError, rescue_dir: Path | None, *,
-            landed: bool | None) -> StoreError:
+def _failed(write: TurnWrite, error: ThoughtlineError, rescue_dir: Path | None, *,
+            landed: bool | None) -> ThoughtlineError:
     """The error to raise: ``Unsaved`` with the turn in a rescue file (when a directory is
     given), else the store's own error."""
     if rescue_dir is None:
