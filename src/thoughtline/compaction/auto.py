@@ -20,7 +20,7 @@ from thoughtline.compaction.sessions import (
     session_estimator,
     summarizer_for,
 )
-from thoughtline.errors import ContextOverflow, ProviderError, ThoughtlineError
+from thoughtline.errors import ContextOverflow, ProviderError, ThoughtlineError, UsageError
 from thoughtline.estimate import (
     CALIBRATION,
     PLAUSIBLE,
@@ -64,6 +64,7 @@ class AutoCompaction:
         self.summary_requests = 0  # summarizer requests sent, before a turn or after a 4xx
         self.ignored_samples = 0  # reported prompt sizes calibration left out
         self.last: CompactionResult | None = None  # the latest attempt's result
+        self._answering: set[Session] = set()  # with a turn (and its compaction) in flight
 
     def limit(self, session: Session) -> int | None:
         window = self.settings.window(session.provider)
@@ -83,7 +84,11 @@ class AutoCompaction:
                      options: TurnOptions | None = None) -> AsyncIterator[Event]:
         """``session.stream`` with automatic compaction around the turn: compacted first when
         it would not fit, sent once more after a context-length 4xx (its second and last
-        request); the session itself knows nothing of compaction."""
+        request); the session itself knows nothing of compaction. One turn at a time per
+        session, its compaction included (as ``session.stream`` refuses a second turn)."""
+        if session in self._answering:
+            raise UsageError(f"session {session.id[:12]} is already answering a turn; wait for "
+                             "it to finish (one turn at a time per session)")
         message = as_message(turn)
         chosen = options or TurnOptions()
 
@@ -91,8 +96,12 @@ class AutoCompaction:
             return session.stream(message, replace(chosen,
                                                    requests=min(requests, chosen.requests)))
 
-        async for event in self.around(session, message, run):
-            yield event
+        self._answering.add(session)
+        try:
+            async for event in self.around(session, message, run):
+                yield event
+        finally:
+            self._answering.discard(session)
 
     async def around(self, session: Session, message: Message,
                      run: Callable[[], AsyncIterator[Event]]) -> AsyncIterator[Event]:
