@@ -104,6 +104,20 @@ class HeadMoved(ThoughtlineError):
         self.found = found
 
 
+class HistoryChanged(HeadMoved, StoreError):
+    """A new history (a compaction's) was made from ``expected`` turns ending with the one it
+    read, but another writer changed the session meanwhile (it holds ``found``): replacing it
+    would archive turns the compaction never saw. Nothing was replaced."""
+
+    def __init__(self, session_id: str, *, expected: int, found: int) -> None:
+        StoreError.__init__(self, f"session {session_id} changed while its new history was "
+                                  "being made (another process added a turn); nothing was "
+                                  "replaced — try again")
+        self.session_id = session_id
+        self.expected = expected
+        self.found = found
+
+
 class CorruptPayload(StoreError):
     """A stored opaque payload no longer matches its digest; it is never sent."""
 

@@ -12,7 +12,7 @@ All values are frozen: a stored history is never mutated, every request works on
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal, TypeAlias, assert_never
@@ -303,6 +303,15 @@ def system(text: str) -> Message:
 
 def tool_results(results: Iterable[ToolResult]) -> Message:
     return Message(role="tool", parts=tuple(results))
+
+
+def as_message(turn: str | Message | Sequence[ToolResult]) -> Message:
+    """A turn as given to ``send``: user text, a message, or tool results."""
+    if isinstance(turn, str):
+        return user(turn)
+    if isinstance(turn, Message):
+        return turn
+    return tool_results(turn)
 
 
 # --- lossless JSON form -------------------------------------------------------------------------

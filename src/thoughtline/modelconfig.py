@@ -11,12 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import StoreError
 from thoughtline.messages import ToolSpec
 from thoughtline.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from thoughtline.codecs.base import Lesson
 
 #: Model-config key set by ``sessions import``: where the session came from, whether its
 #: provider (URL, key variable) was trusted, and (under ``HELD_KEY``) the request params and
@@ -88,6 +91,12 @@ class ModelConfig:
         return replace(self, verdicts=merge_verdicts(self.verdicts, verdicts),
                        fingerprints=self.fingerprints | frozenset(fingerprints),
                        settings=merge_settings(self.settings, settings or {}))
+
+    def after(self, lesson: Lesson) -> ModelConfig:
+        """This config plus what one rejected request taught (its verdict, if any, its
+        fingerprints and settings): what the turn's retry, the session and the gateway store."""
+        return self.learned(verdicts=(lesson.verdict,) if lesson.verdict else (),
+                            fingerprints=lesson.fingerprints, settings=lesson.settings)
 
 
 def merge_verdicts(known: Iterable[Verdict], new: Iterable[Verdict]) -> tuple[Verdict, ...]:

@@ -1,12 +1,17 @@
-"""Storing a finished turn: the one persistence path of the CLI's ``Session`` and the gateway.
+"""Storing a finished turn or a compaction: the one persistence path of the CLI's ``Session``, the
+gateway and compaction.
 
-Owns what every writer of a turn must guarantee, so the CLI and the gateway cannot drift apart:
+Owns what every writer of a session must guarantee, so the CLI, the gateway and compaction cannot
+drift apart:
 
 * **The head check.** A turn is appended only where it was written: ``TurnWrite.at`` is how many
   turns the session held under the history the answer was written against. When the session
   holds another number (another writer went on meanwhile, or a client regenerated an answer and
   continued from an earlier turn), nothing is appended there: the turn goes on a new branch
-  forking at ``at``, never after turns no model saw together with it.
+  forking at ``at``, never after turns no model saw together with it. A compaction
+  (``TurnWrite.replaces``) is checked the same way, by the count and the last message it read:
+  when the session moved on it becomes the next generation of a branch holding what it read,
+  and the other writer's turns stay where they are.
 * **One outcome.** A failed write is retried only while the failure proves nothing was written
   (a lock held past the busy timeout, a connection lost before ``COMMIT``). A connection lost
   *while* committing is never written again: whether the first write landed is read back, and
@@ -15,20 +20,22 @@ Owns what every writer of a turn must guarantee, so the CLI and the gateway cann
   (owner-only) and ``Unsaved`` names the file: the caller says "not stored" and it is true —
   nothing of the turn is in the store, nothing is lost.
 
-It knows no wire names and no SQL: appends go through the ``Store`` interface (``append``, or
-``append_indexed`` with the gateway's lookup keys), in the caller's thread.
+It knows no wire names and no SQL: writes go through the ``Store`` interface (``append``,
+``append_indexed`` with the gateway's lookup keys, ``replace_history`` for a compaction), in the
+caller's thread.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import orjson
 
-from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable
+from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable, ThoughtlineError
 from thoughtline.messages import Message, message_to_json
 from thoughtline.store.base import SessionRecord, Store, StoredMessage
 from thoughtline.store.codec import encode_message
@@ -47,6 +54,16 @@ class Unsaved(StoreError):
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
+class NewGeneration:
+    """A compaction's write: the messages replace the session's history as its next generation
+    (the current one is archived with ``note``, restorable) instead of following it."""
+
+    #: The id of the last message of the ``at`` turns the compaction read (None: there were none).
+    head: str | None
+    note: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
 class TurnWrite:
     """One turn to store: its messages, where it was written, and (gateway) its lookup keys."""
 
@@ -59,6 +76,8 @@ class TurnWrite:
     keys: Sequence[IndexKey] = ()
     #: The title of the branch made when the head moved ("" : the session's title + " (branch)").
     branch_title: str = ""
+    #: A compaction: ``messages`` are the session's new history, not turns to append.
+    replaces: NewGeneration | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -68,6 +87,13 @@ class Written:
     session: SessionRecord
     stored: Sequence[StoredMessage]
     branched: bool = False
+    #: The archived generation's number (a compaction; None: an append).
+    generation: int | None = None
+
+    @property
+    def branch(self) -> str:
+        """The branch it went on because the head moved meanwhile ("": where it was asked)."""
+        return self.session.id if self.branched else ""
 
 
 def write_turn(store: Store, write: TurnWrite, *, rescue_dir: Path | None,
@@ -85,15 +111,15 @@ def write_turn(store: Store, write: TurnWrite, *, rescue_dir: Path | None,
             time.sleep(delay)
         try:
             try:
-                return Written(session=target, stored=_append(store, target.id, write),
-                               branched=branched)
+                return _store(store, target, write, branched=branched)
             except HeadMoved:
-                if branched:
+                if branched or not _forks_at(store, write):
                     raise
                 target = store.branch(write.session.id, at=write.at, title=_title(write))
                 branched = True
-                return Written(session=target, stored=_append(store, target.id, write),
-                               branched=True)
+                return _store(store, target, write, branched=True)
+        except HeadMoved as exc:  # no place holds what it was made from: never retried
+            raise _failed(write, exc, rescue_dir, landed=False) from exc
         except StoreUnavailable as exc:
             error = exc
             if not exc.retry_safe:  # lost while committing: it may be stored already
@@ -104,11 +130,25 @@ def write_turn(store: Store, write: TurnWrite, *, rescue_dir: Path | None,
     raise _failed(write, error, rescue_dir, landed=False)
 
 
-def _append(store: Store, session_id: str, write: TurnWrite) -> list[StoredMessage]:
+def _store(store: Store, target: SessionRecord, write: TurnWrite, *, branched: bool) -> Written:
+    if write.replaces is not None:
+        number = store.replace_history(target.id, write.messages,
+                                       expect=(write.at, write.replaces.head),
+                                       note=write.replaces.note)
+        return Written(session=target, stored=(), branched=branched, generation=number)
     if write.keys:
-        return store.append_indexed(session_id, write.messages, tenant=write.tenant,
-                                    keys=write.keys, expect_turns=write.at)
-    return store.append(session_id, write.messages, expect_turns=write.at)
+        stored = store.append_indexed(target.id, write.messages, tenant=write.tenant,
+                                      keys=write.keys, expect_turns=write.at)
+    else:
+        stored = store.append(target.id, write.messages, expect_turns=write.at)
+    return Written(session=target, stored=stored, branched=branched)
+
+
+def _forks_at(store: Store, write: TurnWrite) -> bool:
+    """Whether the session still holds, up to ``at``, what the write was made from (for a
+    compaction: its last message read there), so a branch forking at ``at`` holds it too."""
+    head = write.replaces.head if write.replaces is not None else None
+    return head is None or store.position(write.session.id, head) == write.at
 
 
 def _settled(store: Store, write: TurnWrite, target: SessionRecord, branched: bool,
@@ -116,11 +156,17 @@ def _settled(store: Store, write: TurnWrite, target: SessionRecord, branched: bo
     """After a write whose ``COMMIT`` was cut: read back whether it landed, never write again."""
     ids = [encode_message(m).id for m in write.messages]
     try:
-        landed = store.position(target.id, ids[-1]) == write.at + len(ids)
+        if write.replaces is not None:  # landed: the session holds exactly the new history
+            landed = [m.id for m in store.load_history(target.id).messages] == ids
+            number = store.list_generations(target.id)[-1].number - 1 if landed else None
+        else:
+            landed = store.position(target.id, ids[-1]) == write.at + len(ids)
     except StoreError:
         raise _failed(write, error, rescue_dir, landed=None) from error
     if not landed:
         raise _failed(write, error, rescue_dir, landed=False) from error
+    if write.replaces is not None:
+        return Written(session=target, stored=(), branched=branched, generation=number)
     now = time.time()
     stored = [StoredMessage(seq=write.at + offset, id=mid, message=message, created_at=now)
               for offset, (mid, message) in enumerate(zip(ids, write.messages, strict=True))]
@@ -131,8 +177,8 @@ def _title(write: TurnWrite) -> str:
     return write.branch_title or f"{write.session.title or 'untitled'} (branch)"
 
 
-def _failed(write: TurnWrite, error: StoreError, rescue_dir: Path | None, *,
-            landed: bool | None) -> StoreError:
+def _failed(write: TurnWrite, error: ThoughtlineError, rescue_dir: Path | None, *,
+            landed: bool | None) -> ThoughtlineError:
     """The error to raise: ``Unsaved`` with the turn in a rescue file (when a directory is
     given), else the store's own error."""
     if rescue_dir is None:
@@ -145,10 +191,12 @@ def _failed(write: TurnWrite, error: StoreError, rescue_dir: Path | None, *,
         path = None
         saved = f"; saving it to a rescue file in {rescue_dir} failed too ({exc})."
     else:
-        saved = (f"; it was saved to {path} (the session id, its model config and the turn's "
+        saved = (f"; it was saved to {path} (the session id, its model config and the "
                  "messages as JSON) — nothing was lost.")
-    return Unsaved(f"the answer arrived but could not be stored ({error}); {stored}{saved}",
-                   path=path)
+    what = ("the compacted history was made but could not be stored (the session goes on from "
+            "its previous one)" if write.replaces is not None
+            else "the answer arrived but could not be stored")
+    return Unsaved(f"{what} ({error}); {stored}{saved}", path=path)
 
 
 def default_rescue_dir(store: Store) -> Path:
@@ -165,9 +213,13 @@ def rescue(write: TurnWrite, directory: Path) -> Path:
     directory.mkdir(parents=True, exist_ok=True, mode=0o700)
     sid = write.session.id
     path = directory / f"{sid}-{time.strftime('%Y%m%dT%H%M%S')}-{time.time_ns()}.json"
-    record = {"format": "thoughtline.rescue/1", "session": sid, "title": write.session.title,
-              "model_config": write.session.model_config,
-              "messages": [message_to_json(m) for m in write.messages]}
+    record: dict[str, Any] = {
+        "format": "thoughtline.rescue/1", "session": sid, "title": write.session.title,
+        "model_config": write.session.model_config,
+        "messages": [message_to_json(m) for m in write.messages]}
+    if write.replaces is not None:  # a compaction: the messages are a whole new history
+        record["replaces"] = {"turns": write.at, "head": write.replaces.head,
+                              "note": dict(write.replaces.note)}
     if write.tenant:
         record["tenant"] = write.tenant
     path.write_bytes(orjson.dumps(record, option=orjson.OPT_INDENT_2))

@@ -25,7 +25,7 @@ from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.codecs.common import refused_params
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, ToolResult, ToolSpec, tool_results, user
+from thoughtline.messages import Message, ToolResult, ToolSpec, as_message
 from thoughtline.messages import system as system_message
 from thoughtline.modelconfig import (
     ModelConfig,
@@ -36,21 +36,25 @@ from thoughtline.modelconfig import (
     provider_untrusted,
     unheld_import,
 )
-from thoughtline.persist import WRITE_ATTEMPTS, TurnWrite, default_rescue_dir, write_turn
+from thoughtline.persist import (
+    WRITE_ATTEMPTS,
+    NewGeneration,
+    TurnWrite,
+    default_rescue_dir,
+    write_turn,
+)
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
-from thoughtline.store.base import LoadProblem, SessionRecord, Store
+from thoughtline.store.base import LoadProblem, ProblemKind, SessionRecord, Store
 from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
 if TYPE_CHECKING:
-    from thoughtline.compaction import AutoCompaction
     from thoughtline.transport import HttpTransport
 
 __all__ = ["Session", "TurnOptions"]
 
 _WRITE_ATTEMPTS = WRITE_ATTEMPTS  # delays before each try of a failed turn write
-WIRE_FORM = -3  # LoadProblem.part for a stored wire form
 
 
 class Session:
@@ -81,8 +85,6 @@ class Session:
             [] if not history else None)
         self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
         self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
-        #: Automatic compaction before a request that would not fit (``compaction``); None: off.
-        self.compaction: AutoCompaction | None = None
         # The params and settings an imported file named, once the user trusts it (in memory
         # only: the stored config never holds them, so the next resume asks again).
         self._trusted: tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]] | None = None
@@ -152,7 +154,7 @@ class Session:
         self._ids = list(ids)
         self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(
-            LoadProblem(seq=seq, part=WIRE_FORM, digest=mid,
+            LoadProblem(seq=seq, kind=ProblemKind.WIRE_FORM, digest=mid,
                         detail="its stored wire form failed its digest: it was left out and is "
                                "rebuilt from the canonical history")
             for seq, mid in found.entries if mid in found.problems)
@@ -299,6 +301,24 @@ class Session:
         self._forms_plan = None
         self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
 
+    def replace_history(self, messages: Sequence[Message], *, at: int, head: str | None,
+                        note: Mapping[str, Any]) -> int:
+        """Continue from ``messages`` — a compaction of the first ``at`` stored turns, ``head``
+        the last one's id — as the session's next generation, through the one persistence path
+        (``persist.write_turn``): on a branch the session follows when another writer went on
+        meanwhile; when it cannot be stored, saved to the rescue file the error names and the
+        session goes on as it was. Returns the archived generation's number."""
+        written = write_turn(self.store, TurnWrite(
+            session=self.record, at=at, messages=messages, tenant=self.record.tenant,
+            branch_title=f"{self.record.title or 'untitled'} (compacted)",
+            replaces=NewGeneration(head=head, note=note)),
+            rescue_dir=self._rescue_dir or default_rescue_dir(self.store),
+            attempts=_WRITE_ATTEMPTS)
+        self.record = written.session
+        self.reload()
+        assert written.generation is not None, "a replacing write names its generation"
+        return written.generation
+
     def _append(self, messages: Sequence[Message]) -> None:
         """Store turns as they are (one try: a failure is the store's own error)."""
         self._write(messages, rescue_dir=None, attempts=(0.0,))
@@ -416,17 +436,8 @@ class Session:
         self._busy = True
         try:
             engine = TurnEngine(self.transport, self.log)
-            message = _as_message(turn)
-
-            chosen = options or TurnOptions()
-
-            def run(requests: int = chosen.requests) -> AsyncIterator[Event]:
-                return engine.run(self._turn([message]), _Sink(self),
-                                  replace(chosen, requests=min(requests, chosen.requests)))
-
-            events = run() if self.compaction is None else self.compaction.around(self, message,
-                                                                                  run)
-            async for event in events:
+            async for event in engine.run(self._turn([as_message(turn)]), _Sink(self),
+                                          options or TurnOptions()):
                 yield event
         finally:
             self._busy = False
@@ -434,9 +445,7 @@ class Session:
     # --- the sink side ------------------------------------------------------------------------
 
     def _learned(self, lesson: Lesson) -> None:
-        mine = self._config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                                    fingerprints=lesson.fingerprints, settings=lesson.settings)
-        self._save(mine)
+        self._save(self._config.after(lesson))
         if lesson.verdict is not None:
             self.store.record_verdict(lesson.verdict, tenant=self.record.tenant)
 
@@ -462,11 +471,3 @@ class _Sink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         if partial is not None:
             self._session._store_turn([*pending, partial])
-
-
-def _as_message(turn: str | Message | Sequence[ToolResult]) -> Message:
-    if isinstance(turn, str):
-        return user(turn)
-    if isinstance(turn, Message):
-        return turn
-    return tool_results(turn)

@@ -189,9 +189,7 @@ class TurnEngine:
             finally:
                 self._log(turn, record)
             learned.append(lesson)
-            config = config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                                    fingerprints=lesson.fingerprints,
-                                    settings=lesson.settings)
+            config = config.after(lesson)
             sink.learned(lesson)
             yield Notice(lesson.notice)
 
@@ -203,9 +201,7 @@ class TurnEngine:
         lesson = turn.codec.classify(error.status, error.body, encoded, plan)
         if lesson is None:
             return None
-        after = config.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                               fingerprints=lesson.fingerprints, settings=lesson.settings)
-        retry, _ = self.build(turn, stream=options.stream, config=after)
+        retry, _ = self.build(turn, stream=options.stream, config=config.after(lesson))
         if retry.raw == encoded.raw:
             # E.g. a pad demanded while every assistant turn already carries it: the retry
             # would be the same request, so the error stands.

@@ -10,12 +10,13 @@ the tests.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 import orjson
 
-from thoughtline import Session, ToolResult, ToolSpec, TurnOptions, config
+from thoughtline import AutoCompaction, Session, ToolResult, ToolSpec, TurnOptions, config
 from thoughtline.testing import ChatEmulator, Received
 
 T = TypeVar("T")
@@ -38,15 +39,17 @@ def deepseek(emu: ChatEmulator, **changes: Any) -> config.ProviderConfig:
 
 
 async def tool_loop(session: Session, i: int, *, result_size: int = 200,
-                    stream: bool = True) -> None:
-    """One exchange: question → (reasoning + tool call) → result → (reasoning + answer)."""
-    done = await session.send(f"Question {i}: look up fact number {i}, please.",
-                              TurnOptions(stream=stream))
+                    stream: bool = True, auto: AutoCompaction | None = None) -> None:
+    """One exchange: question → (reasoning + tool call) → result → (reasoning + answer);
+    through ``auto`` (automatic compaction) when given."""
+    send = session.send if auto is None else functools.partial(auto.send, session)
+    done = await send(f"Question {i}: look up fact number {i}, please.",
+                      TurnOptions(stream=stream))
     calls = done.message.tool_calls
     assert calls, f"exchange {i}: the emulator was expected to call the tool"
     filler = f"fact {i} " * (result_size // 7 + 1)
     results = [ToolResult(call_id=c.id, content=filler[:result_size]) for c in calls]
-    done = await session.send(results, TurnOptions(stream=stream))
+    done = await send(results, TurnOptions(stream=stream))
     assert done.message.text and not done.message.tool_calls
 
 

@@ -44,7 +44,7 @@ def test_a_200_turn_session_compacts_automatically_and_keeps_its_line_of_thought
         turns = [r for r in accepted(emu) if not _is_summary(r)]
         before = assistant_wire(turns[-1].body) if turns else {}
         count = auto.compactions
-        done = await session.send(turn, TurnOptions(stream=True))
+        done = await auto.send(session, turn, TurnOptions(stream=True))
         if auto.compactions > count:
             compacted_on.append(number)
             after = assistant_wire(accepted(emu)[-1].body)
@@ -57,7 +57,6 @@ def test_a_200_turn_session_compacts_automatically_and_keeps_its_line_of_thought
 
     async def scenario() -> Session:
         session = Session.create(store, deepseek(emu), tools=TOOLS, system="Think, then act.")
-        session.compaction = auto
         for i in range(100):
             done = await send(session, f"Question {i}: look up fact number {i}, please.", 2 * i)
             results = [ToolResult(call_id=c.id, content=f"fact {i}: " + "detail " * 30)
@@ -143,7 +142,6 @@ def test_preflight_and_tail_walk_agree_and_compaction_runs_once_per_crossing(
 async def _drive(data: st.DataObject, store: Store, auto: AutoCompaction) -> None:
     session = Session.create(store, config.provider("openrouter", model="openai/gpt-5"),
                              tools=TOOLS)
-    session.compaction = auto
     limit = auto.limit(session)
     assert limit is not None
     over_run, previous = 0, False

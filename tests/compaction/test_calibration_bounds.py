@@ -72,7 +72,6 @@ def test_a_relay_reporting_a_constant_prompt_size_still_compacts(store: Store) -
 
     async def scenario() -> Session:
         session = Session.create(store, config.provider("openrouter", model="openai/gpt-5"))
-        session.compaction = auto
         for i in range(14):
             pending = user(f"turn {i}: " + "q" * 900)
             async for event in auto.around(session, pending,
@@ -101,9 +100,8 @@ def test_a_session_whose_provider_reports_only_uncached_input_compacts_automatic
 
     async def scenario() -> Session:
         session = Session.create(store, provider, system="Be brief.")
-        session.compaction = auto
         for i in range(14):
-            await session.send(f"Note {i}: " + "remember this detail. " * 50)
+            await auto.send(session, f"Note {i}: " + "remember this detail. " * 50)
         await session.aclose()
         return session
 

@@ -118,14 +118,13 @@ def test_automatic_compaction_on_a_long_anthropic_tool_session(anthropic: Anthro
 
     async def send(session: Session, turn: Any) -> Any:
         count, number = auto.compactions, next(sends)
-        done = await session.send(turn)
+        done = await auto.send(session, turn)
         if auto.compactions > count:
             compacted_on.append(number)
         return done
 
     async def scenario() -> None:
         session = Session.create(store, _provider(anthropic, model), tools=TOOLS)
-        session.compaction = auto
         for i in range(40):
             done = await send(session, f"What's the weather in city {i}? " + "Details. " * 20)
             for call in done.message.tool_calls:

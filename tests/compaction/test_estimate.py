@@ -96,9 +96,9 @@ def test_a_session_calibrates_from_the_prompt_tokens_the_provider_reports(
     # and bring the estimate to what the provider says.
     async def scenario() -> tuple[Session, int]:
         session = Session.create(store, deepseek(emu), system="用中文回答。" * 40)  # type: ignore[arg-type]
-        session.compaction = AutoCompaction(CompactionSettings())  # no window known: no compacting
+        auto = AutoCompaction(CompactionSettings())  # no window known: no compacting
         for i in range(3):
-            await session.send("请解释一下这个问题的思考过程" * 30 + str(i))
+            await auto.send(session, "请解释一下这个问题的思考过程" * 30 + str(i))
         await session.aclose()
         return session, len(emu.received)
 
@@ -124,8 +124,7 @@ def test_calibration_merges_with_what_other_writers_stored(emu: ChatEmulator,
         session = Session.create(store, deepseek(emu), tools=TOOLS,  # type: ignore[arg-type]
                                  system="Answer thoroughly. " * 150)
         session.remember({"anthropic": {"kept": "yes"}})
-        session.compaction = AutoCompaction(CompactionSettings())
-        await tool_loop(session, 0)
+        await tool_loop(session, 0, auto=AutoCompaction(CompactionSettings()))
         await session.aclose()
         return session
 

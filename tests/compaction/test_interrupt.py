@@ -11,13 +11,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
 from compaction_support import TOOLS, deepseek, run, tool_loop
 
 from thoughtline import Session, open_store
-from thoughtline.compaction import compress
+from thoughtline.compaction import CompactionResult, compress, is_checkpoint
 from thoughtline.errors import StoreError
-from thoughtline.messages import dumps
+from thoughtline.messages import dumps, message_from_json
+from thoughtline.persist import Unsaved
 from thoughtline.store import history as store_history
 from thoughtline.store.base import Store
 from thoughtline.testing import ChatEmulator
@@ -113,7 +115,7 @@ def _wait_for(condition: object, attempts: int = 600) -> None:
     raise AssertionError("the awaited event never happened")
 
 
-def test_a_failure_inside_the_store_write_rolls_everything_back(
+def test_a_failure_inside_the_store_write_rolls_everything_back_and_rescues_the_compaction(
         emu: ChatEmulator, home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     store = open_store(None, home)
     try:
@@ -124,24 +126,39 @@ def test_a_failure_inside_the_store_write_rolls_everything_back(
 
         monkeypatch.setattr(store_history, "append", broken)
 
-        async def scenario() -> None:
+        async def scenario() -> StoreError:
             session = Session.resume(store, session_id)
             try:
-                with pytest.raises(StoreError, match="disk full"):
+                with pytest.raises(StoreError, match="disk full") as raised:
                     await compress(session, keep=2)
                 assert [dumps(m) for m in session.history] == stored  # in memory too
+                return raised.value
             finally:
                 await session.aclose()
 
-        run(scenario())
+        error = run(scenario())
     finally:
         store.close()
     monkeypatch.undo()
     _unchanged(home, session_id, stored)
+    # The one persistence path's last resort: the summary was paid for, so the compacted
+    # history is in the rescue file the error names; the session went on from its previous one.
+    assert isinstance(error, Unsaved) and error.path is not None
+    assert error.path.parent == home / "rescue" and str(error.path) in str(error)
+    assert error.path.stat().st_mode & 0o777 == 0o600
+    record = orjson.loads(error.path.read_bytes())
+    assert record["session"] == session_id and record["replaces"]["turns"] == len(stored)
+    assert record["replaces"]["note"]["ended_by"] == "compaction"
+    rescued = [message_from_json(m) for m in record["messages"]]
+    tail = [dumps(m) for m in rescued[1:]]
+    assert is_checkpoint(rescued[0]) and tail and tail == stored[-len(tail):]
 
 
-def test_a_turn_appended_meanwhile_makes_the_write_refuse(emu: ChatEmulator,
-                                                          store: Store) -> None:
+def test_a_turn_appended_meanwhile_sends_the_compaction_to_a_branch(emu: ChatEmulator,
+                                                                     store: Store) -> None:
+    # The one persistence path (``persist``): a compaction made from turns another writer went
+    # on from is never written over that writer's turn; it becomes the next generation of a
+    # branch holding exactly what it read, and the session follows the branch.
     from thoughtline.messages import user
 
     session_id, stored = _session(store, emu)
@@ -150,15 +167,29 @@ def test_a_turn_appended_meanwhile_makes_the_write_refuse(emu: ChatEmulator,
         store.append(session_id, [user("written by another process meanwhile")])
         return "summary", "stop"
 
-    async def scenario() -> None:
+    async def scenario() -> tuple[CompactionResult, list[bytes]]:
         session = Session.resume(store, session_id)
         try:
-            with pytest.raises(StoreError, match="changed while"):
-                await compress(session, keep=2, summarize=sneaky)
+            result = await compress(session, keep=2, summarize=sneaky)
+            return result, [dumps(m) for m in session.history]
         finally:
             await session.aclose()
 
-    run(scenario())
+    result, held = run(scenario())
+    assert result.compacted and result.branched_from == session_id
+    branch = store.get_session(result.session)
+    assert branch.id != session_id and branch.parent_id == session_id
+    on_branch = [m.message for m in store.load_history(branch.id).messages]
+    assert [dumps(m) for m in on_branch] == held  # the session went on from the branch
+    tail = [dumps(m) for m in on_branch[1:]]
+    assert on_branch[0].text.endswith("summary") and len(tail) >= 2
+    assert tail == stored[-len(tail):]  # the kept tail of what it read, nothing after it
+    assert not any("meanwhile" in m.text for m in on_branch)
+    archived = store.generation_ids(branch.id, 0)  # what the compaction read, restorable
+    assert [mid for _, mid in archived] == [m.id for m in store.load_history(
+        session_id).messages][:len(stored)]
+    assert "new branch" in result.describe()
     loaded = [m.message for m in store.load_history(session_id).messages]
     assert [dumps(m) for m in loaded[:-1]] == stored and loaded[-1].text.startswith("written")
     assert [g.number for g in store.list_generations(session_id)] == [0]
+

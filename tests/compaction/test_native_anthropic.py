@@ -206,11 +206,10 @@ def test_automatic_compaction_uses_it_and_counts_its_requests(anthropic: Anthrop
 
     async def scenario() -> Session:
         session = Session.create(store, _provider(anthropic, "claude-sonnet-4-6"), tools=TOOLS)
-        session.compaction = auto
         for i in range(24):
-            done = await session.send(f"What's the weather in city {i}? " + "Details. " * 20)
+            done = await auto.send(session, f"What's the weather in city {i}? " + "Details. " * 20)
             for call in done.message.tool_calls:
-                await session.send([ToolResult(call_id=call.id, content="sunny " * 40)])
+                await auto.send(session, [ToolResult(call_id=call.id, content="sunny " * 40)])
         await session.aclose()
         return session
 

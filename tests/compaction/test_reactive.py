@@ -94,9 +94,8 @@ def test_a_context_length_400_is_recovered_with_one_compaction_and_one_retry(
 
     async def scenario() -> Session:
         session = Session.create(store, _provider(anthropic), system="Be brief.", log=log)
-        session.compaction = auto
         for i in range(16):
-            async for event in session.stream(f"Note {i}: " + "keep this in mind. " * 40):
+            async for event in auto.stream(session, f"Note {i}: " + "keep this in mind. " * 40):
                 if isinstance(event, Notice):
                     notices.append(event.text)
         await session.aclose()
@@ -132,11 +131,10 @@ def test_a_second_overflow_is_a_clear_error_and_sends_nothing_more(
 
     async def scenario() -> Session:
         session = Session.create(store, _provider(anthropic), system="Be brief.")
-        session.compaction = auto
         for i in range(6):
-            await session.send(f"Note {i}: " + "keep this in mind. " * 40)
+            await auto.send(session, f"Note {i}: " + "keep this in mind. " * 40)
         with pytest.raises(ContextOverflow) as raised:
-            await session.send("A message longer than the whole window: " + "x" * LIMIT * 5)
+            await auto.send(session, "A message longer than the whole window: " + "x" * LIMIT * 5)
         message = str(raised.value)
         assert "still over claude-opus-4-5's context window after one automatic compaction" \
             in message and "anthropic-prompt-is-too-long" in message

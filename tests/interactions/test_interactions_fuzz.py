@@ -2,7 +2,7 @@
 
 There is no recorded Interactions traffic in tests/fixtures, so the corpus is the emulator's own
 answers (text and tool-call interactions, whole and streamed: ``testing.interactions_replies``),
-mutated exactly like the recorded corpus of the other APIs (``tests/hardening``): one value
+mutated exactly like the recorded corpus of the other APIs (``tests/robustness``): one value
 replaced by one of another type, a key deleted, an item duplicated or wrapped; for streams also an
 event dropped, repeated, renamed, or the stream cut. Each reply runs through the real turn
 engine; the only error allowed out is a ``ProtocolError`` naming the route, and an accepted answer
@@ -18,13 +18,13 @@ from typing import Any
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "hardening"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "robustness"))
 
 import reply_support
 from hypothesis import event, given
 from hypothesis import strategies as st
 from reply_support import check_outcome, run_reply
-from test_hardening_fuzz import FUZZ, ODD, OPS, STREAM_OPS, mutate
+from test_fuzz_replies import FUZZ, ODD, OPS, STREAM_OPS, mutate
 
 from thoughtline.testing import interactions_replies as replies
 from thoughtline.testing.signing import Signer

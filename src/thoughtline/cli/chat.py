@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from dataclasses import replace
 from typing import Any
 
 import click
@@ -48,15 +47,6 @@ def pick_provider(ctx: click.Context, provider_id: str | None, base_url: str | N
     if not prov.model:
         raise UsageError(f"provider {prov.id!r} has no default model: pass --model")
     return prov
-
-
-def start_demo_backend(prov: config.ProviderConfig) -> tuple[config.ProviderConfig, Any]:
-    """``--provider demo``: an emulated reasoning model on loopback, no key, no network."""
-    from thoughtline.testing import ChatEmulator
-
-    emulator = ChatEmulator("plain", require_auth=False)
-    emulator.start()
-    return replace(prov, base_url=emulator.base_url, key_env=""), emulator
 
 
 def reply_json(session_id: str, done: Any) -> dict[str, Any]:

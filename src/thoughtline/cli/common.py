@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -73,3 +73,26 @@ def console(*, stderr: bool = False, plain_width: int | None = None) -> Console:
     return Console(file=stream, no_color=plain, color_system=None if plain else "auto",
                    highlight=False, soft_wrap=True, emoji=False, width=width,
                    force_terminal=False if plain else None)
+
+
+def progress_line() -> Any:
+    """A callback showing how much of the summary has streamed, on one stderr line (rewritten
+    in place on a terminal; said once otherwise). ``end_progress`` clears it."""
+    live = not plain_output(sys.stderr)
+    shown = [0]
+
+    def progress(chars: int) -> None:
+        if live:
+            click.echo(f"\rcompacting: summary {chars} characters…", err=True, nl=False)
+            shown[0] = chars
+        elif not shown[0]:
+            shown[0] = 1
+            click.echo("compacting: summarizing…", err=True)
+
+    return progress
+
+
+def end_progress() -> None:
+    """Clear a progress line so the next message starts at the left margin (terminals only)."""
+    if not plain_output(sys.stderr):
+        click.echo("\r\033[K", err=True, nl=False)

@@ -314,3 +314,14 @@ def _run(ctx: click.Context, home: Path, out: Any, keep: bool,
         shutil.rmtree(home, ignore_errors=True)
     if not ok:
         raise SystemExit(1)
+
+
+def start_demo_backend(prov: Any) -> tuple[Any, Any]:
+    """``--provider demo``: an emulated reasoning model on loopback, no key, no network."""
+    from dataclasses import replace
+
+    from thoughtline.testing import ChatEmulator
+
+    emulator = ChatEmulator("plain", require_auth=False)
+    emulator.start()
+    return replace(prov, base_url=emulator.base_url, key_env=""), emulator

@@ -119,7 +119,7 @@ def _compact(runner: ChatRunner, arg: str) -> None:
     import signal
 
     from thoughtline import compaction
-    from thoughtline.cli.sessions import end_progress, progress_line
+    from thoughtline.cli.common import end_progress, progress_line
     from thoughtline.errors import ThoughtlineError
 
     out = runner.out

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from thoughtline.cli.common import console, open_store, plain_output
+from thoughtline.cli.common import console, end_progress, open_store, plain_output, progress_line
 from thoughtline.cli.importfile import EXPORT_FORMAT, ImportRejected
 from thoughtline.termsafe import safe, safe_line
 
@@ -87,9 +87,9 @@ def _load(ctx: click.Context, ref: str) -> tuple[Any, Any]:
 
 
 def _damaged_turns(loaded: Any) -> list[int]:
-    from thoughtline.store.codec import DAMAGED_TURN
+    from thoughtline.store.records import ProblemKind
 
-    return [p.seq for p in loaded.problems if p.part == DAMAGED_TURN]
+    return [p.seq for p in loaded.problems if p.kind is ProblemKind.TURN]
 
 
 def _warn_damaged(record: Any, loaded: Any) -> None:
@@ -165,7 +165,8 @@ def show(ctx: click.Context, session: str, as_json: bool, generations: bool) -> 
         "fork_point": record.fork_point, "provider": cfg.get("provider", {}),
         "verdicts": cfg.get("verdicts", []), "fingerprints": cfg.get("fingerprints", []),
         "turns": turns,
-        "problems": [{"seq": p.seq, "part": p.part, "digest": p.digest, "detail": p.detail}
+        "problems": [{"seq": p.seq, "kind": p.kind.value, "part": p.part, "digest": p.digest,
+                      "detail": p.detail}
                      for p in loaded.problems],
         "damaged_turns": _damaged_turns(loaded),
         "provider_reports": _provider_reports(ctx, record.id),
@@ -470,7 +471,7 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
         opened = Session.resume(store, session, config=cfg, log=RequestLog(home / "logs"))
         emulator = None
         if opened.provider.id == DEMO_PROVIDER:  # a demo session summarizes on the emulator
-            from thoughtline.cli.chat import start_demo_backend
+            from thoughtline.cli.demo import start_demo_backend
 
             provider, emulator = start_demo_backend(opened.provider)
             opened.set_provider(provider)
@@ -492,29 +493,6 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
     if progress is not None:
         end_progress()
     click.echo(json.dumps(result.to_json()) if as_json else result.describe())
-
-
-def progress_line() -> Any:
-    """A callback showing how much of the summary has streamed, on one stderr line (rewritten
-    in place on a terminal; said once otherwise). ``end_progress`` clears it."""
-    live = not plain_output(sys.stderr)
-    shown = [0]
-
-    def progress(chars: int) -> None:
-        if live:
-            click.echo(f"\rcompacting: summary {chars} characters…", err=True, nl=False)
-            shown[0] = chars
-        elif not shown[0]:
-            shown[0] = 1
-            click.echo("compacting: summarizing…", err=True)
-
-    return progress
-
-
-def end_progress() -> None:
-    """Clear a progress line so the next message starts at the left margin (terminals only)."""
-    if not plain_output(sys.stderr):
-        click.echo("\r\033[K", err=True, nl=False)
 
 
 @sessions.command()

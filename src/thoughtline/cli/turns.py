@@ -25,6 +25,7 @@ from thoughtline.termsafe import safe, safe_line
 if TYPE_CHECKING:
     from rich.console import Console
 
+    from thoughtline.compaction import AutoCompaction
     from thoughtline.store.base import Store
 
 
@@ -66,6 +67,7 @@ class ChatRunner:
         self.emulator: Any = None
         self._cleanup = contextlib.ExitStack()  # what a resumed demo session started
         self._session: Session | None = None
+        self._auto: AutoCompaction | None = None  # the session's automatic compaction
         self._created = False  # this run created the session (removed again if it stays empty)
         self.stopped_by: int | None = None  # the signal that stopped the last turn, if any
         self._warned: set[Any] = set()  # the session problems already said
@@ -87,7 +89,7 @@ class ChatRunner:
 
     def _prepare(self, prov: config.ProviderConfig) -> config.ProviderConfig:
         if prov.id == config.DEMO_PROVIDER:
-            from thoughtline.cli.chat import start_demo_backend
+            from thoughtline.cli.demo import start_demo_backend
 
             if self.emulator is not None:
                 return replace(prov, base_url=self.emulator.base_url, key_env="")
@@ -98,12 +100,12 @@ class ChatRunner:
         return RequestLog(self.home / "logs")
 
     def _auto_compact(self, session: Session) -> Session:
-        """Attach automatic compaction (``[compaction]`` of config.toml) to ``session``."""
-        from thoughtline.cli.sessions import progress_line
+        """Send ``session``'s turns through automatic compaction (``[compaction]`` of
+        config.toml), its own from here on."""
+        from thoughtline.cli.common import progress_line
         from thoughtline.compaction import AutoCompaction, load_settings
 
-        session.compaction = AutoCompaction(load_settings(self.home),
-                                            on_progress=progress_line())
+        self._auto = AutoCompaction(load_settings(self.home), on_progress=progress_line())
         return session
 
     def create(self, prov: config.ProviderConfig, *, title: str = "") -> None:
@@ -244,12 +246,15 @@ class ChatRunner:
         session.record = replace(session.record, title=title)
 
     async def _run(self, text: str, render: bool) -> Done | None:
-        from thoughtline.cli.sessions import end_progress
+        from thoughtline.cli.common import end_progress
 
         done: Done | None = None
         state = _RenderState()
         try:
-            async for event in self.session.stream(text, TurnOptions(stream=self.stream)):
+            options = TurnOptions(stream=self.stream)
+            turns = (self.session.stream(text, options) if self._auto is None
+                     else self._auto.stream(self.session, text, options))
+            async for event in turns:
                 if isinstance(event, Done):
                     done = event
                     if render and not self.stream:

@@ -5,7 +5,10 @@ verbatim — every retained turn's reasoning, signatures, encrypted items and op
 same ``Message`` values, so they go back on the wire byte for byte. A checkpoint is an ordinary
 user message whose ``native`` record is ``{"thoughtline": {"checkpoint": {...}}}`` (no codec reads
 that namespace, so every API sends it as plain user text). The result is written as a new
-generation (``store.replace_history``): the previous history stays in the store, restorable.
+generation through the session's one persistence path (``Session.replace_history``, ``persist``):
+the previous history stays in the store, restorable; when another writer went on meanwhile it
+goes on a branch holding what was summarized, and one that cannot be stored is saved to a rescue
+file. ``AutoCompaction`` (``auto``) wraps a session's turns; the session knows no compaction.
 
 Cut rules (``cut_points``): leading system messages stay; the cut never separates an assistant
 tool call from its results, a thinking-only turn from the turn it precedes, nor falls inside the
@@ -30,6 +33,7 @@ refine with an optional ``compaction_rules(route, rules) -> CompactionRules`` ho
 branches on an API. This module knows no wire field names and no SQL.
 """
 
+from thoughtline.compaction.auto import AutoCompaction
 from thoughtline.compaction.core import (
     PRUNED,
     CompactionRules,
@@ -43,7 +47,6 @@ from thoughtline.compaction.core import (
     summary_prompt,
 )
 from thoughtline.compaction.sessions import (
-    AutoCompaction,
     CompactionResult,
     compress,
     session_estimator,

@@ -10,7 +10,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from thoughtline import config as config_mod
 from thoughtline import replay
@@ -27,9 +27,6 @@ from thoughtline.messages import Message, Opaque, Text, ToolResult
 from thoughtline.messages import system as system_message
 from thoughtline.messages import user as user_message
 from thoughtline.routes.resolve import Route
-
-if TYPE_CHECKING:
-    pass
 
 NAMESPACE = "thoughtline"
 CHECKPOINT_HEADER = "[Summary of the earlier part of this conversation, made when it was compacted]"

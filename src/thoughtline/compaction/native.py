@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from thoughtline.codecs.base import Lesson
 from thoughtline.errors import ThoughtlineError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Opaque
@@ -48,6 +49,23 @@ def offered(session: Session) -> Native | None:
     return hook(session.provider) if hook is not None else None
 
 
+class NoSink:
+    """The summary request stores nothing: it is not a turn of the session."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+
+    def learned(self, lesson: Lesson) -> None:
+        if lesson.verdict is not None:  # what the route taught still goes to the ledger
+            self._session.store.record_verdict(lesson.verdict)
+
+    def finished(self, pending: Sequence[Message], done: Done) -> None:
+        pass
+
+    def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
+        pass
+
+
 @dataclass(kw_only=True, slots=True)
 class NativeSummarizer:
     """Asks the session's own route for its compaction of a history; None means fall back
@@ -65,7 +83,6 @@ class NativeSummarizer:
     async def __call__(self, history: Sequence[Message]) -> tuple[str, Opaque] | None:
         """The summary ("" when the block is not readable: ours writes the text) and the
         block, verbatim."""
-        from thoughtline.compaction.sessions import NoSink
         from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
 
         session = self.session

@@ -370,11 +370,11 @@ class Gateway:
         engine = self.engines[prepared.upstream]
         try:
             bundle, tokens = await compaction.compact(prepared.turn, engine)
-            await self.store.call(self.store.store.append_indexed, prepared.session.id,
-                                  [bundle], tenant=prepared.tenant,
-                                  keys=[mint.index_key(reply.response_id)])
+            written = await self.conversations.store_compaction(prepared, bundle, reply.response_id)
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
+        if branch := written.branch:  # the head moved meanwhile: the bundle is on a branch
+            headers, record.fields["session"] = {**headers, SESSION_HEADER: branch}, branch
         usage = Usage(input_tokens=tokens)
         if parsed.stream and not endpoint:
             writer = face.writer(reply)
@@ -415,13 +415,12 @@ class Gateway:
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
         finally:
-            _note_lessons(record, sink)
+            record.fields.update(sink.log_fields())
         body, written = result or (None, None)
         if not finished or body is None:
             return self._logged(record, _json(499, {}), "client_closed")
-        if written is not None and written.branched:  # the head moved meanwhile: a branch
-            headers = {**headers, SESSION_HEADER: written.session.id}
-            record.fields["session"] = written.session.id
+        if written is not None and (branch := written.branch):  # the head moved: a branch
+            headers, record.fields["session"] = {**headers, SESSION_HEADER: branch}, branch
         return self._logged(record, _json(200, body, headers))
 
     async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
@@ -437,7 +436,7 @@ class Gateway:
             sink.done = None  # the client is told it failed: the answer is not stored
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
-            _note_lessons(record, sink)
+            record.fields.update(sink.log_fields())
             raise self._failure(exc, prepared) from None
         if not finished:
             await _closed(events)
@@ -478,7 +477,7 @@ class Gateway:
                 if not persisted:  # what a failed or cut turn taught (it stored no turn)
                     with anyio.CancelScope(shield=True):
                         await self.conversations.persist(prepared, sink)
-                _note_lessons(record, sink)
+                record.fields.update(sink.log_fields())
 
         async def on_close(completed: bool) -> None:
             self._ended(record, 200, outcome["value"] if completed else "client_closed")
@@ -550,14 +549,6 @@ async def _read_body(request: Request, limit: int) -> bytes:
             raise _TooLarge
         chunks.append(chunk)
     return b"".join(chunks)
-
-
-def _note_lessons(record: _Record, sink: GatewaySink) -> None:
-    if sink.lessons_unsaved:
-        record.fields["lessons_unsaved"] = sink.lessons_unsaved
-    wordings = [lesson.wording for lesson in sink.lessons if lesson.wording]
-    if wordings:
-        record.fields["wordings"] = wordings
 
 
 async def _closed(events: Any) -> None:

@@ -62,6 +62,17 @@ class GatewaySink:
     def interrupted(self, pending: Sequence[Message], partial: Message | None) -> None:
         """The client never received a whole answer it could resend: nothing to index."""
 
+    def log_fields(self) -> dict[str, Any]:
+        """What the request log says of the turn's lessons: why they were not stored, and the
+        fallback wordings that matched."""
+        fields: dict[str, Any] = {}
+        if self.lessons_unsaved:
+            fields["lessons_unsaved"] = self.lessons_unsaved
+        wordings = [lesson.wording for lesson in self.lessons if lesson.wording]
+        if wordings:
+            fields["wordings"] = wordings
+        return fields
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Prepared:
@@ -244,6 +255,17 @@ class Conversations:
                                      rescue_dir=self.rescue_dir)
 
 
+    async def store_compaction(self, prepared: Prepared, bundle: Message,
+                               ref: str) -> Written:
+        """Store a compaction's bundle under the answer's minted reference ``ref`` through the
+        same path as a turn: after the matched turn, on a branch when the head moved, in a
+        rescue file (``persist.Unsaved``) when it cannot be stored."""
+        write = TurnWrite(session=prepared.session, at=prepared.at, messages=[bundle],
+                          tenant=prepared.tenant, keys=[mint.index_key(ref)])
+        return await self.store.call(write_turn, self.store.store, write,
+                                     rescue_dir=self.rescue_dir)
+
+
 def _params(request: ClientRequest, codec: Codec) -> Mapping[str, Any]:
     """The client's parameters the upstream's API reads (the face maps or drops the rest)."""
     return request.params_to(codec.api)
@@ -272,8 +294,7 @@ def _merge_lessons(prepared: Prepared, lessons: Sequence[Lesson]) -> Any:
     base = prepared.stored_config
     mine = base
     for lesson in lessons:
-        mine = mine.learned(verdicts=[lesson.verdict] if lesson.verdict else (),
-                            fingerprints=lesson.fingerprints, settings=lesson.settings)
+        mine = mine.after(lesson)
 
     def update(stored: Mapping[str, Any]) -> Mapping[str, Any]:
         return merge(stored, mine, base=base)

@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from thoughtline.errors import StoreError
 from thoughtline.store.base import (
     LoadedHistory,
     LoadProblem,
+    ProblemKind,
     SessionRecord,
     Store,
     StoredMessage,
@@ -22,6 +24,9 @@ from thoughtline.store.base import (
 from thoughtline.store.codec import EncodedMessage, PayloadRef, encode_message
 from thoughtline.store.engine import SqlStore
 from thoughtline.store.sqlite import SQLiteStore
+
+if TYPE_CHECKING:
+    from thoughtline.store.aio import AsyncStore
 
 DATABASE_URL_ENV = "THOUGHTLINE_DATABASE_URL"
 STATE_DB = "state.db"
@@ -35,6 +40,7 @@ __all__ = [
     "LoadProblem",
     "LoadedHistory",
     "PayloadRef",
+    "ProblemKind",
     "SQLiteStore",
     "SessionRecord",
     "SqlStore",
@@ -78,10 +84,18 @@ def _open_postgres(url: str) -> SqlStore:
     return PostgresStore(url)
 
 
+def open_async_store(url_or_path: str | Path | None, home: Path, *,
+                     workers: int | None = None) -> AsyncStore:
+    """``open_store`` for async callers (opening itself is synchronous: call it at startup)."""
+    from thoughtline.store.aio import AsyncStore
+
+    return AsyncStore(open_store(url_or_path, home), workers=workers)
+
+
 def __getattr__(name: str) -> object:
     # The async facade imports asyncio: only the gateway needs it, so it loads on first use.
-    if name in ("AsyncStore", "open_async_store"):
-        from thoughtline.store import aio
+    if name == "AsyncStore":
+        from thoughtline.store.aio import AsyncStore
 
-        return getattr(aio, name)
+        return AsyncStore
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

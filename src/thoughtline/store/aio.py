@@ -3,7 +3,7 @@
 ``AsyncStore`` wraps any synchronous store (SQLite or PostgreSQL) and runs each call on its own
 worker threads, so the event loop never blocks on the database::
 
-    store = open_async_store(None, home)           # or AsyncStore(open_store(...))
+    store = store.open_async_store(None, home)     # or AsyncStore(open_store(...))
     record = await store.create_session(title="t", tenant=tenant)
     stored = await store.append(record.id, [message, ...])
     loaded = await store.load_history(record.id)
@@ -34,7 +34,6 @@ import asyncio
 import functools
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -140,11 +139,3 @@ class AsyncStore:
     async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.aclose()
-
-
-def open_async_store(url_or_path: str | Path | None, home: Path, *,
-                     workers: int | None = None) -> AsyncStore:
-    """``open_store`` for async callers (opening itself is synchronous: call it at startup)."""
-    from thoughtline.store import open_store
-
-    return AsyncStore(open_store(url_or_path, home), workers=workers)

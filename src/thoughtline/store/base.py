@@ -1,71 +1,32 @@
 """The store interface every backend implements (SQLite now, PostgreSQL behind the same calls).
 
 Callers (sessions, CLI, gateway) only use ``Store``; they never see SQL. A backend owns its schema,
-its numbered migrations, durability, and digest verification of opaque payloads on load.
+its numbered migrations, durability, and digest verification of opaque payloads on load. The
+records it returns are ``store.records``' (re-exported here), so the store's own modules use them
+without importing this interface (no import cycle).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline.messages import Message
-
-if TYPE_CHECKING:
-    from thoughtline.store.wireforms import StoredForms, WireForm
+from thoughtline.store.records import (
+    LoadedHistory,
+    LoadProblem,
+    ProblemKind,
+    SessionRecord,
+    StoredMessage,
+)
 from thoughtline.verdicts import Verdict
 
 if TYPE_CHECKING:
     from thoughtline.store.rehydration import IndexKey, Rehydrated
+    from thoughtline.store.wireforms import StoredForms, WireForm
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SessionRecord:
-    """A session's row. ``model_config`` holds provider config (names, never keys), learned
-    ``verdicts`` and rejected-signature ``fingerprints``; ``turns`` counts its messages,
-    inherited ones included."""
-
-    id: str
-    title: str
-    created_at: float
-    updated_at: float
-    parent_id: str | None = None
-    fork_point: int | None = None  # number of the parent's messages the branch inherits
-    model_config: Mapping[str, Any] = field(default_factory=dict)
-    turns: int = 0
-    tenant: str = ""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class StoredMessage:
-    """A message as loaded: its position, its content digest (its id) and when it was added."""
-
-    seq: int
-    id: str
-    message: Message
-    created_at: float
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LoadProblem:
-    """A stored payload that failed verification (missing, or bytes not matching ``digest``).
-
-    ``part`` is the part's index in the message as stored (-1: the message's own native record).
-    A reasoning part with a bad payload is left out of the loaded message; a tool call or message
-    with a bad native record loads without it. Either way the bad bytes are never sent.
-    """
-
-    seq: int
-    part: int
-    digest: str
-    detail: str
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class LoadedHistory:
-    messages: tuple[StoredMessage, ...]
-    problems: tuple[LoadProblem, ...] = ()
+__all__ = ["LoadProblem", "LoadedHistory", "ProblemKind", "SessionRecord", "Store",
+           "StoredMessage"]
 
 
 class Store(Protocol):
@@ -91,7 +52,7 @@ class Store(Protocol):
     def load_history(self, session_id: str, *, skip_damaged: bool = False) -> LoadedHistory:
         """Every message of the session in order, inherited ones included, digests verified.
 
-        ``skip_damaged`` reports a corrupt message (``LoadProblem.part == -2``) and leaves it out
+        ``skip_damaged`` reports a corrupt message (``ProblemKind.TURN``) and leaves it out
         instead of raising ``CorruptPayload``."""
         ...
 

@@ -24,13 +24,12 @@ import orjson
 
 from thoughtline.errors import CorruptPayload, StoreError
 from thoughtline.messages import Message, digest, dumps, message_from_json, message_to_json
-from thoughtline.store.base import LoadProblem, SessionRecord
 from thoughtline.store.db import Row
+from thoughtline.store.records import LoadProblem, ProblemKind, SessionRecord
 from thoughtline.verdicts import Verdict
 
 SKELETON_VERSION = 1
-MESSAGE_LEVEL = -1  # LoadProblem.part for a message-level native record
-DAMAGED_TURN = -2  # LoadProblem.part for a whole message left out (its own row is corrupt)
+MESSAGE_LEVEL = -1  # PayloadRef.part of a message-level native record
 
 #: Opaque fields lifted out of each part type (the tags of ``messages.part_to_json``).
 _OPAQUE_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -140,8 +139,10 @@ def assemble(session_id: str, skeleton: Skeleton,
         if detail is None:
             holder[ref.field] = value
             continue
-        problems.append(LoadProblem(seq=skeleton.seq, part=ref.part, digest=ref.digest,
-                                    detail=detail))
+        record = ref.part == MESSAGE_LEVEL
+        problems.append(LoadProblem(seq=skeleton.seq, digest=ref.digest, detail=detail,
+                                    kind=ProblemKind.RECORD if record else ProblemKind.PAYLOAD,
+                                    part=ref.part))
         if ref.part != MESSAGE_LEVEL and parts[ref.part].get("t") == "reasoning":
             dropped.add(ref.part)
     body["parts"] = [p for i, p in enumerate(parts) if i not in dropped]

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from thoughtline.errors import NotFound, StoreError, UsageError
+from thoughtline.errors import HistoryChanged, NotFound, UsageError
 from thoughtline.messages import Message
 from thoughtline.store import history
 from thoughtline.store.db import Tx
@@ -108,8 +108,7 @@ def _begin(tx: Tx, session_id: str, expect: tuple[int, str | None] | None,
     lineage = _lock_session(tx, session_id)
     visible = _visible(tx, session_id)
     if expect is not None and (len(visible), visible[-1][1] if visible else None) != expect:
-        raise StoreError(f"session {session_id} changed while its new history was being made "
-                         "(another process added a turn); nothing was replaced — try again")
+        raise HistoryChanged(session_id, expected=expect[0], found=len(visible))
     number = _archive(tx, session_id, visible, lineage, note, now)
     _detach_branches(tx, session_id, visible, now)
     tx.execute("DELETE FROM session_messages WHERE session_id = ?", (session_id,))

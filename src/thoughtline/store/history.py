@@ -15,8 +15,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from thoughtline.errors import CorruptPayload, HeadMoved
 from thoughtline.messages import Message
 from thoughtline.store import codec
-from thoughtline.store.base import LoadedHistory, LoadProblem, StoredMessage
 from thoughtline.store.db import Row, Tx
+from thoughtline.store.records import LoadedHistory, LoadProblem, ProblemKind, StoredMessage
 
 #: The session's ancestor chain, each with the exclusive ``seq`` bound of what is inherited from it.
 _CHAIN = """
@@ -72,7 +72,7 @@ def load(tx: Tx, session_id: str, *, skip_damaged: bool = False) -> LoadedHistor
     """Every visible message, verified; see ``codec`` for what corruption does.
 
     ``skip_damaged`` (for showing and exporting what is left) reports a message whose own row is
-    corrupt as a ``LoadProblem`` with ``part=DAMAGED_TURN`` and leaves it out, instead of raising.
+    corrupt as a ``LoadProblem`` of kind ``TURN`` and leaves it out, instead of raising.
     """
     skeletons: list[codec.Skeleton] = []
     problems: list[LoadProblem] = []
@@ -102,7 +102,7 @@ def load(tx: Tx, session_id: str, *, skip_damaged: bool = False) -> LoadedHistor
 
 
 def _damaged(seq: int, message_id: str, exc: CorruptPayload) -> LoadProblem:
-    return LoadProblem(seq=seq, part=codec.DAMAGED_TURN, digest=str(message_id), detail=str(exc))
+    return LoadProblem(seq=seq, kind=ProblemKind.TURN, digest=str(message_id), detail=str(exc))
 
 
 def _fetch_payloads(tx: Tx, digests: Sequence[str]) -> Iterable[tuple[str, bytes]]:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from thoughtline.errors import NotFound, StoreError
 from thoughtline.messages import Message
 from thoughtline.store import codec, history
-from thoughtline.store.base import StoredMessage
+from thoughtline.store.records import StoredMessage
 
 if TYPE_CHECKING:
     from thoughtline.store.db import Database, Tx

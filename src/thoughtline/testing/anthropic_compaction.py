@@ -18,12 +18,27 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from thoughtline.codecs.anthropic.compaction import supports
 from thoughtline.testing import anthropic_blocks as blocks
-from thoughtline.testing.anthropic_rules import Rejection, error
+from thoughtline.testing.anthropic_rules import Rejection, error, version
 
 BETA = "compact-2026-09-04"
 _EMPTY = blocks.Prefix(system="", tools="", messages="")
+
+
+#: §4c's list: "Fable/Mythos 5.x, Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8, Sonnet 4.6"
+#: (a whole major as "family-major", one version as "family-major-minor").
+LISTED = frozenset({"fable-5", "mythos-5", "opus-5-0", "opus-5-5", "sonnet-5-0", "sonnet-5-5",
+                    "haiku-5-5", "opus-4-6", "opus-4-7", "opus-4-8", "sonnet-4-6"})
+
+
+def supports(model: str) -> bool:
+    """Whether §4c lists ``model`` for on-demand compaction (read from the document here, not
+    from the codec: the emulator judges the codec's requests, so it shares none of its rules)."""
+    found = version(model)
+    if found is None:
+        return False
+    family, major, minor = found
+    return f"{family}-{major}" in LISTED or f"{family}-{major}-{minor}" in LISTED
 
 
 def asked(body: Mapping[str, Any]) -> bool:

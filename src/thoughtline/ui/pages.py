@@ -16,8 +16,14 @@ from typing import Any
 
 from thoughtline.cli.sessions import reasoning_summary
 from thoughtline.messages import Message, Opaque, Origin, Reasoning, Text, ToolCall, ToolResult
-from thoughtline.store import LoadedHistory, SessionRecord, Store, encode_message
-from thoughtline.store.codec import DAMAGED_TURN
+from thoughtline.store import (
+    LoadedHistory,
+    LoadProblem,
+    ProblemKind,
+    SessionRecord,
+    Store,
+    encode_message,
+)
 from thoughtline.ui.words import listed, verdict_words, when
 
 PAGE_SIZE = 25
@@ -121,8 +127,7 @@ def turn_view(seq: int, message: Message, created_at: float,
     thinking = {i for i, p in enumerate(parts) if p["type"] == "reasoning"}
     return {"seq": seq, "role": message.role, "parts": parts, "when": when(created_at),
             "incomplete": message.incomplete, "damaged": message.damaged or bool(problems),
-            "problems": [{"part": p.part, "detail": p.detail, "digest": p.digest}
-                         for p in problems],
+            "problems": [_problem(p) for p in problems],
             "native": sorted(message.native),
             # Opaque values outside reasoning parts (a tool call's signature, the message's own
             # native record: part -1), as ``sessions show`` lists them.
@@ -142,13 +147,17 @@ def turns(loaded: LoadedHistory) -> list[dict[str, Any]]:
              for m in loaded.messages]
     loaded_seqs = {m.seq for m in loaded.messages}
     for seq, problems in by_seq.items():
-        if seq not in loaded_seqs and any(p.part == DAMAGED_TURN for p in problems):
+        if seq not in loaded_seqs and any(p.kind is ProblemKind.TURN for p in problems):
             shown.append({"seq": seq, "role": "?", "parts": [], "when": "", "incomplete": False,
                           "damaged": True, "missing": True, "native": [], "payloads": [],
                           "reasoning_count": 0,
-                          "problems": [{"part": p.part, "detail": p.detail, "digest": p.digest}
-                                       for p in problems]})
+                          "problems": [_problem(p) for p in problems]})
     return sorted(shown, key=lambda t: t["seq"])
+
+
+def _problem(problem: LoadProblem) -> dict[str, Any]:
+    return {"kind": problem.kind.value, "part": problem.part, "detail": problem.detail,
+            "digest": problem.digest}
 
 
 def branch_tree(record: SessionRecord, family: Sequence[SessionRecord]) -> dict[str, Any]:

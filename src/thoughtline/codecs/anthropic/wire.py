@@ -24,13 +24,8 @@ REDACTED = "redacted_thinking"
 TEXT = "text"
 TOOL_USE = "tool_use"
 TOOL_RESULT = "tool_result"
-#: Block types kept as readable canonical parts; every other block type in an assistant message
-#: (server_tool_use, web_search_tool_result, advisor_tool_result, compaction …) is opaque.
-CANONICAL_BLOCKS = frozenset({THINKING, REDACTED, TEXT, TOOL_USE})
 
-#: Header values (https://platform.claude.com/docs/en/api/versioning; preserved-thinking pages).
-DEFAULT_VERSION = "2023-06-01"
-VERTEX_BODY_VERSION = "vertex-2023-10-16"
+#: Header values (preserved-thinking pages; the version itself is route data).
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 VERSION_HEADER = "anthropic-version"
 BETA_HEADER = "anthropic-beta"

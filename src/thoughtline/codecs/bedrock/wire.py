@@ -32,8 +32,8 @@ USER_LAST = "Continue."
 EMPTY_RESULT = "(empty)"
 
 # ConverseStream event types (the ``:event-type`` frame header).
-MESSAGE_START, BLOCK_START, BLOCK_DELTA = "messageStart", "contentBlockStart", "contentBlockDelta"
-BLOCK_STOP, MESSAGE_STOP, METADATA = "contentBlockStop", "messageStop", "metadata"
+BLOCK_START, BLOCK_DELTA = "contentBlockStart", "contentBlockDelta"
+MESSAGE_STOP, METADATA = "messageStop", "metadata"
 EXCEPTION_PREFIX = "exception:"
 
 #: Converse ``stopReason`` → neutral finish

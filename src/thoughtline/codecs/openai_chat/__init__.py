@@ -18,11 +18,9 @@ from thoughtline.codecs.openai_chat.codec import CODEC, OpenAIChat
 from thoughtline.codecs.openai_chat.decode import decode_response, message_from_wire
 from thoughtline.codecs.openai_chat.encode import (
     WireCache,
-    auth_headers,
     encode_message,
     encode_request,
     encode_tools,
-    endpoint,
     wire_summary,
 )
 from thoughtline.codecs.openai_chat.fold import StreamFold, fold
@@ -60,12 +58,10 @@ __all__ = [
     "R",
     "StreamFold",
     "WireCache",
-    "auth_headers",
     "decode_response",
     "encode_message",
     "encode_request",
     "encode_tools",
-    "endpoint",
     "fold",
     "message_from_wire",
     "wire_summary",

@@ -217,14 +217,3 @@ def wire_summary(body: Mapping[str, Any], cache: WireCache | None = None) -> dic
 
 _STANDARD_BODY_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options",
                                  "tool_choice", "temperature", "max_tokens", "top_p"})
-
-
-# --- endpoint -----------------------------------------------------------------------------------
-
-
-def endpoint(base_url: str, model: str, *, stream: bool) -> str:
-    return base_url.rstrip("/") + "/chat/completions"
-
-
-def auth_headers(api_key: str | None) -> dict[str, str]:
-    return {"authorization": f"Bearer {api_key}"} if api_key else {}

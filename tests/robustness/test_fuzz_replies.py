@@ -11,7 +11,7 @@ answer or a 4xx in the OpenAI error shape, never a 5xx.
 
 Hypothesis runs derandomized (the same cases on every run) and bounded (``max_examples``) so the
 whole file adds a few seconds to the suite. A crash found later becomes an ``@example`` below.
-Case counts: ``pytest tests/hardening/test_hardening_fuzz.py --hypothesis-show-statistics``.
+Case counts: ``pytest tests/robustness/test_fuzz_replies.py --hypothesis-show-statistics``.
 """
 
 from __future__ import annotations

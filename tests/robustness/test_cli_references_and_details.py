@@ -1,4 +1,4 @@
-"""The papercuts of issue 10 that need no live session: ambiguous references, id prefix case,
+"""Small behaviours (issue 10) that need no live session: ambiguous references, id prefix case,
 human log lines, the unknown-provider list, prompt-history permissions, the Mistral thinking fold,
 the README's ``routes`` example."""
 

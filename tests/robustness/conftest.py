@@ -1,4 +1,4 @@
-"""Fixtures for the hardening tests: a fresh state home per test, seeded through the store API.
+"""Fixtures for the robustness tests: a fresh state home per test, seeded through the store API.
 
 The CLI helpers (``cli_support``) live with the CLI tests; they are shared, not copied.
 """

@@ -7,10 +7,10 @@ recorded DeepSeek reply (``gateway_replies``). The contract: an answer, or a 4xx
 own error shape, never a 5xx (the canned upstream never fails, so not even 502/503); never more
 than two upstream requests; a streamed answer ends with the face's own last event.
 
-The Chat face is fuzzed in ``test_hardening_fuzz.py``; ``tests/codecs/test_responses_client.py``
+The Chat face is fuzzed in ``test_fuzz_replies.py``; ``tests/codecs/test_responses_client.py``
 has a codec-level property test of generated Responses bodies, not of recorded ones over HTTP.
 Bounded and derandomized; a crash found later becomes an ``@example``. Case counts:
-``pytest tests/hardening/test_hardening_fuzz_faces.py --hypothesis-show-statistics``.
+``pytest tests/robustness/test_fuzz_gateway_faces.py --hypothesis-show-statistics``.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from fuzz_corpus import INDEX, ODD_JSON, OPS, mutate
 from gateway_replies import MODEL, CannedGateway, canned_gateway
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from test_hardening_fuzz import ANSWER, ANSWER_EVENTS
+from test_fuzz_replies import ANSWER, ANSWER_EVENTS
 
 from helpers_fixtures import FIXTURES
 

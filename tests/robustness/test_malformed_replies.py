@@ -3,7 +3,7 @@ becomes a ``ProtocolError`` naming the field and the route, and nothing is store
 
 Each case is a recorded reply (tests/fixtures, SOURCES.md) with one value replaced, run through
 the real turn engine; before the fix each raised a TypeError, ValueError or IndexError (or stored
-an answer that could not be rendered). The fuzzers in ``test_hardening_fuzz`` search further.
+an answer that could not be rendered). The fuzzers in ``test_fuzz_replies`` search further.
 """
 
 from __future__ import annotations

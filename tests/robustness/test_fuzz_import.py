@@ -9,7 +9,7 @@ nothing; an accepted one resumes as ``chat -r`` resumes it and builds its next r
 an error of any kind (a file ``chat -r`` cannot use is rejected at import, naming the field).
 
 Bounded and derandomized like the other fuzzers; a crash found later becomes an ``@example``.
-Case count: ``pytest tests/hardening/test_hardening_fuzz_import.py
+Case count: ``pytest tests/robustness/test_fuzz_import.py
 --hypothesis-show-statistics``.
 """
 
