@@ -54,6 +54,10 @@ if TYPE_CHECKING:
 
 __all__ = ["Session", "TurnOptions"]
 
+_COMPACTION_MOVED = ("Session.compaction is gone: compaction wraps the session now; call "
+                     "AutoCompaction(...).send(session, turn) or .stream(session, turn) "
+                     "(thoughtline.compaction.auto)")
+
 _WRITE_ATTEMPTS = WRITE_ATTEMPTS  # delays before each try of a failed turn write
 
 
@@ -443,6 +447,16 @@ class Session:
             self._busy = False
 
     # --- the sink side ------------------------------------------------------------------------
+
+    @property
+    def compaction(self) -> None:
+        raise AttributeError(_COMPACTION_MOVED)
+
+    @compaction.setter
+    def compaction(self, value: object) -> None:
+        # A session no longer hands itself to compaction: setting the old attribute would
+        # silently compact nothing, so it says where compaction went instead.
+        raise AttributeError(_COMPACTION_MOVED)
 
     def _learned(self, lesson: Lesson) -> None:
         self._save(self._config.after(lesson))

@@ -22,6 +22,15 @@ def test_the_session_has_no_compaction_of_its_own(emu: ChatEmulator, store: Stor
     assert not hasattr(session, "compaction")
 
 
+
+def test_setting_the_old_attribute_says_where_compaction_went(emu: ChatEmulator,
+                                                             store: Store) -> None:
+    # Code written against the old API set ``session.compaction = auto``: it must not silently
+    # compact nothing.
+    session = Session.create(store, deepseek(emu))
+    with pytest.raises(AttributeError, match=r"AutoCompaction\(\.\.\.\)\.send\(session"):
+        session.compaction = AutoCompaction(CompactionSettings(windows={"deepseek": 100}))
+
 def test_a_turn_with_nothing_to_compact_is_the_sessions_own_turn(emu: ChatEmulator,
                                                                  store: Store) -> None:
     auto = AutoCompaction(CompactionSettings(windows={"deepseek": 100_000}))
