@@ -13,11 +13,12 @@ import pstats
 import signal
 import sys
 import threading
+import time
 from typing import Any
 
 from thoughtline.store import aio
 
-_MAIN = cProfile.Profile()
+_MAIN = cProfile.Profile(time.thread_time)  # CPU, not wall: the machine is shared
 _THREADS: dict[int, cProfile.Profile] = {}
 _ON = threading.Event()
 _original_run = aio.AsyncStore.run
@@ -27,7 +28,7 @@ async def _run(self: aio.AsyncStore, fn: Any, /, *args: Any, **kwargs: Any) -> A
     def profiled() -> Any:
         if not _ON.is_set():
             return fn(*args, **kwargs)
-        profiler = _THREADS.setdefault(threading.get_ident(), cProfile.Profile())
+        profiler = _THREADS.setdefault(threading.get_ident(), cProfile.Profile(time.thread_time))
         profiler.enable()
         try:
             return fn(*args, **kwargs)
