@@ -147,7 +147,8 @@ def _process(argv: list[str], pattern: str, what: str,
 
 
 @contextmanager
-def _served(face: Face, home: Path, profile_out: Path | None) -> Iterator[tuple[str, int]]:
+def _served(face: Face, home: Path, profile_out: Path | None,
+            server: str = "uvicorn") -> Iterator[tuple[str, int]]:
     with _process([sys.executable, "-m", "thoughtline.testing", face.emulator],
                   "http://", "the emulator") as (upstream, _):
         config = home / "gateway.toml"
@@ -165,8 +166,60 @@ def _served(face: Face, home: Path, profile_out: Path | None) -> Iterator[tuple[
         if profile_out is not None and not profiled:  # instruction counts (callgrind)
             argv = ["valgrind", "--tool=callgrind", "--instr-atstart=no",
                     f"--callgrind-out-file={profile_out}", *argv]
+        if server == "granian":  # the same app under granian, for the comparison only
+            port = _free_port()
+            argv = [str(Path(sys.executable).with_name("granian")), "--interface", "asgi",
+                    "--factory", "--port", str(port), "--loop", "uvloop", "--no-ws",
+                    "--log-level", "warning", "benchmarks._granian_serve:app"]
+            env.update(TL_GRANIAN_CONFIG=str(config), TL_GRANIAN_HOME=str(home))
+            process = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL, env=env)
+            try:
+                _wait_up(f"http://127.0.0.1:{port}/healthz")
+                yield f"http://127.0.0.1:{port}", process.pid
+            finally:
+                process.terminate()
+                process.wait(40)
+            return
         with _process(argv, "listening on", "thoughtline serve", env) as (line, pid):
             yield line.rsplit(" ", 1)[-1], pid
+
+
+def _wait_up(url: str) -> None:
+    for _ in range(300):
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not answer")
+
+
+def tree_cpu(pid: int) -> float:
+    """CPU seconds of ``pid`` and every process under it (granian serves in child workers)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(parent, []).append(int(entry.name))
+    total, todo = 0.0, [pid]
+    while todo:
+        current = todo.pop()
+        total += cpu_seconds(current)
+        todo += children.get(current, [])
+    return total
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 def build(client: httpx.Client, url: str, face: Face, questions: int) -> list[Any]:
@@ -221,7 +274,7 @@ def measure(face: Face, args: argparse.Namespace) -> dict[str, Any]:
             suffix = "callgrind" if args.callgrind else "prof"
             profile_out = Path(args.profile) / f"{face.name}-{mode}.{suffix}" \
                 if args.profile else None
-            with _served(face, Path(tmp), profile_out) as (origin, pid), \
+            with _served(face, Path(tmp), profile_out, args.server) as (origin, pid), \
                     httpx.Client(headers=HEADERS, timeout=60) as client:
                 url = origin + face.path
                 history = build(client, url, face, args.questions)
@@ -229,10 +282,10 @@ def measure(face: Face, args: argparse.Namespace) -> dict[str, Any]:
                 for _ in range(5):  # warm-up
                     _timed(client, url, body, mode == "stream")
                 _switch(profile_out, pid, on=True)
-                before = cpu_seconds(pid)
+                before = tree_cpu(pid)
                 for _ in range(args.requests):
                     _timed(client, url, body, mode == "stream")
-                cpu = (cpu_seconds(pid) - before) / args.requests
+                cpu = (tree_cpu(pid) - before) / args.requests
                 _switch(profile_out, pid, on=False)
                 results[mode] = {"cpu_ms": cpu * 1e3, "body_bytes": len(body),
                                  "messages": len(history)}
@@ -255,6 +308,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--profile", default="")
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--rps", type=float, default=0.0)
+    parser.add_argument("--server", choices=("uvicorn", "granian"), default="uvicorn",
+                        help="granian: the same app under granian (pip install granian)")
     parser.add_argument("--callgrind", action="store_true",
                         help="with --profile: instruction counts under valgrind, not cProfile")
     args = parser.parse_args(argv)
