@@ -204,7 +204,9 @@ class Conversations:
         A cache's output depends only on the messages it is given (it checks them by identity
         or equality), so a shared key costs a miss, never a wrong request."""
         key = (tenant, conversation, codec.api)
-        cache = self._caches.pop(key, None) or codec.new_cache()
+        cache = self._caches.pop(key, None)  # (an empty cache is falsy: compared to None)
+        if cache is None:
+            cache = codec.new_cache()
         self._caches[key] = cache
         while len(self._caches) > CACHED_CONVERSATIONS:
             self._caches.popitem(last=False)
