@@ -1,7 +1,8 @@
 """Where ``thoughtline serve`` spends its CPU on one request, per face (issue 27 item 1).
 
     .venv/bin/python -m benchmarks.gateway_profile [--faces chat messages responses]
-        [--questions 10] [--requests 200] [--profile DIR] [--rps SECONDS]
+        [--questions 10] [--requests 200] [--profile DIR [--callgrind]] [--rps SECONDS]
+        [--server uvicorn|granian]
 
 For each face (Chat on a DeepSeek emulator, Messages on the Anthropic one, Responses on the
 OpenAI Responses one, each its own process) a real ``thoughtline serve`` is started, a tool-loop
@@ -12,7 +13,11 @@ and then streamed, one at a time. Printed per face and mode: the serve process's
 per request (``/proc``, independent of how busy the machine is). ``--profile DIR`` runs the gateway
 under cProfile (``_profiled_serve``: only the measured requests, the store's worker thread
 included) and writes ``DIR/<face>-<mode>.prof`` plus the top functions by own time.
+``--profile DIR --callgrind`` counts instructions instead (valgrind, switched on only around the
+measured requests, every thread): deterministic, the number to compare on a loaded machine.
 ``--rps`` adds whole requests/s with 4 clients for that many seconds (wall clock: noisy).
+``--server granian`` serves the same app under granian (``_granian_serve``), for comparison.
+Results and how to read them: docs/benchmarks.md, "Profile".
 """
 
 from __future__ import annotations
