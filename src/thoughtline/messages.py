@@ -82,8 +82,10 @@ class FrozenList(list):  # type: ignore[type-arg]
 def freeze(value: Any) -> Any:
     """``value`` with every dict and list inside made read-only (already frozen parts are kept)."""
     kind = type(value)
-    if kind is FrozenDict or kind is FrozenList:
+    if kind in _FLAT or kind is FrozenDict or kind is FrozenList:
         return value
+    if kind is dict:  # what a JSON parser makes: spared the abstract Mapping check (issue 27)
+        return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, Mapping):
         return FrozenDict({k: freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
@@ -91,6 +93,8 @@ def freeze(value: Any) -> Any:
     return value
 
 
+#: Types that hold nothing to freeze (a JSON parser's scalars), told apart by exact type.
+_FLAT = frozenset({str, int, float, bool, type(None), bytes})
 _EMPTY: Native = FrozenDict()
 
 

@@ -188,3 +188,37 @@ def test_a_cancelled_send_closes_its_connection_in_the_transport_itself() -> Non
         busy, after = asyncio.run(asyncio.wait_for(cancel_one(slow), 20))
         assert wait_for(lambda: slow.abandoned == 1)
     assert busy.in_use == 1 and after.in_use == 0 and after.connections == 0
+
+
+def test_a_finished_chat_stream_leaves_its_connection_in_the_pool(monkeypatch: Any) -> None:
+    # Issue 27: a Chat stream ends at ``data: [DONE]``; the end of its body is read too, so the
+    # connection goes back to the pool and the next streamed request reuses it instead of
+    # opening (on a hosted upstream: a TLS handshake) a new one.
+    from thoughtline.testing import ChatEmulator
+    from thoughtline.transport import HttpTransport, Target
+    from thoughtline.transport import http as http_module
+
+    # The emulator writes the body's end separately: a loaded test machine may take longer than
+    # the production bound to deliver it (the bound only decides whether the reuse happens).
+    monkeypatch.setattr(http_module, "DRAIN_SECONDS", 5.0, raising=False)
+
+    body = (b'{"model": "deepseek-chat", "stream": true, '
+            b'"messages": [{"role": "user", "content": "hi"}]}')
+
+    async def two_streams(url: str) -> list[Any]:
+        transport = HttpTransport()
+        target = Target(url=url + "/chat/completions", provider="deepseek",
+                        headers={"authorization": "Bearer k"}, framing="sse")
+        states = []
+        try:
+            for _ in range(2):
+                events = [kind async for kind, _ in transport.stream_events(target, body)]
+                assert events  # the whole stream was read
+                states.append(transport.pool_state())
+        finally:
+            await transport.aclose()
+        return states
+
+    with ChatEmulator("deepseek") as emulator:
+        states = asyncio.run(asyncio.wait_for(two_streams(emulator.base_url), 20))
+    assert [(s.connections, s.in_use) for s in states] == [(1, 0), (1, 0)]

@@ -23,7 +23,6 @@ import orjson
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
-from starlette.routing import Route
 
 from thoughtline.codecs import shape
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
@@ -50,8 +49,10 @@ from thoughtline.gateway.faces import (
     MessagesFace,
     Reply,
     all_paths,
+    both_ways,
     token_of,
 )
+from thoughtline.gateway.front import Front
 from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.overflow import recovering
@@ -571,8 +572,8 @@ def _unauthorized(face: Face) -> Response:
     return _unauthorized_error().response(face, {"www-authenticate": "Bearer"})
 
 
-def create_app(gateway: Gateway) -> Starlette:
-    """The Starlette app serving ``gateway`` (closed when the app shuts down)."""
+def create_app(gateway: Gateway) -> Front:
+    """The ASGI app serving ``gateway`` (closed when the app shuts down)."""
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -581,15 +582,10 @@ def create_app(gateway: Gateway) -> Starlette:
         finally:
             await gateway.aclose()
 
-    routes = [Route(path, gateway.endpoint(face), methods=["POST"])
-              for face in FACES for path in all_paths(face)]
-    routes += [Route(path, gateway.counter(MESSAGES), methods=["POST"])
-               for path in (p for c in MESSAGES.count_paths for p in (c, c.removeprefix("/v1")))]
-    routes += [Route(path, gateway.endpoint(RESPONSES, compact=True), methods=["POST"])
-               for path in (p for c in RESPONSES.compact_paths
-                            for p in (c, c.removeprefix("/v1")))]
-    routes += [Route("/v1/models", gateway.models, methods=["GET"]),
-               Route("/healthz", gateway.healthz, methods=["GET"]),
-               Route("/readyz", gateway.readyz, methods=["GET"]),
-               Route("/metrics", gateway.metrics_text, methods=["GET"])]
-    return Starlette(routes=routes, lifespan=lifespan)
+    posts = {path: gateway.endpoint(face) for face in FACES for path in all_paths(face)}
+    posts |= {path: gateway.counter(MESSAGES) for path in both_ways(MESSAGES.count_paths)}
+    posts |= {path: gateway.endpoint(RESPONSES, compact=True)
+              for path in both_ways(RESPONSES.compact_paths)}
+    gets = {"/v1/models": gateway.models, "/healthz": gateway.healthz,
+            "/readyz": gateway.readyz, "/metrics": gateway.metrics_text}
+    return Front(posts, gets, lifespan)

@@ -16,12 +16,13 @@ codec's (through the ``TurnEngine``).
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson
+from thoughtline.codecs.base import Codec, Lesson, WireCache
 from thoughtline.codecs.face import ClientRequest
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import NotFound, StoreError
@@ -90,6 +91,8 @@ class Prepared:
     answer_keys: Sequence[IndexKey] = ()
     #: How many turns ``session`` holds up to the matched turn: where the answer goes.
     at: int = 0
+    #: The answer's place (``rehydrate.Chain.places[-1]`` of ``client_messages``).
+    place: bytes = b""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -147,19 +150,22 @@ def session_title(messages: Sequence[Message], upstream: str, tenant: str) -> st
 
 def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
              provider: ProviderConfig, tools: Any, create: bool = True,
-             title: str = "gateway") -> _Found:
-    """One worker-thread visit: the named session, one lookup per message, the ledger."""
+             title: str = "gateway", digests: rehydrate.Chain | None = None) -> _Found:
+    """One worker-thread visit: the named session, one lookup per message, the ledger
+    (``digests``: the messages' ``rehydrate.chain``, computed once per request)."""
     named, scope = _scope(store, tenant, ask)
-    plain = rehydrate.lookup_keys(messages)
+    digests = digests or rehydrate.chain(messages)
+    plain = rehydrate.lookup_keys(messages, digests)
     keys = [ask.minted.get(i, k) for i, k in enumerate(plain)]
     hits = store.rehydrate(tenant, keys, session_id=scope) if any(keys) else [None] * len(keys)
-    second = [(p if k is not p else rehydrate.fallback_key(m, k)) if h is None else None
-              for m, k, p, h in zip(messages, keys, plain, hits, strict=True)]
+    second = [(p if k is not p else rehydrate.fallback_key(m, k, v)) if h is None else None
+              for m, k, p, h, v in zip(messages, keys, plain, hits, digests.visible,
+                                       strict=True)]
     if any(second):  # only for turns whose place was not found (e.g. the client edited history)
         for index, hit in enumerate(store.rehydrate(tenant, second, session_id=scope)):
             if hit is not None:
                 keys[index], hits[index] = second[index], hit
-    matched = rehydrate.apply(messages, keys, hits)
+    matched = rehydrate.apply(messages, keys, hits, digests)
     session = named
     if session is None and (matched.session_id or scope):
         session = store.get_session(matched.session_id or scope, tenant=tenant)
@@ -189,6 +195,10 @@ def _place(store: Store, session: SessionRecord,
     return store.branch(session.id, at=at, title=f"{session.title or 'gateway'} (branch)"), at
 
 
+#: Conversations whose wire cache is kept in memory (each holds its turns' encoded items).
+CACHED_CONVERSATIONS = 64
+
+
 class Conversations:
     """Turns requests into engine turns and stores their outcomes."""
 
@@ -196,6 +206,22 @@ class Conversations:
         self.config = config
         self.store = store
         self.rescue_dir = default_rescue_dir(store.store)
+        self._caches: OrderedDict[tuple[str, str, str], WireCache] = OrderedDict()
+
+    def wire_cache(self, tenant: str, conversation: str, codec: Codec) -> WireCache:
+        """The codec's wire cache of one conversation, kept across its requests (the most
+        recently used ``CACHED_CONVERSATIONS``): a request that resends the history the last
+        one sent encodes only its new turns and splices the bytes earlier requests serialized.
+        A cache's output depends only on the messages it is given (it checks them by identity
+        or equality), so a shared key costs a miss, never a wrong request."""
+        key = (tenant, conversation, codec.api)
+        cache = self._caches.pop(key, None)  # (an empty cache is falsy: compared to None)
+        if cache is None:
+            cache = codec.new_cache()
+        self._caches[key] = cache
+        while len(self._caches) > CACHED_CONVERSATIONS:
+            self._caches.popitem(last=False)
+        return cache
 
     async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
                       model: str, session_ref: str | None, *,
@@ -210,9 +236,10 @@ class Conversations:
         messages = _unminted(request)
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
+        digests = rehydrate.chain(messages)  # for the lookups and the answer's place: once
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
                                       provider, request.tools, create,
-                                      session_title(messages, upstream.name, tenant))
+                                      session_title(messages, upstream.name, tenant), digests)
         matched, session = found.matched, found.session
         stored = ModelConfig.from_json(session.model_config) if session.model_config else \
             ModelConfig(provider=provider)
@@ -220,13 +247,18 @@ class Conversations:
                          params=_params(request, codec))
         turn = TurnInput(codec=codec, provider=provider, config=config,
                          history=matched.history, pending=matched.pending,
-                         ledger=tuple(found.verdicts), cache=None, session=session.id)
+                         ledger=tuple(found.verdicts), session=session.id,
+                         # keyed by the session the client's history was found in: a branch
+                         # made for this answer shares its parent's turns
+                         cache=self.wire_cache(tenant, matched.session_id or session.id, codec)
+                         if create else None)
         extra = [mint.index_key(answer_ref)] if answer_ref else []
         if request.session_hint:
             extra.append(named_key(request.session_hint))
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
                         rehydration=matched, stored_config=stored,
-                        client_messages=messages, at=found.at, answer_keys=tuple(extra))
+                        client_messages=messages, at=found.at, answer_keys=tuple(extra),
+                        place=digests.places[-1])
 
     async def persist(self, prepared: Prepared, sink: GatewaySink) -> Written | None:
         """Store what the turn learned and (when it finished) the turn itself, once.
@@ -246,7 +278,7 @@ class Conversations:
         done = sink.done
         if done is None:
             return None
-        place = rehydrate.prefixes(prepared.client_messages)[-1]
+        place = prepared.place or rehydrate.prefixes(prepared.client_messages)[-1]
         write = TurnWrite(session=prepared.session, at=prepared.at,
                           messages=[*sink.pending, done.message], tenant=prepared.tenant,
                           keys=[*rehydrate.index_keys(done.message, place),

@@ -237,4 +237,9 @@ FACES: Sequence[Face] = (CHAT, MESSAGES, RESPONSES)
 
 def all_paths(face: Face) -> tuple[str, ...]:
     """Every path ``face`` answers: each of its paths with and without ``/v1``."""
-    return tuple(p for path in face.paths for p in (path, path.removeprefix("/v1")))
+    return both_ways(face.paths)
+
+
+def both_ways(paths: Sequence[str]) -> tuple[str, ...]:
+    """Each of ``paths`` with and without ``/v1``."""
+    return tuple(p for path in paths for p in (path, path.removeprefix("/v1")))

@@ -39,41 +39,65 @@ def visible_digest(message: Message) -> str:
     return "v1:" + hashlib.sha256(orjson.dumps(shown)).hexdigest()
 
 
-def _shown(message: Message) -> bytes:
-    """Any message as the client shows it (assistant turns without their reasoning)."""
+def _shown(message: Message, visible: str | None = None) -> bytes:
+    """Any message as the client shows it (assistant turns without their reasoning);
+    ``visible``: the assistant turn's ``visible_digest``, when already known."""
     if message.role == "assistant":
-        return visible_digest(message).encode()
+        return (visible or visible_digest(message)).encode()
     results = [[r.call_id, r.content] for r in message.tool_results]
     return orjson.dumps([message.role, message.text, results])
 
 
-def prefixes(messages: Sequence[Message]) -> list[bytes]:
-    """``out[i]``: a digest of everything the client showed before ``messages[i]``; ``out[-1]``
-    covers them all (the place of the answer to this request)."""
+@dataclass(frozen=True, slots=True)
+class Chain:
+    """A request's digests, computed once and shared by its lookups and its answer's keys.
+
+    ``places[i]``: a digest of everything the client showed before ``messages[i]``;
+    ``places[-1]`` covers them all (the place of the answer to this request). ``visible[i]``:
+    ``visible_digest`` of an assistant message, None for the others.
+    """
+
+    places: tuple[bytes, ...]
+    visible: tuple[str | None, ...]
+
+
+def chain(messages: Sequence[Message]) -> Chain:
     state = hashlib.sha256(b"thoughtline-context-v1")
-    out = [state.digest()]
+    places = [state.digest()]
+    visible: list[str | None] = []
     for message in messages:
-        state.update(hashlib.sha256(_shown(message)).digest())
-        out.append(state.copy().digest())
-    return out
+        seen = visible_digest(message) if message.role == "assistant" else None
+        visible.append(seen)
+        state.update(hashlib.sha256(_shown(message, seen)).digest())
+        places.append(state.copy().digest())
+    return Chain(places=tuple(places), visible=tuple(visible))
 
 
-def _context(prefix: bytes, message: Message) -> IndexKey:
-    digest = hashlib.sha256(prefix + visible_digest(message).encode()).hexdigest()
+def prefixes(messages: Sequence[Message]) -> list[bytes]:
+    """``chain(messages).places`` as a list (see ``Chain``)."""
+    return list(chain(messages).places)
+
+
+def _context(prefix: bytes, message: Message, visible: str | None = None) -> IndexKey:
+    seen = visible or visible_digest(message)
+    digest = hashlib.sha256(prefix + seen.encode()).hexdigest()
     return IndexKey(kind=CONTEXT, key="c1:" + digest)
 
 
 def index_keys(message: Message, prefix: bytes) -> list[IndexKey]:
     """Every key a returned turn is stored under (``prefix``: its place, see ``prefixes``)."""
+    seen = visible_digest(message)
     keys = [IndexKey(kind=CALL, key=c.id) for c in message.tool_calls if c.id]
-    keys.append(_context(prefix, message))
-    keys.append(IndexKey(kind=CONTENT, key=visible_digest(message)))
+    keys.append(_context(prefix, message, seen))
+    keys.append(IndexKey(kind=CONTENT, key=seen))
     return keys
 
 
-def lookup_keys(messages: Sequence[Message]) -> list[IndexKey | None]:
-    """The first key each client message is looked up by (None: not an assistant turn)."""
-    places = prefixes(messages)
+def lookup_keys(messages: Sequence[Message],
+                digests: Chain | None = None) -> list[IndexKey | None]:
+    """The first key each client message is looked up by (None: not an assistant turn);
+    ``digests``: ``chain(messages)`` when the caller has it already."""
+    digests = digests or chain(messages)
     out: list[IndexKey | None] = []
     for index, message in enumerate(messages):
         calls = message.tool_calls if message.role == "assistant" else ()
@@ -82,18 +106,21 @@ def lookup_keys(messages: Sequence[Message]) -> list[IndexKey | None]:
         elif calls and calls[0].id:
             out.append(IndexKey(kind=CALL, key=calls[0].id))
         else:
-            out.append(_context(places[index], message))
+            out.append(_context(digests.places[index], message, digests.visible[index]))
     return out
 
 
-def fallback_key(message: Message, key: IndexKey | None) -> IndexKey | None:
-    """The second key, asked only when the first missed: the content alone."""
+def fallback_key(message: Message, key: IndexKey | None,
+                 visible: str | None = None) -> IndexKey | None:
+    """The second key, asked only when the first missed: the content alone (``visible``: its
+    ``visible_digest``, when already known)."""
     if key is None or key.kind != CONTEXT:
         return None
-    return IndexKey(kind=CONTENT, key=visible_digest(message))
+    return IndexKey(kind=CONTENT, key=visible or visible_digest(message))
 
 
-def matches(client: Message, stored: Rehydrated, key: IndexKey) -> bool:
+def matches(client: Message, stored: Rehydrated, key: IndexKey,
+            visible: str | None = None) -> bool:
     """True when ``stored`` is the turn the client is showing us (visible content and ids).
 
     A turn found by its place or its content digest shows that content by construction (it was
@@ -104,7 +131,7 @@ def matches(client: Message, stored: Rehydrated, key: IndexKey) -> bool:
         return False
     if key.kind not in (CALL, MINT):
         return True
-    return visible_digest(client) == _stored_digest(stored)
+    return (visible or visible_digest(client)) == _stored_digest(stored)
 
 
 _DIGESTS: dict[str, str] = {}  # message id -> visible digest (stored turns are immutable)
@@ -140,19 +167,20 @@ class Rehydration:
 
 
 def apply(messages: Sequence[Message], keys: Sequence[IndexKey | None],
-          found: Sequence[Rehydrated | None]) -> Rehydration:
+          found: Sequence[Rehydrated | None], digests: Chain | None = None) -> Rehydration:
     """Replace each client assistant message by its stored turn when that turn matches.
 
     ``keys`` are the messages' ``lookup_key`` values and ``found`` what the store returned for
-    them, position by position.
+    them, position by position; ``digests``: ``chain(messages)``, when the caller has it.
     """
+    visible = digests.visible if digests is not None else (None,) * len(messages)
     out: list[Message] = []
     last_hit = -1
     session_id = head_id = ""
     hits = misses = 0
     kinds: dict[str, int] = {}
     for index, (message, key, hit) in enumerate(zip(messages, keys, found, strict=True)):
-        if hit is not None and key is not None and matches(message, hit, key):
+        if hit is not None and key is not None and matches(message, hit, key, visible[index]):
             out.append(hit.message)
             last_hit, session_id, head_id = index, hit.session_id, hit.message_id
             hits += 1

@@ -1,5 +1,9 @@
 """Running the gateway: bind, serve with uvicorn, shut down gracefully.
 
+The server stack is uvicorn on uvloop with the httptools parser (dependencies: uvicorn picks
+both when installed, else asyncio and h11); chosen by the per-request profile in
+``docs/benchmarks.md`` ("Profile"), which also has the numbers for the alternatives.
+
 Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
 announced; an address in use is a usage error, not a traceback), the start and stop lines on
 stdout (a warning per upstream whose key variable is unset, then ``thoughtline gateway listening

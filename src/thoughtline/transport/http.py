@@ -391,10 +391,26 @@ async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
             if not data:
                 continue
             if data.strip() == "[DONE]":
+                await _drained(events)
                 return
             # httpx-sse reports a missing ``event:`` line as "message" (the SSE default).
             kind = "" if event.event == "message" else event.event
             yield kind, _json(data, "stream event")
+
+
+#: How long the end of a body may take to arrive after ``[DONE]`` (it is normally in the same
+#: packet): read to its end, the connection goes back to the pool instead of being closed. The
+#: answer's end waits for it, so it is short: a slower upstream only loses the reuse.
+DRAIN_SECONDS = 0.01
+
+
+async def _drained(events: AsyncIterator[Any]) -> None:
+    """Read what follows ``[DONE]`` (nothing, normally) so the upstream connection is reused;
+    an upstream that keeps the body open is cut as before, its connection closed."""
+    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
 
 
 async def _aws_eventstream(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:

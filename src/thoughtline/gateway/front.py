@@ -1,0 +1,48 @@
+"""The gateway's ASGI entry point: the faces' POST paths by one dict lookup, the rest routed.
+
+``Front`` is what ``app.create_app`` returns and a server runs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+Handler = Callable[[Request], Awaitable[Any]]
+
+
+class Front:
+    """The ASGI app: each face's POST paths reach their handler by one dict lookup; everything
+    else (the lifespan, GET routes, a wrong method, an unknown path) goes to Starlette's router.
+
+    The profile of a request (docs/benchmarks.md, "Profile") showed Starlette's middleware and
+    route matching on every request; a handler here gets the same ``Request`` and returns the
+    same ``Response``. An exception a handler lets out is answered as Starlette's server-error
+    middleware answers it (a plain 500, as nothing was sent yet) and raised to the server.
+    """
+
+    def __init__(self, posts: Mapping[str, Handler], gets: Mapping[str, Handler],
+                 lifespan: Any) -> None:
+        routes = [Route(path, handler, methods=["POST"]) for path, handler in posts.items()]
+        routes += [Route(path, handler, methods=["GET"]) for path, handler in gets.items()]
+        self.router = Starlette(routes=routes, lifespan=lifespan)
+        self.hot = dict(posts)
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        handler = self.hot.get(scope["path"]) if scope["type"] == "http" and scope.get(
+            "method") == "POST" and not scope.get("root_path") else None
+        if handler is None:
+            await self.router(scope, receive, send)
+            return
+        try:
+            response = await handler(Request(scope, receive, send))
+        except Exception:  # nothing was sent: a handler answers by returning its response
+            await Response("Internal Server Error", status_code=500,
+                           media_type="text/plain")(scope, receive, send)
+            raise
+        await response(scope, receive, send)
