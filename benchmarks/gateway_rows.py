@@ -54,7 +54,7 @@ class Sizes:
 #: A smoke run: tiny histories, one client count, two workers only (no 1 → 2 ratio), no LiteLLM.
 QUICK = Sizes(histories=((1, 3), (3, 3)), rps_seconds=0.2, clients=(4,), workers=(2,),
               litellm=False)
-FULL = Sizes(histories=((QUESTIONS, 120), (100, 30)), rps_seconds=3.0)
+FULL = Sizes(histories=((QUESTIONS, 120), (100, 25)), rps_seconds=2.0)
 
 
 # --- the single-face helpers other scenarios and tests use (Chat face, 40 turns) -----------------

@@ -83,12 +83,16 @@ def _latency_rows(face: str, turns: int, first: bool, mode: str, m: Paired,
     ]
 
 
-def _cpu_row(face: str, turns: int, mode: str, m: Paired, base: Paired | None) -> Row:
+def _cpu_row(face: str, turns: int, mode: str, m: Paired, base: Paired | None,
+             peer: Paired | None) -> Row:
     title = TITLES[face]
     if base is None:  # the first (40-turn) size: an absolute target
         limit = CPU_TARGET_S[mode]
+        peer_cpu = peer.cpu if peer is not None else None
         return Row(scenario=SCENARIO, case=f"{title}: gateway CPU per request, {mode}",
-                   size=f"{turns} turns", ours=m.cpu, target=f"≤ {_ms(limit)}",
+                   size=f"{turns} turns", ours=m.cpu, floor=peer_cpu,
+                   floor_kind="LiteLLM proxy's CPU per request" if peer_cpu else "",
+                   ratio=ratio(m.cpu, peer_cpu), target=f"≤ {_ms(limit)}",
                    ok=at_most(m.cpu, limit), reps=m.reps,
                    note="user+system CPU of the serve process (/proc), warm-up included; "
                         "independent of how busy the machine is, wall-clock rows are not")
@@ -150,7 +154,8 @@ def rows(numbers: Numbers) -> list[Row]:
                 out += _latency_rows(face, turns, first, mode, measured[mode], peer)
             for mode in MODES:
                 base = None if first else numbers.latency[(face, sizes[0])][mode]
-                out.append(_cpu_row(face, turns, mode, measured[mode], base))
+                peer = peers.get(face, {}).get(mode) if first else None
+                out.append(_cpu_row(face, turns, mode, measured[mode], base, peer))
             out += _rps_rows(face, turns, first, numbers.rps.get((face, turns), {}),
                              numbers.direct_rps.get(turns, {}))
     out += _workers_rows(numbers)
