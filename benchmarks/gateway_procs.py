@@ -73,12 +73,15 @@ class Served:
 
 
 @contextmanager
-def gateway(upstream: str, home: Path, *, workers: int = 1) -> Iterator[Served]:
-    """``thoughtline serve`` through the CLI, one DeepSeek upstream, access log to a file."""
+def gateway(upstream: str, home: Path, *, workers: int = 1, store: str = "",
+            ) -> Iterator[Served]:
+    """``thoughtline serve`` through the CLI, one DeepSeek upstream, access log to a file;
+    ``store``: a store URL or SQLite path (default: the home's ``state.db``)."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "gateway.toml"
+    stored = f'store = "{store}"\n' if store else ""
     config.write_text(
-        f'[server]\nport = 0\naccess_log = "{home / "access.jsonl"}"\n\n[[upstream]]\n'
+        f'[server]\nport = 0\n{stored}access_log = "{home / "access.jsonl"}"\n\n[[upstream]]\n'
         f'name = "ds"\nprovider = "deepseek"\nbase_url = "{upstream}"\n'
         f'api_key_env = "{KEY_ENV}"\n')
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",

@@ -23,8 +23,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -37,7 +35,7 @@ from typing import Any
 import httpx
 import psycopg
 
-from benchmarks import gateway_rows, synth
+from benchmarks import gateway_procs, gateway_rows, synth
 from benchmarks.measure import Row, not_built, ratio
 from thoughtline import messages as canonical
 from thoughtline.messages import Message
@@ -141,22 +139,8 @@ def resume_seconds(target: str, sid: str, reps: int) -> float:
 @contextmanager
 def _serve(upstream: str, home: Path, store: str) -> Iterator[str]:
     """A ``thoughtline serve`` process on ``store``; yields its base URL."""
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "gateway.toml"
-    config.write_text(f'[server]\nport = 0\nstore = "{store}"\naccess_log = '
-                      f'"{home / "access.jsonl"}"\n\n[[upstream]]\nname = "ds"\n'
-                      f'provider = "deepseek"\nbase_url = "{upstream}"\n'
-                      f'api_key_env = "{gateway_rows.KEY_ENV}"\n')
-    argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
-            "--home", str(home), "serve", "--config", str(config)]
-    process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                               text=True, env={**os.environ, gateway_rows.KEY_ENV: "sk-bench"})
-    try:
-        line = gateway_rows._announced(process, "listening on", "thoughtline serve")
-        yield line.rsplit(" ", 1)[-1].strip() + "/v1"
-    finally:
-        process.terminate()
-        process.wait(40)
+    with gateway_procs.gateway(upstream, home, store=store) as served:
+        yield served.url
 
 
 def gateway_rps(upstream: str, tmp: Path, store: str, processes: int, seconds: float) -> float:

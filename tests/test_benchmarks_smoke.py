@@ -143,8 +143,8 @@ def test_report_prints_every_row_including_components_not_built() -> None:
 
 def _paired(ms: float, *, direct: float = 1.0, cpu: float = 1.0) -> gateway_load.Paired:
     return gateway_load.Paired(ours_p50=(direct + ms) / 1e3, ours_p99=(direct + 2 * ms) / 1e3,
-                               direct_p50=direct / 1e3, direct_p99=direct / 1e3, reps=10,
-                               cpu=cpu / 1e3)
+                               direct_p50=direct / 1e3, direct_p99=direct / 1e3,
+                               added_p99=2 * ms / 1e3, reps=10, cpu=cpu / 1e3)
 
 
 def _gateway_numbers(*, chat_ms: float, cpu_big: float) -> gateway_table.Numbers:
