@@ -15,7 +15,7 @@ the gateway sends it), interleaved call by call; the serve process's CPU per req
 on a shared, overloaded machine wall-clock latency is mostly waiting for a CPU, CPU time is not);
 requests per second with 4 and 16 clients, beside the emulator called directly. Then requests
 per second of ``serve --workers 1, 2, 4`` (Chat, 40 turns, 4 clients). LiteLLM's proxy is timed
-the same way on its three routes at 40 turns, in front of the same emulator, when
+the same way on its three routes at both sizes, in front of the same emulator, when
 ``pip install 'thoughtline[bench]'`` installed it (not in ``--quick``: it takes ~1 min to
 start). Targets: ``gateway_table``.
 """
@@ -60,8 +60,6 @@ FULL = Sizes(histories=((QUESTIONS, 120), (100, 25)), rps_seconds=2.0)
 # --- the single-face helpers other scenarios and tests use (Chat face, 40 turns) -----------------
 
 _emulator = gateway_procs.emulator
-_announced = gateway_procs.announced
-cpu_seconds = gateway_procs.cpu_seconds
 
 
 def build_history(client: httpx.Client, gateway: str) -> tuple[list[Any], list[Any]]:
@@ -79,35 +77,38 @@ def _body(history: list[Any], *, stream: bool, model: str) -> bytes:
 # --- measuring -----------------------------------------------------------------------------------
 
 
-def _face_latency(client: httpx.Client, served: gateway_procs.Served, upstream: str, face: Face,
-                  conv: Conversation, reps: int) -> dict[str, Paired]:
+def _latency(client: httpx.Client, base: str, pid: int, upstream: str, face: Face,
+             conv: Conversation, reps: int, model: str = gateway_faces.MODEL,
+             ) -> dict[str, Paired]:
+    """Whole and streamed: the face's next request through the proxy at ``base`` (process
+    ``pid``) beside its floor sent straight to the emulator."""
     out = {}
     for mode in gateway_table.MODES:
         stream = mode == "stream"
-        ours = Call(client=client, url=served.url + face.path,
-                    body=gateway_faces.next_request(face, conv, stream=stream))
+        ours = Call(client=client, url=base + face.path,
+                    body=gateway_faces.next_request(face, conv, stream=stream, model=model))
         direct = Call(client=client, url=upstream + "/chat/completions",
                       body=gateway_faces.floor_request(conv, stream=stream))
         out[mode] = paired(ours, direct, stream=stream, reps=reps,
-                           cpu=lambda: gateway_procs.cpu_seconds(served.pid))
+                           cpu=lambda: gateway_procs.cpu_seconds(pid))
     return out
 
 
 def _faces(numbers: gateway_table.Numbers, upstream: str, home: Path,
-           sizes: Sizes) -> dict[str, Conversation]:
-    """Every face at every size through one gateway; returns the first size's conversations."""
-    first: dict[str, Conversation] = {}
+           sizes: Sizes) -> dict[int, dict[str, Conversation]]:
+    """Every face at every size through one gateway; returns the conversations by size."""
+    built: dict[int, dict[str, Conversation]] = {}
     with gateway_procs.gateway(upstream, home) as served, \
             httpx.Client(headers=HEADERS, timeout=60) as client:
         for questions, reps in sizes.histories:
-            convs = {face.name: gateway_faces.build(client, served.url, face, questions)
-                     for face in FACES}
-            first = first or convs
             turns = 4 * questions
+            convs = built[turns] = {face.name: gateway_faces.build(client, served.url, face,
+                                                                   questions)
+                                    for face in FACES}
             for face in FACES:
                 conv = convs[face.name]
-                numbers.latency[(face.name, turns)] = _face_latency(client, served, upstream,
-                                                                    face, conv, reps)
+                numbers.latency[(face.name, turns)] = _latency(client, served.url, served.pid,
+                                                               upstream, face, conv, reps)
                 body = gateway_faces.next_request(face, conv, stream=False)
                 numbers.rps[(face.name, turns)] = {
                     n: throughput(served.url + face.path, body, seconds=sizes.rps_seconds,
@@ -116,7 +117,7 @@ def _faces(numbers: gateway_table.Numbers, upstream: str, home: Path,
             numbers.direct_rps[turns] = {
                 n: throughput(upstream + "/chat/completions", floor, seconds=sizes.rps_seconds,
                               clients=n, headers=HEADERS) for n in sizes.clients}
-    return first
+    return built
 
 
 def _workers(numbers: gateway_table.Numbers, upstream: str, home: Path, sizes: Sizes) -> None:
@@ -136,35 +137,26 @@ def _workers(numbers: gateway_table.Numbers, upstream: str, home: Path, sizes: S
 
 
 def _litellm(numbers: gateway_table.Numbers, upstream: str, home: Path,
-             convs: dict[str, Conversation], questions: int, reps: int) -> None:
-    """LiteLLM's three routes timed like ours on the first size, each face's client history
-    sent to it as the client sends it to us (Chat: with its reasoning, which LiteLLM does not
-    put back itself)."""
+             built: dict[int, dict[str, Conversation]], sizes: Sizes) -> None:
+    """LiteLLM's three routes timed like ours at every size, each face's client history sent
+    to it as the client sends it to us (Chat: with its reasoning, which LiteLLM does not put
+    back itself)."""
     binary = gateway_procs.litellm_binary()
     if binary is None:
         return
-    numbers.litellm_turns = 4 * questions
     try:
         with gateway_procs.litellm(binary, upstream, home) as proxy, \
                 httpx.Client(headers={**HEADERS, "authorization": f"Bearer {proxy.key}"},
                              timeout=60) as client:
-            measured: dict[str, dict[str, Paired]] = {}
-            for face in FACES:
-                conv = convs[face.name]
-                if face.name == "chat":
-                    conv = Conversation(face="chat", client=conv.floor, floor=conv.floor)
-                model = gateway_procs.LITELLM_MODELS[face.name][0]
-                measured[face.name] = {}
-                for mode in gateway_table.MODES:
-                    stream = mode == "stream"
-                    ours = Call(client=client, url=proxy.url + face.path,
-                                body=gateway_faces.next_request(face, conv, stream=stream,
-                                                                model=model))
-                    direct = Call(client=client, url=upstream + "/chat/completions",
-                                  body=gateway_faces.floor_request(conv, stream=stream))
-                    measured[face.name][mode] = paired(
-                        ours, direct, stream=stream, reps=reps,
-                        cpu=lambda: gateway_procs.cpu_seconds(proxy.pid))
+            measured: dict[tuple[str, int], dict[str, Paired]] = {}
+            for questions, reps in sizes.histories:
+                for face in FACES:
+                    conv = built[4 * questions][face.name]
+                    if face.name == "chat":
+                        conv = Conversation(face="chat", client=conv.floor, floor=conv.floor)
+                    model = gateway_procs.LITELLM_MODELS[face.name][0]
+                    measured[(face.name, 4 * questions)] = _latency(
+                        client, proxy.url, proxy.pid, upstream, face, conv, reps, model)
             numbers.litellm = measured
     except (RuntimeError, httpx.HTTPError) as exc:
         numbers.litellm = f"LiteLLM installed but not measured: {exc}"[:300]
@@ -176,12 +168,12 @@ def run(quick: bool) -> list[Row]:
     with tempfile.TemporaryDirectory(prefix="tl-bench-gateway-") as tmp, \
             gateway_procs.emulator() as upstream:
         home = Path(tmp)
-        convs = _faces(numbers, upstream, home / "gateway", sizes)
+        built = _faces(numbers, upstream, home / "gateway", sizes)
         _workers(numbers, upstream, home, sizes)
         if not sizes.litellm:
             numbers.litellm = "LiteLLM's proxy is not started in --quick (~1 min to start)"
         else:
-            _litellm(numbers, upstream, home, convs, *sizes.histories[0])
+            _litellm(numbers, upstream, home, built, sizes)
     rows = gateway_table.rows(numbers)
     if rows:
         rows[0].extra = {**rows[0].extra, "litellm": gateway_table.litellm_json(numbers)}

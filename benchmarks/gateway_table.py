@@ -38,10 +38,9 @@ class Numbers:
     rps: dict[tuple[str, int], dict[int, float]] = field(default_factory=dict)
     #: turns -> clients -> requests/s straight to the emulator.
     direct_rps: dict[int, dict[int, float]] = field(default_factory=dict)
-    #: face -> mode -> LiteLLM's paired latency at the first size; or why it is not there.
-    litellm: dict[str, dict[str, Paired]] | str = "LiteLLM not installed " \
-                                                  "(pip install 'thoughtline[bench]')"
-    litellm_turns: int = 0
+    #: (face, turns) -> mode -> LiteLLM's paired latency and CPU; or why it is not there.
+    litellm: dict[tuple[str, int], dict[str, Paired]] | str = (
+        "LiteLLM not installed (pip install 'thoughtline[bench]')")
     #: workers -> requests/s (Chat, first size, 4 clients).
     workers: dict[int, float] = field(default_factory=dict)
     workers_turns: int = 0
@@ -54,12 +53,12 @@ def _ms(seconds: float) -> str:
 def _latency_rows(face: str, turns: int, first: bool, mode: str, m: Paired,
                   peer: Paired | None) -> list[Row]:
     title, size = TITLES[face], f"{turns} turns"
-    target, ok, floor_kind = "", None, ""
+    target, ok = "", None
+    floor_kind = "LiteLLM proxy's added latency (same face, same emulator)" if peer else ""
     if first:
         share = SHARE[face]
         if peer is not None:
             limit, source = peer.added_p50 / share, "LiteLLM measured here"
-            floor_kind = "LiteLLM proxy's added latency (same face, same emulator)"
         elif face == "chat":
             limit, source = LITELLM_P50_S / share, "LiteLLM's 15 ms p50 from issue 15"
         else:
@@ -101,7 +100,9 @@ def _cpu_row(face: str, turns: int, mode: str, m: Paired, base: Paired | None,
                size=f"{turns} turns", ours=m.cpu, floor=base.cpu,
                floor_kind="the same face's CPU per request at the first size", ratio=growth,
                target=f"≤ {CPU_GROWTH:g}× the first size", ok=at_most(growth, CPU_GROWTH),
-               reps=m.reps, note="ratio = CPU here ÷ CPU at the first size")
+               reps=m.reps, note="ratio = CPU here ÷ CPU at the first size"
+               + (f"; LiteLLM's CPU per request here {_ms(peer.cpu)}"
+                  if peer is not None and peer.cpu is not None else ""))
 
 
 def _rps_rows(face: str, turns: int, first: bool, rates: dict[int, float],
@@ -150,11 +151,11 @@ def rows(numbers: Numbers) -> list[Row]:
                 continue
             first = turns == sizes[0]
             for mode in MODES:
-                peer = peers.get(face, {}).get(mode) if first else None
+                peer = peers.get((face, turns), {}).get(mode)
                 out += _latency_rows(face, turns, first, mode, measured[mode], peer)
             for mode in MODES:
                 base = None if first else numbers.latency[(face, sizes[0])][mode]
-                peer = peers.get(face, {}).get(mode) if first else None
+                peer = peers.get((face, turns), {}).get(mode)
                 out.append(_cpu_row(face, turns, mode, measured[mode], base, peer))
             out += _rps_rows(face, turns, first, numbers.rps.get((face, turns), {}),
                              numbers.direct_rps.get(turns, {}))
@@ -168,5 +169,5 @@ def rows(numbers: Numbers) -> list[Row]:
 def litellm_json(numbers: Numbers) -> dict[str, Any]:
     if isinstance(numbers.litellm, str):
         return {"missing": numbers.litellm}
-    return {face: {mode: p.to_json() for mode, p in modes.items()}
-            for face, modes in numbers.litellm.items()}
+    return {f"{face}, {turns} turns": {mode: p.to_json() for mode, p in modes.items()}
+            for (face, turns), modes in numbers.litellm.items()}
