@@ -94,7 +94,15 @@ def paired(ours: Call, direct: Call, *, stream: bool, reps: int,
 
 def throughput(url: str, body: bytes, *, seconds: float, clients: int,
                headers: dict[str, str]) -> float:
-    """Whole requests per second that ``clients`` threads get through ``url`` in ``seconds``.
+    """Whole requests per second that ``clients`` threads get through ``url`` in ``seconds``."""
+    done, elapsed = counted(url, body, seconds=seconds, clients=clients, headers=headers)
+    return done / elapsed
+
+
+def counted(url: str, body: bytes, *, seconds: float, clients: int, headers: dict[str, str],
+            at_start: Callable[[], object] | None = None) -> tuple[int, float]:
+    """The requests completed from the moment the window opened (``at_start()`` is called
+    then), and the seconds from then until the last of them ended.
 
     The clients are made (and connected, by one request each) before the clock starts: making
     an ``httpx.Client`` costs milliseconds of CPU, which 16 of them would otherwise take from
@@ -102,8 +110,13 @@ def throughput(url: str, body: bytes, *, seconds: float, clients: int,
     pool = [httpx.Client(headers=headers, timeout=60) for _ in range(clients)]
     counts = [0] * clients
     window: list[float] = []  # the clock's start and stop, set as the clients are released
-    ready = threading.Barrier(clients, timeout=120, action=lambda: window.extend(
-        (time.perf_counter(), time.perf_counter() + seconds)))
+
+    def start() -> None:
+        if at_start is not None:
+            at_start()
+        window.extend((time.perf_counter(), time.perf_counter() + seconds))
+
+    ready = threading.Barrier(clients, timeout=120, action=start)
     failed: list[BaseException] = []
 
     def worker(slot: int) -> None:
@@ -130,4 +143,4 @@ def throughput(url: str, body: bytes, *, seconds: float, clients: int,
     errors = [e for e in failed if not isinstance(e, threading.BrokenBarrierError)]
     if failed:
         raise (errors or failed)[0]
-    return sum(counts) / (time.perf_counter() - window[0])
+    return sum(counts), time.perf_counter() - window[0]

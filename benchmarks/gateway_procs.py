@@ -42,16 +42,30 @@ def announced(process: subprocess.Popen[str], pattern: str, what: str) -> str:
     raise RuntimeError(f"{what} did not start")
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Emulator:
+    url: str
+    pid: int
+
+
 @contextmanager
-def emulator() -> Iterator[str]:
-    """A DeepSeek-personality Chat emulator in its own process; yields its base URL."""
+def emulator_process() -> Iterator[Emulator]:
+    """A DeepSeek-personality Chat emulator in its own process."""
     process = subprocess.Popen([sys.executable, "-m", "thoughtline.testing", "deepseek"],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        yield announced(process, "http://", "the emulator").strip()
+        yield Emulator(url=announced(process, "http://", "the emulator").strip(),
+                       pid=process.pid)
     finally:
         process.terminate()
         process.wait(10)
+
+
+@contextmanager
+def emulator() -> Iterator[str]:
+    """The emulator's base URL only."""
+    with emulator_process() as running:
+        yield running.url
 
 
 def cpu_seconds(pid: int) -> float:
@@ -61,6 +75,22 @@ def cpu_seconds(pid: int) -> float:
     except OSError:
         return 0.0
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU seconds of a process and every process under it (uvicorn's supervisor and its
+    workers), as far as ``/proc`` lists them right now."""
+    try:
+        tasks = list(Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return 0.0
+    children: list[int] = []
+    for task in tasks:
+        try:
+            children += [int(c) for c in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return cpu_seconds(pid) + sum(tree_cpu_seconds(child) for child in children)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -23,6 +23,7 @@ start). Targets: ``gateway_table``.
 from __future__ import annotations
 
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ import httpx
 
 from benchmarks import gateway_faces, gateway_procs, gateway_table
 from benchmarks.gateway_faces import FACES, Conversation, Face
-from benchmarks.gateway_load import Call, Paired, paired, throughput
+from benchmarks.gateway_load import Call, Paired, counted, paired, throughput
 from benchmarks.measure import Row
 
 SCENARIO = gateway_table.SCENARIO
@@ -120,20 +121,37 @@ def _faces(numbers: gateway_table.Numbers, upstream: str, home: Path,
     return built
 
 
-def _workers(numbers: gateway_table.Numbers, upstream: str, home: Path, sizes: Sizes) -> None:
+def _workers(numbers: gateway_table.Numbers, emu: gateway_procs.Emulator, home: Path,
+             sizes: Sizes) -> None:
+    """Requests/s of ``serve --workers N``, and where each request's CPU went (every gateway
+    process, the emulator, this process's clients): what the machine's cores give at most."""
     questions = sizes.histories[0][0]
     numbers.workers_turns = 4 * questions
-    chat = gateway_faces.BY_NAME["chat"]
     for workers in sizes.workers:
-        with gateway_procs.gateway(upstream, home / f"workers{workers}",
-                                   workers=workers) as served, \
-                httpx.Client(headers=HEADERS, timeout=60) as client:
-            conv = gateway_faces.build(client, served.url, chat, questions)
-            body = gateway_faces.next_request(chat, conv, stream=False)
-            throughput(served.url + chat.path, body, seconds=0.2, clients=4, headers=HEADERS)
-            numbers.workers[workers] = throughput(served.url + chat.path, body,
-                                                  seconds=sizes.rps_seconds, clients=4,
-                                                  headers=HEADERS)
+        numbers.workers[workers], numbers.workers_cpu[workers] = _workers_once(
+            emu, home / f"workers{workers}", workers, questions, sizes.rps_seconds)
+
+
+def _workers_once(emu: gateway_procs.Emulator, home: Path, workers: int, questions: int,
+                  seconds: float) -> tuple[float, dict[str, float]]:
+    chat = gateway_faces.BY_NAME["chat"]
+    with gateway_procs.gateway(emu.url, home, workers=workers) as served, \
+            httpx.Client(headers=HEADERS, timeout=60) as client:
+        conv = gateway_faces.build(client, served.url, chat, questions)
+        body = gateway_faces.next_request(chat, conv, stream=False)
+        throughput(served.url + chat.path, body, seconds=0.2, clients=4, headers=HEADERS)
+
+        def cpu() -> tuple[float, float, float]:
+            return (gateway_procs.tree_cpu_seconds(served.pid),
+                    gateway_procs.cpu_seconds(emu.pid), time.process_time())
+
+        before: list[tuple[float, float, float]] = []
+        done, elapsed = counted(served.url + chat.path, body, seconds=seconds, clients=4,
+                                headers=HEADERS, at_start=lambda: before.append(cpu()))
+        after = cpu()
+    spent = {name: (b - a) / max(done, 1) for name, a, b in
+             zip(("gateway", "emulator", "clients"), before[0], after, strict=True)}
+    return done / elapsed, spent
 
 
 def _litellm(numbers: gateway_table.Numbers, upstream: str, home: Path,
@@ -166,10 +184,10 @@ def run(quick: bool) -> list[Row]:
     sizes = QUICK if quick else FULL
     numbers = gateway_table.Numbers()
     with tempfile.TemporaryDirectory(prefix="tl-bench-gateway-") as tmp, \
-            gateway_procs.emulator() as upstream:
-        home = Path(tmp)
+            gateway_procs.emulator_process() as emu:
+        home, upstream = Path(tmp), emu.url
         built = _faces(numbers, upstream, home / "gateway", sizes)
-        _workers(numbers, upstream, home, sizes)
+        _workers(numbers, emu, home, sizes)
         if not sizes.litellm:
             numbers.litellm = "LiteLLM's proxy is not started in --quick (~1 min to start)"
         else:

@@ -10,6 +10,7 @@ turns ≤ 10× the same face's 40-turn CPU; requests/s with 4 clients on Chat (4
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,8 @@ class Numbers:
         "LiteLLM not installed (pip install 'thoughtline[bench]')")
     #: workers -> requests/s (Chat, first size, 4 clients).
     workers: dict[int, float] = field(default_factory=dict)
+    #: workers -> CPU seconds per request of "gateway" (all its processes), "emulator", "clients".
+    workers_cpu: dict[int, dict[str, float]] = field(default_factory=dict)
     workers_turns: int = 0
 
 
@@ -123,8 +126,19 @@ def _rps_rows(face: str, turns: int, first: bool, rates: dict[int, float],
     return rows
 
 
+def _ceiling(cpu: dict[str, float] | None, cores: int) -> str:
+    """Where a request's CPU went, and the requests/s the machine's cores allow at most."""
+    if not cpu:
+        return ""
+    total = sum(cpu.values())
+    bound = f"; {cores} cores allow at most {cores / total:,.0f} req/s" if total > 0 else ""
+    return ("; CPU per request: " + ", ".join(f"{k} {_ms(v)}" for k, v in cpu.items())
+            + bound)
+
+
 def _workers_rows(numbers: Numbers) -> list[Row]:
     one = numbers.workers.get(1)
+    cores = os.cpu_count() or 1
     rows = []
     for workers, rate in numbers.workers.items():
         gain = ratio(rate, one) if workers > 1 else None
@@ -135,8 +149,10 @@ def _workers_rows(numbers: Numbers) -> list[Row]:
             floor_kind="serve --workers 1" if workers > 1 else "", ratio=gain,
             target=f"≥ {WORKERS_GAIN:g}× --workers 1" if workers == 2 else "",
             ok=at_least(gain, WORKERS_GAIN) if workers == 2 else None,
-            note="workers share one SQLite file (WAL); on a 2-core machine the clients, the "
-                 "emulator and the workers share the same two cores"))
+            note="workers share one SQLite file (WAL); the clients, the emulator and the "
+                 "workers share the machine's cores"
+                 + _ceiling(numbers.workers_cpu.get(workers), cores),
+            extra=numbers.workers_cpu.get(workers, {})))
     return rows
 
 

@@ -7,6 +7,7 @@ drift into timing a body we would not send.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -160,6 +161,7 @@ def _gateway_numbers(*, chat_ms: float, cpu_big: float) -> gateway_table.Numbers
                                        for mode in gateway_table.MODES}
                        for face in gateway_faces.BY_NAME for turns in (40, 400)}
     numbers.workers = {1: 300.0, 2: 420.0, 4: 500.0}
+    numbers.workers_cpu = {2: {"gateway": 0.003, "emulator": 0.001, "clients": 0.001}}
     numbers.workers_turns = 40
     return numbers
 
@@ -188,6 +190,9 @@ def test_gateway_rows_cover_every_face_size_and_target() -> None:
     assert by[("Chat: requests/s, 4 clients", "40 turns")].ok is True
     workers = by[("Chat: requests/s, serve --workers 2, 4 clients", "40 turns")]
     assert workers.ok is False and workers.ratio == pytest.approx(1.4)
+    # 5 ms of CPU per request in all: the machine's cores bound what more workers can give.
+    cores = os.cpu_count() or 1
+    assert f"{cores} cores allow at most {cores / 0.005:,.0f} req/s" in workers.note
     assert report.text_table(rows)
 
 
