@@ -14,7 +14,8 @@ same next request sent straight to the emulator (its Chat body with the reasonin
 the gateway sends it), interleaved call by call; the serve process's CPU per request (``/proc``:
 on a shared, overloaded machine wall-clock latency is mostly waiting for a CPU, CPU time is not);
 requests per second with 4 and 16 clients, beside the emulator called directly. Then requests
-per second of ``serve --workers 1, 2, 4`` (Chat, 40 turns, 4 clients). LiteLLM's proxy is timed
+per second of ``serve --workers 1, 2, 4`` (Chat, 40 turns, 4 clients), each with where its
+requests' CPU went (gateway processes, emulator, clients). LiteLLM's proxy is timed
 the same way on its three routes at both sizes, in front of the same emulator, when
 ``pip install 'thoughtline[bench]'`` installed it (not in ``--quick``: it takes ~1 min to
 start). Targets: ``gateway_table``.
