@@ -26,6 +26,8 @@ def timed(client: httpx.Client, url: str, body: bytes, stream: bool) -> float:
     start = time.perf_counter()
     if stream:
         with client.stream("POST", url, content=body) as response:
+            if response.is_error:
+                response.read()  # so the error names what the server said
             response.raise_for_status()
             for _ in response.iter_bytes():
                 pass

@@ -168,15 +168,21 @@ def _litellm(numbers: gateway_table.Numbers, upstream: str, home: Path,
                 httpx.Client(headers={**HEADERS, "authorization": f"Bearer {proxy.key}"},
                              timeout=60) as client:
             measured: dict[tuple[str, int], dict[str, Paired]] = {}
+            numbers.litellm = measured
             for questions, reps in sizes.histories:
                 for face in FACES:
+                    if face.name in numbers.litellm_failed:
+                        continue
                     conv = built[4 * questions][face.name]
                     if face.name == "chat":
                         conv = Conversation(face="chat", client=conv.floor, floor=conv.floor)
                     model = gateway_procs.LITELLM_MODELS[face.name][0]
-                    measured[(face.name, 4 * questions)] = _latency(
-                        client, proxy.url, proxy.pid, upstream, face, conv, reps, model)
-            numbers.litellm = measured
+                    try:  # one route LiteLLM cannot serve leaves the others measured
+                        measured[(face.name, 4 * questions)] = _latency(
+                            client, proxy.url, proxy.pid, upstream, face, conv, reps, model)
+                    except httpx.HTTPStatusError as exc:
+                        numbers.litellm_failed[face.name] = (
+                            f"{exc.response.status_code} {exc.response.text[:160]}")
     except (RuntimeError, httpx.HTTPError) as exc:
         numbers.litellm = f"LiteLLM installed but not measured: {exc}"[:300]
 

@@ -42,6 +42,8 @@ class Numbers:
     #: (face, turns) -> mode -> LiteLLM's paired latency and CPU; or why it is not there.
     litellm: dict[tuple[str, int], dict[str, Paired]] | str = (
         "LiteLLM not installed (pip install 'thoughtline[bench]')")
+    #: face -> why LiteLLM's route for it answered with an error (the others still measured).
+    litellm_failed: dict[str, str] = field(default_factory=dict)
     #: workers -> requests/s (Chat, first size, 4 clients).
     workers: dict[int, float] = field(default_factory=dict)
     #: workers -> CPU seconds per request of "gateway" (all its processes), "emulator", "clients".
@@ -179,6 +181,9 @@ def rows(numbers: Numbers) -> list[Row]:
     if isinstance(numbers.litellm, str):
         out.append(Row(scenario=SCENARIO, case="LiteLLM proxy side by side", size="—",
                        ours=None, note=numbers.litellm))
+    out += [Row(scenario=SCENARIO, case=f"LiteLLM proxy side by side, {TITLES[face]}", size="—",
+                ours=None, note=f"LiteLLM's route answered {why}")
+            for face, why in numbers.litellm_failed.items()]
     return out
 
 

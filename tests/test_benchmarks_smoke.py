@@ -202,7 +202,15 @@ def test_gateway_rows_miss_when_ours_is_slower_and_say_when_litellm_is_missing()
     by = {(r.case, r.size): r for r in rows}
     assert by[("Chat: added latency p50, whole", "40 turns")].ok is False
     assert by[("Chat: gateway CPU per request, stream", "400 turns")].ok is True
-    numbers.litellm = "LiteLLM not installed"
+    numbers.litellm = {key: modes for key, modes in numbers.litellm.items()
+                       if key[0] != "responses"}
+    numbers.litellm_failed = {"responses": "404 Not Found"}
+    rows = gateway_table.rows(numbers)
+    by = {(r.case, r.size): r for r in rows}
+    assert by[("Responses: added latency p50, whole", "40 turns")].ok is None
+    assert by[("Messages: added latency p50, whole", "40 turns")].ok is True
+    assert rows[-1].ours is None and "404 Not Found" in rows[-1].note
+    numbers.litellm, numbers.litellm_failed = "LiteLLM not installed", {}
     rows = gateway_table.rows(numbers)
     by = {(r.case, r.size): r for r in rows}
     assert by[("Messages: added latency p50, whole", "40 turns")].ok is None
