@@ -7,9 +7,11 @@ drift into timing a body we would not send.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
+import httpx
 import orjson
 import pytest
 
@@ -17,7 +19,18 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # ``benchmarks`` is a top-level package beside ``src``
 
-from benchmarks import report, request_build, resume, store_append, stream_fold, synth  # noqa: E402
+from benchmarks import (  # noqa: E402
+    gateway_faces,
+    gateway_load,
+    gateway_procs,
+    gateway_table,
+    report,
+    request_build,
+    resume,
+    store_append,
+    stream_fold,
+    synth,
+)
 from benchmarks.measure import Row, not_built  # noqa: E402
 
 from thoughtline.codecs import openai_chat  # noqa: E402
@@ -124,3 +137,98 @@ def test_report_prints_every_row_including_components_not_built() -> None:
     assert "gateway not built yet" in text and "2.00×" in text
     info = report.machine((0.0, 0.0, 0.0))
     assert "| scenario |" in report.markdown(rows, info, "python -m benchmarks")
+
+
+# --- the gateway scenario: its rows and targets (no processes, no timers) -------------------------
+
+
+def _paired(ms: float, *, direct: float = 1.0, cpu: float = 1.0) -> gateway_load.Paired:
+    return gateway_load.Paired(ours_p50=(direct + ms) / 1e3, ours_p99=(direct + 2 * ms) / 1e3,
+                               direct_p50=direct / 1e3, direct_p99=direct / 1e3,
+                               added_p99=2 * ms / 1e3, reps=10, cpu=cpu / 1e3)
+
+
+def _gateway_numbers(*, chat_ms: float, cpu_big: float) -> gateway_table.Numbers:
+    numbers = gateway_table.Numbers()
+    for face in gateway_faces.BY_NAME:
+        for turns, cpu in ((40, 1.0), (400, cpu_big)):
+            numbers.latency[(face, turns)] = {
+                mode: _paired(chat_ms if face == "chat" else 2.0, cpu=cpu)
+                for mode in gateway_table.MODES}
+            numbers.rps[(face, turns)] = {4: 600.0, 16: 700.0}
+        numbers.direct_rps[40] = numbers.direct_rps[400] = {4: 2000.0, 16: 2500.0}
+    numbers.litellm = {(face, turns): {mode: _paired(8.0 * turns / 40, cpu=3.0)
+                                       for mode in gateway_table.MODES}
+                       for face in gateway_faces.BY_NAME for turns in (40, 400)}
+    numbers.workers = {1: 300.0, 2: 420.0, 4: 500.0}
+    numbers.workers_cpu = {2: {"gateway": 0.003, "emulator": 0.001, "clients": 0.001}}
+    numbers.workers_turns = 40
+    return numbers
+
+
+def test_gateway_rows_cover_every_face_size_and_target() -> None:
+    rows = gateway_table.rows(_gateway_numbers(chat_ms=1.5, cpu_big=12.0))
+    cases = {(r.case, r.size) for r in rows}
+    for title in ("Chat", "Messages", "Responses"):
+        for size in ("40 turns", "400 turns"):
+            for what in ("added latency p50, whole", "added latency p99, stream",
+                         "gateway CPU per request, stream", "requests/s, 16 clients"):
+                assert (f"{title}: {what}", size) in cases
+    by = {(r.case, r.size): r for r in rows}
+    # LiteLLM adds 8 ms here: Chat's limit is a quarter (2 ms), the other faces' a third.
+    chat = by[("Chat: added latency p50, whole", "40 turns")]
+    assert chat.ok is True and chat.floor == pytest.approx(0.008) and "2.00 ms" in chat.target
+    messages = by[("Messages: added latency p50, stream", "40 turns")]
+    assert messages.ok is True and "2.67 ms" in messages.target
+    cpu = by[("Chat: gateway CPU per request, whole", "40 turns")]
+    assert cpu.ok is True and cpu.floor == pytest.approx(0.003)  # LiteLLM's, beside it
+    # At 400 turns LiteLLM stands beside us with no target (the targets are at 40 turns).
+    big = by[("Messages: added latency p50, whole", "400 turns")]
+    assert big.floor == pytest.approx(0.08) and big.ok is None and not big.target
+    grown = by[("Responses: gateway CPU per request, whole", "400 turns")]
+    assert grown.ok is False and grown.ratio == pytest.approx(12.0)
+    assert by[("Chat: requests/s, 4 clients", "40 turns")].ok is True
+    workers = by[("Chat: requests/s, serve --workers 2, 4 clients", "40 turns")]
+    assert workers.ok is False and workers.ratio == pytest.approx(1.4)
+    # 5 ms of CPU per request in all: the machine's cores bound what more workers can give.
+    cores = os.cpu_count() or 1
+    assert f"{cores} cores allow at most {cores / 0.005:,.0f} req/s" in workers.note
+    assert report.text_table(rows)
+
+
+def test_gateway_rows_miss_when_ours_is_slower_and_say_when_litellm_is_missing() -> None:
+    numbers = _gateway_numbers(chat_ms=2.5, cpu_big=9.0)
+    rows = gateway_table.rows(numbers)
+    by = {(r.case, r.size): r for r in rows}
+    assert by[("Chat: added latency p50, whole", "40 turns")].ok is False
+    assert by[("Chat: gateway CPU per request, stream", "400 turns")].ok is True
+    numbers.litellm = {key: modes for key, modes in numbers.litellm.items()
+                       if key[0] != "responses"}
+    numbers.litellm_failed = {"responses": "404 Not Found"}
+    rows = gateway_table.rows(numbers)
+    by = {(r.case, r.size): r for r in rows}
+    assert by[("Responses: added latency p50, whole", "40 turns")].ok is None
+    assert by[("Messages: added latency p50, whole", "40 turns")].ok is True
+    assert rows[-1].ours is None and "404 Not Found" in rows[-1].note
+    numbers.litellm, numbers.litellm_failed = "LiteLLM not installed", {}
+    rows = gateway_table.rows(numbers)
+    by = {(r.case, r.size): r for r in rows}
+    assert by[("Messages: added latency p50, whole", "40 turns")].ok is None
+    assert "15 ms" in by[("Chat: added latency p50, whole", "40 turns")].target
+    assert rows[-1].ours is None and rows[-1].note == "LiteLLM not installed"
+
+
+def test_litellm_config_routes_every_face_to_the_one_upstream() -> None:
+    text = gateway_procs.litellm_config("http://127.0.0.1:9/v1")
+    for name, model in gateway_procs.LITELLM_MODELS.values():
+        assert f"model_name: {name}\n    litellm_params:\n      model: {model}\n" in text
+    assert text.count("api_base: http://127.0.0.1:9/v1\n") == len(
+        set(gateway_procs.LITELLM_MODELS.values()))
+
+
+def test_gateway_throughput_fails_loudly_instead_of_hanging() -> None:
+    from thoughtline.testing import ChatEmulator
+
+    with ChatEmulator("deepseek") as emu, pytest.raises(httpx.HTTPStatusError):
+        gateway_load.throughput(emu.base_url + "/no-such-path", b"{}", seconds=0.1,
+                                clients=3, headers={})
