@@ -40,7 +40,8 @@ from typing import Any
 import httpx
 import orjson
 
-from benchmarks.gateway_rows import _announced, _timed, cpu_seconds, throughput
+from benchmarks.gateway_load import throughput, timed
+from benchmarks.gateway_procs import announced, cpu_seconds
 
 KEY_ENV = "TL_BENCH_UPSTREAM_KEY"
 HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-bench",
@@ -145,7 +146,7 @@ def _process(argv: list[str], pattern: str, what: str,
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
                                text=True, env=env)
     try:
-        yield _announced(process, pattern, what).strip(), process.pid
+        yield announced(process, pattern, what).strip(), process.pid
     finally:
         process.terminate()
         process.wait(40)
@@ -285,11 +286,11 @@ def measure(face: Face, args: argparse.Namespace) -> dict[str, Any]:
                 history = build(client, url, face, args.questions)
                 body = orjson.dumps(face.body(history, mode == "stream"))
                 for _ in range(5):  # warm-up
-                    _timed(client, url, body, mode == "stream")
+                    timed(client, url, body, mode == "stream")
                 _switch(profile_out, pid, on=True)
                 before = tree_cpu(pid)
                 for _ in range(args.requests):
-                    _timed(client, url, body, mode == "stream")
+                    timed(client, url, body, mode == "stream")
                 cpu = (tree_cpu(pid) - before) / args.requests
                 _switch(profile_out, pid, on=False)
                 results[mode] = {"cpu_ms": cpu * 1e3, "body_bytes": len(body),

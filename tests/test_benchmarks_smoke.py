@@ -232,3 +232,16 @@ def test_gateway_throughput_fails_loudly_instead_of_hanging() -> None:
     with ChatEmulator("deepseek") as emu, pytest.raises(httpx.HTTPStatusError):
         gateway_load.throughput(emu.base_url + "/no-such-path", b"{}", seconds=0.1,
                                 clients=3, headers={})
+
+
+def test_the_gateway_profile_script_serves_and_measures_a_face() -> None:
+    # The profile in docs/benchmarks.md is taken with this script: it must keep running as the
+    # benchmark modules it borrows from change.
+    import subprocess
+
+    done = subprocess.run([sys.executable, "-m", "benchmarks.gateway_profile", "--faces", "chat",
+                           "--questions", "2", "--requests", "3"],
+                          cwd=Path(__file__).resolve().parents[1], capture_output=True,
+                          text=True, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "chat:" in done.stdout and "CPU/request" in done.stdout
