@@ -103,6 +103,7 @@ class WireCache:
     def __init__(self) -> None:
         self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
         self._parsed: dict[tuple[type, str], tuple[TurnFacts, Named] | None] = {}
+        self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
         self._legacy: dict[str, Any] = {}
@@ -236,7 +237,11 @@ class WireCache:
                stored: StoredHistory | None, index: int,
                history: Sequence[Message]) -> TurnFacts:
         if isinstance(token, Message):
-            return encoder.facts(token)
+            key = (id(token), type(encoder))
+            hit = self._fact_memo.get(key)
+            if hit is None or hit[0] is not token:
+                hit = self._fact_memo[key] = (token, encoder.facts(token))
+            return hit[1]
         assert stored is not None
         if stored.plan == digest:  # (forms under another digest may be another API's)
             for _, meta in stored.forms(index).values():
