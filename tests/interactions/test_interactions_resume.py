@@ -23,15 +23,21 @@ def _fresh(history: list) -> bytes:  # type: ignore[type-arg]
     return CODEC.encode_request(view, PLAN, RequestSpec(model=MODEL, stream=True)).raw
 
 
-def test_a_resumed_chain_continues_from_the_stored_facts_without_decoding(
-        tmp_path: Path) -> None:
-    history = _stamped_history(3)
+def _resumed(tmp_path: Path, history: list) -> bytes:  # type: ignore[type-arg]
+    """The next request of a session holding ``history``, resumed (and checked undecoded)."""
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, PROVIDER)
         session.append(history)
         resumed = Session.resume(store, session.id)
         sent = resumed.request_bytes([PENDING], stream=True)
         assert resumed._history.decoded is False
+    return sent
+
+
+def test_a_resumed_chain_continues_from_the_stored_facts_without_decoding(
+        tmp_path: Path) -> None:
+    history = _stamped_history(3)
+    sent = _resumed(tmp_path, history)
     assert sent == _fresh(history)
     body = orjson.loads(sent)
     assert body["previous_interaction_id"] == "v1_3"
@@ -42,12 +48,7 @@ def test_a_resumed_chain_continues_from_the_stored_facts_without_decoding(
 def test_a_resumed_history_changed_behind_the_chain_sends_everything(tmp_path: Path) -> None:
     history = _stamped_history(2)
     history[0] = _user("q1, rewritten")  # the stamps no longer match what came before
-    with open_store(tmp_path / "state.db", tmp_path) as store:
-        session = Session.create(store, PROVIDER)
-        session.append(history)
-        resumed = Session.resume(store, session.id)
-        sent = resumed.request_bytes([PENDING], stream=True)
-        assert resumed._history.decoded is False
+    sent = _resumed(tmp_path, history)
     assert sent == _fresh(history)
     body = orjson.loads(sent)
     assert "previous_interaction_id" not in body
