@@ -14,6 +14,7 @@ from thoughtline.estimate import Estimator
 from thoughtline.events import Done, TextDelta
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
+from thoughtline.wirecache import WireCache
 
 if TYPE_CHECKING:
     from thoughtline.session import Session
@@ -138,7 +139,7 @@ def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimat
     codec = session.codec
     return Estimator.for_config(codec, session.route, session.config,
                                 ledger=session.store.verdicts(),
-                                cache=codec.new_cache() if fresh_cache else session.wire_cache)
+                                cache=WireCache() if fresh_cache else session.wire_cache)
 
 
 async def compress(session: Session, *, keep: int | None = None,

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson, WireCache
+from thoughtline.codecs.base import Codec, Lesson
 from thoughtline.codecs.face import ClientRequest
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import NotFound, StoreError
@@ -37,6 +37,7 @@ from thoughtline.store.base import SessionRecord, Store
 from thoughtline.store.rehydration import NAMED, IndexKey
 from thoughtline.turn import TurnInput
 from thoughtline.verdicts import Verdict
+from thoughtline.wirecache import WireCache
 
 
 class UnknownSession(NotFound):
@@ -217,7 +218,7 @@ class Conversations:
         key = (tenant, conversation, codec.api)
         cache = self._caches.pop(key, None)  # (an empty cache is falsy: compared to None)
         if cache is None:
-            cache = codec.new_cache()
+            cache = WireCache()  # the core's: one per conversation, whatever its API
         self._caches[key] = cache
         while len(self._caches) > CACHED_CONVERSATIONS:
             self._caches.popitem(last=False)

@@ -14,15 +14,59 @@ from __future__ import annotations
 import ipaddress
 import re
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any
+from typing import Any, Literal, Protocol, TypeAlias
 from urllib.parse import urlsplit
 
 from thoughtline.errors import ConfigError
+from thoughtline.messages import Origin
 from thoughtline.packaged import packaged_text
+from thoughtline.verdicts import Verdict
+
+#: The user's must-echo option (``echo`` of a provider in config.toml, a gateway upstream or an
+#: imported file): ``auto`` follows the route data, ``always`` / ``never`` override it. Only an
+#: API with a must-echo rule (Chat) reads it.
+Echo: TypeAlias = Literal["auto", "always", "never"]
+
+
+class Profile(Protocol):
+    """What a route of one API reads back; a frozen, hashable value from the route data.
+
+    A profile class subclasses this protocol to inherit its defaults (``with_echo``,
+    ``effective_json``).
+    """
+
+    __slots__ = ()
+
+    def with_echo(self, echo: Echo) -> Profile:
+        """This profile under the user's must-echo option, set once when the route is resolved
+        (``codecs.registry.resolve``). A profile with no must-echo rule is unchanged."""
+        return self
+
+    def narrowed(self, verdicts: Sequence[Verdict]) -> Profile:
+        """This profile after what was learned for exactly this route."""
+        ...
+
+    def accepts(self, origin: Origin, target: Origin) -> bool:
+        """The signature scope: may an opaque value made at ``origin`` be sent to ``target``?"""
+        ...
+
+    def public_json(self) -> dict[str, Any]:
+        """The fields ``routes --json`` reports for this profile."""
+        ...
+
+    def describe(self) -> list[str]:
+        """What the route receives, in lines a user understands (``thoughtline routes``)."""
+        ...
+
+    def effective_json(self) -> dict[str, Any]:
+        """What a narrowed profile sends (``routes --json``'s ``effective_*`` fields); by default
+        its ``public_json``."""
+        return self.public_json()
+
 
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
 # Deliberately not ``ip_address.is_private``, which also covers documentation and benchmark ranges.
@@ -43,7 +87,7 @@ class Route:
     provider: str
     host: str
     model: str
-    profile: Any
+    profile: Profile
     path: str = ""
     explain: str = ""
     notes: tuple[str, ...] = ()

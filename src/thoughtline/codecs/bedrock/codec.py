@@ -17,7 +17,7 @@ from urllib.parse import quote
 import orjson
 
 from thoughtline import platforms
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.bedrock import forms, rejections
 from thoughtline.codecs.bedrock.decode import decode_response
 from thoughtline.codecs.bedrock.encode import (
@@ -43,7 +43,7 @@ from thoughtline.verdicts import Verdict
 PLATFORM = "bedrock-runtime"
 
 
-class Bedrock:
+class Bedrock(CodecBase):
     """AWS Bedrock Converse and ConverseStream."""
 
     api = API

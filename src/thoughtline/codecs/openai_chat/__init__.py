@@ -14,10 +14,10 @@ Gemini-compat ``extra_content.google``, Copilot ``reasoning_text`` / ``reasoning
 - ``codec``: the ``Codec`` object (``CODEC``) the core talks to.
 """
 
+from thoughtline.codecs.flat import WireCache
 from thoughtline.codecs.openai_chat.codec import CODEC, OpenAIChat
 from thoughtline.codecs.openai_chat.decode import decode_response, message_from_wire
 from thoughtline.codecs.openai_chat.encode import (
-    WireCache,
     encode_message,
     encode_request,
     encode_tools,

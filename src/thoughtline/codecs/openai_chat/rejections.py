@@ -44,7 +44,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from thoughtline.codecs.base import Encoded, Lesson
-from thoughtline.codecs.openai_chat.encode import wire_summary
 from thoughtline.codecs.openai_chat.wire import RC, RD, R
 from thoughtline.replay import ReplayPlan
 from thoughtline.verdicts import Verdict
@@ -238,16 +237,17 @@ def describe(c: Classification, *, model: str) -> str:
     return f"{model} {c.reason} — retrying without {without} for this model"
 
 
-def lesson(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
+def lesson(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan, *,
+           sent: set[str]) -> Lesson | None:
     """What a rejected request teaches its route before the one retry, or None.
 
     An unknown replayed carrier the route reads teaches a drop; a "reasoning required" wording
     teaches the must-echo pad where the route reads ``reasoning_content``, does not pad yet and
-    the user did not switch must-echo off (``echo = "never"``).
+    the user did not switch must-echo off (``echo = "never"``). ``sent`` are the carriers the
+    request carried (the codec reads them from its turns' counts, not from the body).
     """
     profile = plan.profile
     target = plan.target
-    sent = set(wire_summary(encoded.body)["carriers"])
     c = classify(status, body, sent=sent, must_echo=profile.pad, top_level=encoded.body.keys())
     if target is None:
         return None
