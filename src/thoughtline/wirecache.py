@@ -360,12 +360,14 @@ def _reused(last: _Remembered, turns: list[bytes]) -> tuple[list[int], list[Any]
 
 
 def _common(before: list[object], now: list[object]) -> int:
-    """How many leading turns ``now`` shares (by identity) with ``before``."""
+    """How many leading turns ``now`` shares with ``before``: by identity first, else by
+    equality (a gateway decodes the history a client resends into new, equal messages; equal
+    turns have equal forms, so the walk of the last request goes on from there)."""
     if len(before) <= len(now) and all(map(operator.is_, before, now)):
         return len(before)
     count = 0
     for a, b in zip(before, now, strict=False):
-        if a is not b:
+        if a is not b and a != b:
             break
         count += 1
     return count
