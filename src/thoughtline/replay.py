@@ -17,17 +17,14 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from thoughtline.messages import Message, Opaque, Origin, ToolResult, tool_results
-from thoughtline.routes.resolve import Route
+from thoughtline.routes.resolve import Profile, Route
 from thoughtline.stored import Joined, StoredHistory, shape_of
 from thoughtline.verdicts import Verdict
-
-if TYPE_CHECKING:
-    from thoughtline.codecs.base import Profile
 
 __all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan", "plan_digest"]
 

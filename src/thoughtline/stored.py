@@ -20,7 +20,7 @@ from typing import Any, overload
 
 import orjson
 
-from thoughtline.codecs.base import TurnFacts
+from thoughtline.facts import TurnFacts
 from thoughtline.messages import Message, ToolCall, ToolResult
 
 
