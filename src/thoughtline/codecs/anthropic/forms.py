@@ -42,10 +42,13 @@ from thoughtline.codecs.anthropic.walk import (
     Walk,
     WireCache,
     assistant_turn,
+    compaction_turn,
+    in_place,
     keeps_prior,
     signed_and_rejected,
     step,
     system_blocks,
+    system_turn,
     user_turn,
 )
 from thoughtline.codecs.anthropic.wire import API
@@ -54,7 +57,7 @@ from thoughtline.replay import ReplayPlan
 from thoughtline.replay import plan_digest as digest_of
 from thoughtline.stored import meta_of
 
-VERSION = "anthropic-1"  # bump when a stored turn's form or meta changes
+VERSION = "anthropic-2"  # bump when a stored turn's form or meta changes
 Meta = dict[str, Any]
 Shape = Callable[[int], tuple[str, bool]]  # index -> (role, opens a tool loop)
 #: How every stored form of a message begins (``orjson.dumps`` of the wire message, role first);
@@ -88,11 +91,15 @@ def wire_forms(history: Sequence[Message], start: int,
         message = history[index]
         if message.role == "assistant":
             out[index] = _assistant_form(message, rules, rules.keep(index, False), chain)
+        elif message.role == "system" and (fields := in_place(message)) is not None:
+            # A turn-scoped system message stays in ``messages`` (``walk.step``).
+            out[index] = _form(system_turn(message, fields), meta_of(message), binds)
         elif message.role == "system":
             out[index] = (b",".join(orjson.dumps(b) for b in system_blocks([message])),
                           meta_of(message))
         else:
-            out[index] = _form(user_turn(message), meta_of(message), binds)
+            turn = compaction_turn(message, plan) or user_turn(message)
+            out[index] = _form(turn, meta_of(message), binds)
     if start and not keep_prior:
         out.update(_refreshed(history, start, rules, shape))
     return {index: (data, orjson.dumps(meta)) for index, (data, meta) in out.items()}
@@ -282,7 +289,7 @@ def _counted(base: Any, size: int) -> tuple[dict[str, int], int]:
     omitted = 0
     for index in range(size):
         meta = base.meta(index)
-        if not isinstance(meta, Mapping) or meta.get("r") == "system":
+        if not isinstance(meta, Mapping):
             continue  # (a meta that is not ours counts nothing: the log is not the request)
         for kind in meta.get("b", ()):
             counts[kind] = counts.get(kind, 0) + 1
@@ -296,8 +303,8 @@ def _stored_walk(stored: Sequence[bytes], metas: Sequence[Mapping[str, Any]], ru
     """The stored turns' walk when a form's fit depends on where it is: each assistant turn's
     key recomputed (stale, keep, chain) and compared with the one it was stored under."""
     fragment = orjson.Fragment
-    system: list[Any] = [fragment(data) for data, meta in zip(stored, metas, strict=True)
-                         if data and meta["r"] == "system"]
+    system: list[Any] = [fragment(data) for data in stored
+                         if data and not data.startswith(_MESSAGE)]
     system += later_system
     counts: dict[str, int] = {}
     walk = Walk(context=context, chain=Chain(binds=rules.binds), system=system,
@@ -305,8 +312,8 @@ def _stored_walk(stored: Sequence[bytes], metas: Sequence[Mapping[str, Any]], ru
     walk.running = binding.seed(system, tools) if rules.binds else b""
     for index, (data, meta) in enumerate(zip(stored, metas, strict=True)):
         role = meta["r"]
-        if role == "system":
-            continue
+        if role == "system" and not data.startswith(_MESSAGE):
+            continue  # top-level ``system`` blocks (an in-place one is a message)
         kinds = meta.get("b", ())
         if role == "assistant":
             stale = rules.stale(meta.get("s"), walk.running)
