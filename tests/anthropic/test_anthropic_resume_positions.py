@@ -12,7 +12,6 @@ hold whatever the resume path is built from.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
