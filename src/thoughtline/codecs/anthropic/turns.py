@@ -28,7 +28,6 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.anthropic import binding, models, params
-from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
 from thoughtline.codecs.anthropic.walk import (
     DROP_BLOCK,
     Chain,
@@ -43,6 +42,7 @@ from thoughtline.codecs.anthropic.walk import (
     target_model,
     user_turn,
 )
+from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
 from thoughtline.codecs.base import Context, Encoded, Named, RequestSpec, TurnFacts, Walk
 from thoughtline.codecs.common import merge_params
 from thoughtline.messages import Message, Reasoning, ToolSpec
