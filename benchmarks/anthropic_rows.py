@@ -22,11 +22,12 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
+from thoughtline.wirecache import WireCache
 
 from benchmarks import synth
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
 from thoughtline import replay
-from thoughtline.codecs.anthropic import CODEC, WireCache
+from thoughtline.codecs.anthropic import CODEC
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin, Reasoning, ToolCall

@@ -13,8 +13,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))  # ``benchmarks`` is a top-level package beside ``src``
 
 from benchmarks import anthropic_rows  # noqa: E402
+from thoughtline.wirecache import WireCache  # noqa: E402
 
-from thoughtline.codecs.anthropic import WireCache  # noqa: E402
 from thoughtline.messages import Reasoning  # noqa: E402
 
 

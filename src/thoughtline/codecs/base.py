@@ -54,7 +54,7 @@ from typing import (
 import orjson
 
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, Origin, ToolResult, ToolSpec
+from thoughtline.messages import Message, Origin, ToolCall, ToolResult, ToolSpec, freeze
 from thoughtline.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class Encoded:
     def body(self) -> Mapping[str, Any]:
         if self._body is None:
             assert self._raw is not None
-            self._body = orjson.loads(self._raw)
+            self._body = freeze(orjson.loads(self._raw))  # read-only, like a built body
         return self._body
 
     @property
@@ -328,11 +328,16 @@ class TurnFacts:
     @classmethod
     def of(cls, message: Message, extra: Named | None = None) -> TurnFacts:
         """The neutral facts of ``message`` (and the API's ``extra``)."""
-        results = tuple(p.call_id for p in message.parts if isinstance(p, ToolResult))
-        return cls(role=message.role, calls=tuple(c.id for c in message.tool_calls),
-                   results=results, incomplete=message.incomplete,
-                   opens=message.role == "user" and len(results) < len(message.parts),
-                   extra=extra)
+        calls: tuple[str, ...] = ()
+        results: tuple[str, ...] = ()
+        for part in message.parts:  # one pass: this runs for every turn of a cold request
+            if isinstance(part, ToolResult):
+                results += (part.call_id,)
+            elif isinstance(part, ToolCall):
+                calls += (part.id,)
+        role = message.role
+        return cls(role=role, calls=calls, results=results, incomplete=message.incomplete,
+                   opens=role == "user" and len(results) < len(message.parts), extra=extra)
 
     @property
     def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:

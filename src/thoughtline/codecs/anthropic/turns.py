@@ -21,31 +21,33 @@ the request log and a rejection are read from the request as sent (``Index``), n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
 from typing import Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, models, params
+from thoughtline.codecs.anthropic import binding, models
+from thoughtline.codecs.anthropic.encode import encode_tools, request, system_json
 from thoughtline.codecs.anthropic.walk import (
-    DROP_BLOCK,
     Chain,
     Turn,
     assistant_turn,
     compaction_turn,
     in_place,
+    keeps,
     keeps_prior,
     part_fingerprint,
+    stale,
     system_blocks,
     system_turn,
     target_model,
     user_turn,
 )
-from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
+from thoughtline.codecs.anthropic.wire import SETTING_MISMATCH
 from thoughtline.codecs.base import Context, Encoded, Named, RequestSpec, TurnFacts, Walk
-from thoughtline.codecs.common import merge_params
-from thoughtline.messages import Message, Reasoning, ToolSpec
+from thoughtline.messages import Message, Reasoning
 from thoughtline.replay import ReplayPlan
 
 KEEP, DROP = "keep", "drop"  # an assistant turn's thinking goes out, or is left out
@@ -102,24 +104,6 @@ class State:
     stale: int = 0  # turns stamped under another prefix
 
 
-def _wire_tools(tools: Sequence[ToolSpec]) -> list[Any]:
-    out: list[Any] = []
-    for tool in tools:
-        given = tool.native.get(NS)
-        if isinstance(given, Mapping) and given.get("name") == tool.name:
-            out.append(given)  # an Anthropic client's own definition, as it sent it
-            continue
-        wire: dict[str, Any] = {"name": tool.name, "input_schema": tool.parameters}
-        if tool.description:
-            wire["description"] = tool.description
-        out.append(wire)
-    return out
-
-
-def _system_json(system: Sequence[str]) -> bytes:
-    return b"[" + ",".join(s for s in system if s).encode() + b"]"
-
-
 def _behavior(plan: ReplayPlan, spec: RequestSpec) -> Any:
     merged = {**spec.settings, **plan.settings}
     return merged.get(SETTING_MISMATCH, spec.params.get(SETTING_MISMATCH))
@@ -133,17 +117,18 @@ def _loop_and_last(facts: Sequence[TurnFacts]) -> tuple[int, int]:
 
 
 def _stale(state: State, facts: TurnFacts) -> bool:
-    """Was this assistant turn stamped under a prefix other than the one it has now?"""
-    if not state.binds or state.behavior == DROP_BLOCK or facts.role != "assistant":
-        return False
-    stamp = facts.extra.stamp if isinstance(facts.extra, TurnExtra) else None
-    return stamp is not None and stamp != state.running.hex()
+    extra = facts.extra
+    return (facts.role == "assistant" and isinstance(extra, TurnExtra)
+            and stale(extra.stamp, state.running, binds=state.binds, behavior=state.behavior))
 
 
 def _binds(plan: ReplayPlan) -> bool | None:
     """Does the plan's target bind blocks (None: the plan names no model, the spec does)?"""
     target = plan.target
-    return models.binds_blocks(target.model) if target is not None and target.model else None
+    return _binds_model(target.model) if target is not None and target.model else None
+
+
+_binds_model = lru_cache(maxsize=64)(models.binds_blocks)
 
 
 class Encoder:
@@ -175,7 +160,7 @@ class Encoder:
         loop, last = (0, -1) if keep_prior else _loop_and_last(facts)
         running = b""
         if binds:
-            running = binding.seed(orjson.loads(_system_json(system)), _wire_tools(spec.tools))
+            running = binding.seed(orjson.loads(system_json(system)), encode_tools(spec.tools))
         return State(loop=loop, last=last, keep_prior=keep_prior, binds=binds,
                      behavior=_behavior(plan, spec),
                      chain_matters=binds and bool(plan.fingerprints), system=system,
@@ -185,12 +170,22 @@ class Encoder:
         extra = facts.extra
         if facts.role != "assistant" or not isinstance(extra, TurnExtra) or not extra.thinking:
             return ""
-        keep = (not facts.incomplete and not _stale(state, facts)
-                and (index >= state.loop or state.keep_prior or index == state.last))
+        keep = not facts.incomplete and keeps(index, loop=state.loop, last=state.last,
+                                              keep_prior=state.keep_prior,
+                                              stale=_stale(state, facts))
         context = KEEP if keep else DROP
         if state.chain_matters:
             context += _CHAIN + ("cut" if state.cut else "started" if state.started else "new")
         return context
+
+    def later(self, state: State, context: Context) -> tuple[Context, ...]:
+        """A turn that keeps its thinking now loses it in a later request once a new user turn
+        opens a loop (a model that keeps only the loop's and the last turn's), or once its prefix
+        changes (a model that binds blocks): that form is written with it."""
+        keep, chain, rest = str(context).partition(_CHAIN)
+        if keep != KEEP or (state.keep_prior and not state.binds):
+            return ()
+        return (DROP + chain + rest,)
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnAfter]:
@@ -211,119 +206,49 @@ class Encoder:
 
     def advance(self, state: State, facts: TurnFacts, context: Context,
                 after: TurnAfter) -> State:
-        stale = _stale(state, facts)
-        running = state.running
-        if state.binds and after.visible:
-            running = binding.chain(running, bytes.fromhex(after.visible))
         started, cut = state.started or after.started, state.cut or after.cut
-        if not stale and running is state.running and (started, cut) == (state.started,
-                                                                         state.cut):
-            return state
+        if not state.binds:  # no prefix to follow, nothing stale
+            if started is state.started and cut is state.cut:
+                return state
+            return replace(state, started=started, cut=cut)
+        was_stale = _stale(state, facts)
+        running = state.running
+        if after.visible:
+            running = binding.chain(running, bytes.fromhex(after.visible))
         return State(loop=state.loop, last=state.last, keep_prior=state.keep_prior,
                      binds=state.binds, behavior=state.behavior,
                      chain_matters=state.chain_matters, system=state.system, running=running,
-                     started=started, cut=cut, stale=state.stale + stale)
+                     started=started, cut=cut, stale=state.stale + was_stale)
 
     def assemble(self, walk: Walk[State, TurnAfter], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
-        profile = plan.profile
-        given = dict(spec.params)
-        merged = {**spec.settings, **plan.settings}
-        body: dict[str, Any] = {}
-        if profile.body_version:
-            body["anthropic_version"] = profile.body_version
-        if not profile.model_in_url:
-            body["model"] = spec.model
-        body.update(params.thinking_fields(target_model(plan, spec.model), given, merged))
-        if any(walk.state.system):
-            body["system"] = orjson.Fragment(_system_json(walk.state.system))
-        body["messages"] = walk.fragments
-        if spec.tools:
-            body["tools"] = _wire_tools(spec.tools)
-        if spec.stream:
-            body["stream"] = True
-        merge_params(body, params.passthrough(given), OWNED)
-        return Encoded(raw=orjson.dumps(body), index=Index(walk=walk))
+        return request(walk, spec, plan)
+
+
+#: The after facts of turns that sent blocks and nothing else to know (most user turns), shared.
+_PLAIN: dict[tuple[tuple[str, ...], tuple[int, ...]], TurnAfter] = {}
 
 
 def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
     started, cut = turn.chain_after
-    if turn.wire is None:
+    wire = turn.wire
+    if wire is None:
         return b"", TurnAfter(omitted=turn.omitted, started=started, cut=cut)
-    blocks = turn.blocks
-    visible = binding.visible(turn.wire).hex() if _binds(plan) is not False else ""
-    return orjson.dumps(turn.wire), TurnAfter(
-        kinds=tuple(b["type"] for b in blocks), parts=turn.parts,
-        thinking=tuple((m, part_fingerprint(p)) for m, p in enumerate(turn.reasoning)
-                       if p is not None),
-        omitted=turn.omitted, visible=visible, started=started, cut=cut)
-
-
-#: The body fields ``assemble`` writes itself: a param naming one is left out (``thinking``
-#: and ``max_tokens`` are read as parameters by ``params`` and never merged raw).
-OWNED = frozenset({"anthropic_version", "model", "system", "messages", "tools", "stream",
-                   "output_config.effort"})
-
-Location = tuple[int, int]  # (wire message index, block index) = ``messages.N.content.M``
-
-
-@dataclass(frozen=True, slots=True)
-class Index:
-    """A request as sent, turn by turn: wire block → canonical (history index, part index), the
-    fingerprint of each thinking block, the blocks per kind, the prefix digest."""
-
-    walk: Walk[State, TurnAfter]
-
-    def _sent(self) -> list[tuple[int, TurnAfter]]:
-        """(history index, after) of each turn that went into ``messages``, in order."""
-        return [(i, after) for i, (data, after) in enumerate(zip(self.walk.turns,
-                                                                 self.walk.afters, strict=True))
-                if data]
-
-    @property
-    def parts(self) -> dict[Location, tuple[int, int]]:
-        return {(n, m): (i, part) for n, (i, after) in enumerate(self._sent())
-                for m, part in enumerate(after.parts)}
-
-    @property
-    def fingerprints(self) -> dict[Location, str]:
-        return {(n, m): fp for n, (_, after) in enumerate(self._sent())
-                for m, fp in after.thinking}
-
-    @property
-    def sent(self) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        for after in self.walk.afters:
-            for kind in after.kinds:
-                counts[kind] = counts.get(kind, 0) + 1
-        return counts
-
-    @property
-    def left_out(self) -> int:
-        """Thinking blocks left out of this request."""
-        return sum(after.omitted for after in self.walk.afters)
-
-    @property
-    def prefix(self) -> str:
-        """Binding models: the digest of this request's whole prefix (its answer's stamp)."""
-        state = self.walk.state
-        return state.running.hex() if state.binds else ""
-
-    @property
-    def stale(self) -> int:
-        """Stored turns stamped under another prefix (their thinking left out)."""
-        return self.walk.state.stale
-
-
-def wire_summary(index: Index | None) -> dict[str, Any]:
-    """What the request log records: blocks sent per kind, thinking blocks left out."""
-    if index is None:
-        return {"api": API, "blocks": {}, "thinking_omitted": 0}
-    out = {"api": API, "blocks": dict(sorted(index.sent.items())),
-           "thinking_omitted": index.left_out}
-    if index.stale:
-        out["stale_turns"] = index.stale  # stamped under another prefix: blocks left out
-    return out
+    content = wire["content"]
+    kinds = ("text",) if type(content) is str else tuple([b["type"] for b in content])
+    visible = binding.visible(wire).hex() if _binds(plan) is not False else ""
+    if not (turn.reasoning or turn.omitted or visible or started or cut):
+        key = (kinds, turn.parts)
+        after = _PLAIN.get(key)
+        if after is None:
+            if len(_PLAIN) >= 512:
+                _PLAIN.clear()
+            after = _PLAIN[key] = TurnAfter(kinds, turn.parts)
+        return orjson.dumps(wire), after
+    thinking = tuple([(m, part_fingerprint(p)) for m, p in enumerate(turn.reasoning)
+                      if p is not None])
+    return orjson.dumps(wire), TurnAfter(kinds, turn.parts, thinking, turn.omitted, visible,
+                                         started, cut)
 
 
 ENCODER = Encoder()
