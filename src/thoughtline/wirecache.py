@@ -305,9 +305,13 @@ class WireCache:
         if done is not None and len(done) <= len(ids) and all(map(operator.is_, done, ids)):
             start = len(done)
         out: list[WireForm] = []
+        walks = []
         for view in views:
             walk = self.walk(codec, view, plan, spec)
+            walks.append(walk)
             out += self._unwritten(walk, _stored_of(view), ids, digest, start)
+        if not encoder.flat:
+            out += self._later(codec, encoder, walks[0], history, ids, digest, plan)
         if encoder.flat:
             self._flat_done[digest] = list(ids)
         return out
@@ -329,6 +333,34 @@ class WireCache:
             meta = {**walk.facts[index].to_json(), "after": walk.afters[index].to_json()}
             out.append(WireForm(message_id=mid, plan=digest, context=key,
                                 meta=orjson.dumps(meta).decode(), data=walk.turns[index]))
+        return out
+
+    def _later(self, codec: Codec, encoder: TurnEncoder[Any, Any], walk: Walk[Any, Any],
+               history: Sequence[Message], ids: Sequence[str], digest: str,
+               plan: ReplayPlan) -> list[WireForm]:
+        """The forms of the turns held as messages under the contexts a later request may put
+        them in (``Codec.later_contexts``); a stored turn's were written with it."""
+        stored = _stored_of(history)
+        out: list[WireForm] = []
+        written = self._written
+        for index in range(len(stored.ids) if stored is not None else 0, len(ids)):
+            for context in codec.later_contexts(walk.state, walk.contexts[index]):
+                key = context if isinstance(context, str) else context_key(context)
+                mid = ids[index]
+                if (mid, digest, key) in written:
+                    continue
+                written.add((mid, digest, key))  # (taken back by ``unwritten`` on a failure)
+                message = history[index]
+                memo = (id(message), digest, key)
+                hit = self._memo.get(memo)
+                if hit is not None and hit[0] is message:
+                    data, after = hit[1], hit[2]
+                else:
+                    data, after = encoder.encode_turn(message, plan, context)
+                    self._memo[memo] = (message, data, after)
+                meta = {**walk.facts[index].to_json(), "after": after.to_json()}
+                out.append(WireForm(message_id=mid, plan=digest, context=key,
+                                    meta=orjson.dumps(meta).decode(), data=data))
         return out
 
     def unwritten(self, forms: Sequence[WireForm]) -> None:

@@ -239,6 +239,8 @@ class Codec(Protocol):
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None: ...
 
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]: ...
+
     def native_problem(self, namespace: str,
                        value: Mapping[str, Any]) -> tuple[str, str] | None: ...
 
@@ -515,6 +517,13 @@ class CodecBase:
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """What an accepted request's provider reports teach (learned without a retry)."""
         return None
+
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]:
+        """The other contexts a later request may put a turn in, given its ``context`` now and
+        the walk's final ``state`` (e.g. Anthropic: a turn that keeps its thinking loses it once
+        it is no longer the last, or once its prefix changes). The core's write-through stores
+        those forms too, while the turn is a message in memory, so a resume still splices."""
+        return ()
 
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         """``ChecksNative``: what is wrong with a stored native record of this codec's."""

@@ -30,7 +30,7 @@ from thoughtline.codecs.anthropic.wire import (
     INTERLEAVED_BETA,
     VERSION_HEADER,
 )
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
+from thoughtline.codecs.base import CodecBase, Context, Encoded, Endpoint, Lesson
 from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
@@ -170,6 +170,10 @@ class Anthropic(CodecBase):
         index = _index(encoded)
         prefix = index.prefix if index is not None else ""
         return binding.stamped(done, prefix) if prefix else done
+
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]:
+        """Hook: a turn kept now is dropped later (``turns.Encoder.later``)."""
+        return ENCODER.later(state, context)
 
     def position_critical(self, value: Mapping[str, Any]) -> bool:
         """Hook: a block that must stay where it is (a compaction block, §4c)."""
