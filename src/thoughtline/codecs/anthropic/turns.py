@@ -21,7 +21,7 @@ the request log and a rejection are read from the request as sent (``Index``), n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
@@ -66,6 +66,11 @@ class TurnExtra(Named):
     #: A top-level system message's ``system`` blocks, as comma-joined JSON.
     system: str | None = None
 
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> TurnExtra:
+        """``Named.from_json``, field by field (read for every stored turn of a resume)."""
+        return cls(raw.get("stamp"), raw.get("thinking", 0), raw.get("system"))
+
 
 @dataclass(frozen=True, slots=True)
 class TurnAfter(Named):
@@ -85,6 +90,15 @@ class TurnAfter(Named):
     #: The binding chain after the turn: has a block gone out, has the chain been cut.
     started: bool = False
     cut: bool = False
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> TurnAfter:
+        """``Named.from_json``, field by field (read for every stored turn of a resume)."""
+        get = raw.get
+        thinking = get("thinking")
+        return cls(tuple(get("kinds", ())), tuple(get("parts", ())),
+                   tuple(map(tuple, thinking)) if thinking else (), get("omitted", 0),
+                   get("visible", ""), get("started", False), get("cut", False))
 
 
 @dataclass(frozen=True, slots=True)
