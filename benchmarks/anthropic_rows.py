@@ -22,7 +22,6 @@ from dataclasses import replace
 from typing import Any
 
 import orjson
-from thoughtline.wirecache import WireCache
 
 from benchmarks import synth
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
@@ -31,6 +30,7 @@ from thoughtline.codecs.anthropic import CODEC
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin, Reasoning, ToolCall
+from thoughtline.wirecache import WireCache
 
 MODEL = "claude-opus-4-5"
 ORIGIN = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com", model=MODEL)

@@ -16,7 +16,6 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from thoughtline.wirecache import WireCache
 
 from thoughtline import messages as msgs
 from thoughtline import replay
@@ -44,6 +43,7 @@ from thoughtline.messages import (
     ToolResult,
     ToolSpec,
 )
+from thoughtline.wirecache import WireCache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 ERRORS = Path(__file__).resolve().parents[1] / "fixtures" / "errors"
