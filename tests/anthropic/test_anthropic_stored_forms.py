@@ -3,8 +3,8 @@ wire form, byte-identical to what the ordinary load (decode, then encode) builds
 
 An Anthropic turn's encoding depends on where it is (its context,
 ``codecs/anthropic/turns.py``): whether it keeps its thinking (the model's rule for earlier
-turns, the current tool loop, the last turn), and on a model that binds blocks the chain state and the prefix digest its stamp is checked
-against. So the properties draw histories with every native part (signed, empty-signed,
+turns, the current tool loop, the last turn), and on a model that binds blocks the chain
+state and the prefix digest its stamp is checked against. So the properties draw histories with every native part (signed, empty-signed,
 redacted, unsigned and cut thinking, citations, server-tool blocks, incomplete turns, stamps
 right and wrong, system prompts early and late), models with each rule, tools, the mismatch
 setting, learned fingerprints and model changes, appended in chunks as turns are answered:
