@@ -3,11 +3,12 @@ wire form, byte-identical to what the ordinary load (decode, then encode) builds
 
 An Anthropic turn's encoding depends on where it is (its context,
 ``codecs/anthropic/turns.py``): whether it keeps its thinking (the model's rule for earlier
-turns, the current tool loop, the last turn), and on a model that binds blocks the chain
-state and the prefix digest its stamp is checked against. So the properties draw histories with every native part (signed, empty-signed,
-redacted, unsigned and cut thinking, citations, server-tool blocks, incomplete turns, stamps
-right and wrong, system prompts early and late), models with each rule, tools, the mismatch
-setting, learned fingerprints and model changes, appended in chunks as turns are answered:
+turns, the current tool loop, the last turn), and on a model that binds blocks the chain state
+and the prefix digest its stamp is checked against. So the properties draw histories with every
+native part (signed, empty-signed, redacted, unsigned and cut thinking, citations, server-tool
+blocks, incomplete turns, stamps right and wrong, system prompts early and late), models with
+each rule, tools, the mismatch setting, learned fingerprints and model changes, appended in
+chunks as turns are answered:
 
 - spliced == ordinary bytes, on resume, on the next request of the same process, and after a
   turn appended by a resumed session (its forms written from the stored ones, not decoded);
