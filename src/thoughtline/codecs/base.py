@@ -9,18 +9,52 @@ engine retries, the store persists.
 
 The core (``session``, ``turn``, ``replay``, ``transport``) is typed against these protocols only:
 adding an API is one codec package, its route data, an emulator personality and one registry line.
+
+The turn encoder (``TurnEncoder``, stored wire forms)
+-----------------------------------------------------
+An API whose request carries one wire form per turn encodes a request turn by turn, so the core's
+one wire cache (``thoughtline.wirecache``) can store each turn's bytes and splice them into later
+requests (a resumed session decodes nothing). A turn's bytes are a pure function of
+(the turn, the plan's digest, its *context*): the context is everything else they depend on,
+computed from the walk state without decoding the turn (``""`` for Chat and Responses; the loop
+state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for Gemini). The walk:
+
+    state = start(plan, spec, facts)               # facts: every turn's ``TurnFacts``
+    for index, turn in enumerate(history):
+        context = context(state, index, facts[index])
+        data, after = <stored under (message id, plan digest, context)>
+                      or encode_turn(turn, plan, context)
+        state = advance(state, facts[index], context, after)
+    encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
+
+``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
+the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
+JSON fields, stored with the form under their field names. A turn that, e.g., no longer keeps its
+thinking is simply encoded under another context, with its own stored form. ``version`` names the
+encoding: bump it and every stored form of that API is simply not found any more.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeAlias
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    Literal,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    runtime_checkable,
+)
 
 import orjson
 
 from thoughtline.events import Done, Event
-from thoughtline.messages import Message, Origin, ToolSpec
+from thoughtline.messages import Message, Origin, ToolResult, ToolSpec
 from thoughtline.verdicts import Verdict
 
 if TYPE_CHECKING:
@@ -72,13 +106,14 @@ class Encoded:
     Give ``body`` (a JSON object) or ``raw`` (its serialized bytes, e.g. spliced from stored wire
     forms); the other is derived on first use. ``body`` shares read-only values with the history
     and the wire cache: serialize it, never edit it. ``index`` maps wire locations back to
-    canonical parts (or holds counts for the log); its shape is the codec's own.
+    canonical parts (or holds counts for the log); its type is the codec's own (a codec reads it
+    back with ``isinstance``).
     """
 
     __slots__ = ("_body", "_dump", "_raw", "index")
 
     def __init__(self, *, body: Mapping[str, Any] | None = None, raw: bytes | None = None,
-                 index: Any = None, dump: Callable[[], bytes] | None = None) -> None:
+                 index: object = None, dump: Callable[[], bytes] | None = None) -> None:
         if body is None and raw is None:
             raise ValueError("Encoded needs a body or its raw bytes")
         self._body, self._raw, self.index = body, raw, index
@@ -193,6 +228,20 @@ class Codec(Protocol):
         """Read a rejected request's error body: what to learn before the one retry, if any."""
         ...
 
+    # --- the optional hooks (no-op defaults in ``CodecBase``) --------------------------------
+
+    #: The API's turn encoder; None: ``encode_request`` encodes a request as a whole.
+    turns: TurnEncoder[Any, Any] | None
+
+    def stamp(self, done: Done, encoded: Encoded) -> Done: ...
+
+    def issued(self, done: Done, plan: ReplayPlan) -> Done: ...
+
+    def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None: ...
+
+    def native_problem(self, namespace: str,
+                       value: Mapping[str, Any]) -> tuple[str, str] | None: ...
+
 
 class ChecksNative(Protocol):
     """Optional: a codec that can say what is wrong with a stored ``native`` record of one of its
@@ -204,8 +253,10 @@ class ChecksNative(Protocol):
         ...
 
 
+@runtime_checkable
 class StoresWireForms(Protocol):
-    """Optional: a codec whose turns' wire forms are stored, so a resume splices bytes.
+    """LEGACY (until Anthropic, Gemini and Bedrock have a ``TurnEncoder``): a codec whose turns'
+    wire forms it stores itself, so a resume splices bytes.
 
     ``plan_digest`` names everything a stored form depends on (stable across processes).
     ``wire_forms`` gives the forms of ``history[start:]`` under ``plan``: index -> (the turn's
@@ -220,3 +271,237 @@ class StoresWireForms(Protocol):
     def wire_forms(self, history: Sequence[Message], start: int,
                    plan: ReplayPlan) -> Mapping[int, tuple[bytes, bytes]]: ...
 
+
+
+# --- the turn encoder (see the module docstring) ------------------------------------------------
+
+
+class Named:
+    """A frozen dataclass of JSON values stored under its field names (``TurnFacts.extra`` and a
+    turn's ``after`` facts): ``to_json`` leaves out fields at their default; ``from_json`` reads
+    lists back as tuples. Subclass it as ``@dataclass(frozen=True, slots=True) class X(Named)``."""
+
+    __slots__ = ()
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        for f in dataclasses.fields(self):  # type: ignore[arg-type]
+            value = getattr(self, f.name)
+            if f.default is not dataclasses.MISSING and value == f.default:
+                continue
+            out[f.name] = value
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> Any:
+        """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
+        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        return cls(**{k: _tuples(v) for k, v in raw.items() if k in names})
+
+
+def _tuples(value: Any) -> Any:
+    if isinstance(value, list):
+        return tuple(_tuples(v) for v in value)
+    return value
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnFacts:
+    """What the core and an API's walk read about one turn without decoding it.
+
+    Context-free: the same under every plan and wherever the turn is, so they are stored with
+    every form of the turn and read on a resume instead of the turn. ``extra`` holds the API's
+    own facts (e.g. Anthropic's prefix stamp), a ``Named`` value of the encoder's
+    ``extra_type``."""
+
+    role: str
+    #: The ids of the tool calls it makes (an assistant turn's).
+    calls: tuple[str, ...] = ()
+    #: The call ids its tool results answer.
+    results: tuple[str, ...] = ()
+    #: An interrupted answer (its calls never ran).
+    incomplete: bool = False
+    #: A user turn that is not only tool results: it opens a new tool loop (``replay.loop_start``).
+    opens: bool = False
+    extra: Named | None = None
+
+    @classmethod
+    def of(cls, message: Message, extra: Named | None = None) -> TurnFacts:
+        """The neutral facts of ``message`` (and the API's ``extra``)."""
+        results = tuple(p.call_id for p in message.parts if isinstance(p, ToolResult))
+        return cls(role=message.role, calls=tuple(c.id for c in message.tool_calls),
+                   results=results, incomplete=message.incomplete,
+                   opens=message.role == "user" and len(results) < len(message.parts),
+                   extra=extra)
+
+    @property
+    def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:
+        """(role, its calls if an assistant, its results if a tool turn, incomplete): what the
+        unanswered-call scan reads (``stored.shape_of``)."""
+        return (self.role, self.calls if self.role == "assistant" else (),
+                self.results if self.role == "tool" else (), self.incomplete)
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"role": self.role}
+        if self.calls:
+            out["calls"] = self.calls
+        if self.results:
+            out["results"] = self.results
+        if self.incomplete:
+            out["incomplete"] = True
+        if self.opens:
+            out["opens"] = True
+        if self.extra is not None:
+            out["extra"] = self.extra.to_json()
+        return out
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any], extra_type: type[Named] | None = None,
+                  ) -> TurnFacts:
+        """What ``to_json`` wrote (``TypeError``/``KeyError``/``ValueError`` when it is not)."""
+        extra = raw.get("extra")
+        role = raw["role"]
+        if not isinstance(role, str):
+            raise TypeError("a turn's role is a string")
+        return cls(role=role, calls=tuple(map(str, raw.get("calls", ()))),
+                   results=tuple(map(str, raw.get("results", ()))),
+                   incomplete=bool(raw.get("incomplete")), opens=bool(raw.get("opens")),
+                   extra=extra_type.from_json(extra) if extra_type and extra is not None
+                   else None)
+
+
+#: What a turn's bytes depend on besides the turn and the plan: a string, or a tuple of JSON
+#: scalars (stored as its compact JSON). Equal contexts must give equal bytes.
+Context: TypeAlias = "str | tuple[str | int | bool | None, ...]"
+
+StateT = TypeVar("StateT")
+AfterT = TypeVar("AfterT", bound=Named)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Walk(Generic[StateT, AfterT]):
+    """One request's walk over its history, as ``assemble`` gets it (and may keep as its index).
+
+    ``turns[i]`` is turn ``i``'s bytes as ``encode_turn`` made them (``b""``: it adds nothing);
+    ``fragments`` are the non-empty ones as ``orjson.Fragment`` values, in order (what a flat
+    array splices). ``history`` is the view that was encoded: indexing it may decode a resumed
+    history, so read it only on a rare path (a rejection)."""
+
+    state: StateT
+    turns: Sequence[bytes]
+    fragments: Sequence[Any]
+    facts: Sequence[TurnFacts]
+    afters: Sequence[AfterT]
+    contexts: Sequence[Context]
+    history: Sequence[Message]
+
+
+class TurnEncoder(Protocol[StateT, AfterT]):
+    """One API's request, encoded turn by turn (see the module docstring). Pure."""
+
+    #: The wire-form version: bump it when a turn's bytes or its after facts change.
+    version: str
+    #: True when every context is ``""`` and ``advance`` returns the state it is given: the core
+    #: then splices a stored history in one pass and never calls ``context``/``advance``.
+    flat: bool
+    #: The ``Named`` type of ``TurnFacts.extra`` (None: no extra facts).
+    extra_type: type[Named] | None
+    #: The ``Named`` type of a turn's after facts.
+    after_type: type[AfterT]
+
+    def facts(self, message: Message) -> TurnFacts:
+        """``TurnFacts.of(message, <the API's extra>)``."""
+        ...
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec,
+              facts: Sequence[TurnFacts]) -> StateT:
+        """The walk state before the first turn of a request over turns with these ``facts``.
+        States compare by value: a history that only grew and starts in an equal state
+        continues the previous walk (its earlier turns' contexts cannot have changed)."""
+        ...
+
+    def context(self, state: StateT, index: int, facts: TurnFacts) -> Context:
+        """What turn ``index``'s bytes depend on besides the turn and the plan."""
+        ...
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, AfterT]:
+        """The turn's bytes as they go into the request, and its after facts."""
+        ...
+
+    def advance(self, state: StateT, facts: TurnFacts, context: Context,
+                after: AfterT) -> StateT:
+        """The state after a turn (a new value: never change ``state``)."""
+        ...
+
+    def assemble(self, walk: Walk[StateT, AfterT], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        """The request: ``Encoded(raw=…, index=…)`` from the turns' bytes. Its index holds what
+        ``summary`` and ``classify`` read (typed facts of the request as sent)."""
+        ...
+
+
+def context_key(context: Context) -> str:
+    """A context as it is stored (the ``wire_forms.context`` column)."""
+    return context if isinstance(context, str) else orjson.dumps(context).decode()
+
+
+def walk_turns(encoder: TurnEncoder[Any, Any], history: Sequence[Message], plan: ReplayPlan,
+               spec: RequestSpec) -> Encoded:
+    """The request for ``history`` with every turn encoded here (no cache, nothing stored):
+    what the core's wire cache gives too, byte for byte, from whatever it has stored."""
+    messages = list(history)
+    facts = [encoder.facts(m) for m in messages]
+    state = encoder.start(plan, spec, facts)
+    turns: list[bytes] = []
+    afters: list[Any] = []
+    contexts: list[Context] = []
+    for index, message in enumerate(messages):
+        context = "" if encoder.flat else encoder.context(state, index, facts[index])
+        data, after = encoder.encode_turn(message, plan, context)
+        if not encoder.flat:
+            state = encoder.advance(state, facts[index], context, after)
+        turns.append(data)
+        afters.append(after)
+        contexts.append(context)
+    fragments = [orjson.Fragment(data) for data in turns if data]
+    return encoder.assemble(Walk(state=state, turns=turns, fragments=fragments, facts=facts,
+                                 afters=afters, contexts=contexts, history=history), spec, plan)
+
+
+class CodecBase:
+    """The optional hooks the core calls on every codec, with their no-op defaults: a codec
+    inherits this and overrides what its API needs. The core never probes a codec for a hook."""
+
+    #: The API's turn encoder (None: the codec encodes a request as a whole, and nothing of it
+    #: is stored; ``encode_request`` is then the codec's own).
+    turns: ClassVar[TurnEncoder[Any, Any] | None] = None
+
+    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+                       cache: Any = None) -> Encoded:
+        """A codec with a turn encoder: every turn encoded here (the core's wire cache splices
+        stored forms instead: ``thoughtline.wirecache``)."""
+        if self.turns is None:
+            raise NotImplementedError("a codec without a turn encoder encodes its own requests")
+        return walk_turns(self.turns, history, plan, spec)
+
+    def new_cache(self) -> Any:
+        """A codec's own per-session memo (only a codec without a turn encoder has one)."""
+        return None
+
+    def stamp(self, done: Done, encoded: Encoded) -> Done:
+        """The answer with what the codec must know later about the request that produced it
+        (e.g. a prefix digest), before it is stored."""
+        return done
+
+    def issued(self, done: Done, plan: ReplayPlan) -> Done:
+        """The answer with its opaque items stamped with who they were issued to."""
+        return done
+
+    def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
+        """What an accepted request's provider reports teach (learned without a retry)."""
+        return None
+
+    def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
+        """``ChecksNative``: what is wrong with a stored native record of this codec's."""
+        return None
