@@ -28,12 +28,13 @@ from typing import Any
 import orjson
 
 from thoughtline import replay
-from thoughtline.codecs.base import Codec, RequestSpec, WireCache
+from thoughtline.codecs.base import Codec, RequestSpec
 from thoughtline.errors import ConfigError
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.packaged import packaged_text
 from thoughtline.routes.resolve import Route
+from thoughtline.wirecache import WireCache, encode
 
 __all__ = ["CALIBRATION", "PLAUSIBLE", "SAMPLE_FLOOR", "Calibration", "Estimator", "ModelFacts",
            "calibration_of", "context_window", "model_facts", "observe", "plausible",
@@ -149,8 +150,8 @@ class Estimator:
         """Uncalibrated tokens of the request carrying ``history`` + ``pending`` (unanswered
         calls answered, like ``TurnEngine.build`` does). A resumed history is priced from its
         spliced bytes, decoding nothing."""
-        encoded = self.codec.encode_request(replay.answered(history, pending), self.plan,
-                                            self.spec, self.cache)
+        encoded = encode(self.codec, replay.answered(history, pending), self.plan, self.spec,
+                         self.cache)
         return text_tokens(encoded.raw.decode("utf-8"))
 
     def scale(self, raw: int) -> int:

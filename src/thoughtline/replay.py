@@ -17,14 +17,17 @@ import itertools
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from thoughtline.messages import Message, Origin, ToolResult, tool_results
+from thoughtline.messages import Message, Opaque, Origin, ToolResult, tool_results
 from thoughtline.routes.resolve import Route
-from thoughtline.stored import Joined, shape_of
+from thoughtline.stored import Joined, StoredHistory, shape_of
 from thoughtline.verdicts import Verdict
+
+if TYPE_CHECKING:
+    from thoughtline.codecs.base import Profile
 
 __all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan", "plan_digest"]
 
@@ -39,7 +42,7 @@ class ReplayPlan:
     not a stored turn's wire form, unless a codec reads them per turn and says so in its key).
     """
 
-    profile: Any
+    profile: Profile
     target: Origin | None = None
     fingerprints: frozenset[str] = frozenset()
     settings: Mapping[str, Any] = field(default_factory=dict, compare=False, hash=False)
@@ -67,11 +70,6 @@ class ReplayPlan:
     def rejected(self, fingerprint: str) -> bool:
         return fingerprint in self.fingerprints
 
-    # --- Chat Completions conveniences (the profile's fields, for the chat codec and tests) ----
-
-    def produced_here(self, origin: Origin | None) -> bool:
-        return self.may_replay(origin)
-
 
 def foreign_compactions(history: Sequence[Message], route: Route) -> list[str]:
     """The providers whose native compaction blocks in ``history``'s checkpoints ``route`` will
@@ -83,8 +81,8 @@ def foreign_compactions(history: Sequence[Message], route: Route) -> list[str]:
         if message.role != "user" or not isinstance(own, Mapping) or "checkpoint" not in own:
             continue
         for part in message.parts:
-            origin = getattr(part, "origin", None)
-            if getattr(part, "namespace", None) and origin is not None and (
+            origin = part.origin if isinstance(part, Opaque) else None
+            if origin is not None and part.namespace and (
                     origin.api, origin.provider, origin.host) != (route.api, route.provider,
                                                                   route.host):
                 out.append(origin.provider)
@@ -121,13 +119,11 @@ def loop_start(history: Sequence[Message]) -> int:
 
     "In-loop" is every assistant turn after the last user message that is not only tool results
     (provider-contracts §5); a history with no such user message is all in the loop. A resumed
-    history is read from its stored ``meta`` ("u": such a user message), decoding nothing.
+    history is read from its stored facts (``TurnFacts.opens``), decoding nothing.
     """
-    base = getattr(history, "base", history)
-    meta = getattr(history, "meta", None)
-    if meta is not None and not getattr(base, "decoded", True):
+    if isinstance(history, Joined | StoredHistory) and not history.decoded:
         for index in range(len(history) - 1, -1, -1):
-            if meta(index).get("u"):
+            if history.facts(index).opens:
                 return index + 1
         return 0
     for index in range(len(history) - 1, -1, -1):
@@ -205,7 +201,8 @@ def _scan(joined: Joined) -> ScanState:
     base = joined.base
     start, pending, repairs = 0, [], {}
     cacheable = type(base) is list
-    stored = getattr(base, "scan", None)  # a resumed history: the stored scan of what it read
+    # a resumed history: the stored scan of what it read
+    stored = joined.stored.scan if joined.stored is not None else None
     if stored is not None:
         start, (pending, repairs) = stored[0], (list(stored[1]), dict(stored[2]))
     elif cacheable:
@@ -238,13 +235,14 @@ def _remember(base: list[Message], pending: list[str], repairs: dict[int, list[s
 def _shapes(joined: Joined, start: int = 0,
             ) -> Iterable[tuple[str, Sequence[str], Sequence[str], bool]]:
     """(role, tool-call ids, tool-result ids, incomplete) of every message from ``start``,
-    decoding nothing that a stored history can answer from its ``meta``."""
-    base = joined.base
-    if getattr(base, "decoded", True):
+    decoding nothing that a stored history can answer from its facts."""
+    stored = joined.stored
+    if stored is None or stored.decoded:
         messages: Iterable[Message] = itertools.islice(joined, start, None)
     else:
-        yield from base.shapes(start)  # type: ignore[attr-defined]
-        messages = joined.extra if start <= len(base) else joined.extra[start - len(base):]
+        yield from stored.shapes(start)
+        size = len(stored)
+        messages = joined.extra if start <= size else joined.extra[start - size:]
     for m in messages:
         yield shape_of(m)
 

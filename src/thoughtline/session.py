@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson, WireCache
+from thoughtline.codecs.base import Codec, Lesson, StoresWireForms
 from thoughtline.codecs.common import refused_params
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
@@ -42,6 +42,7 @@ from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, SessionRecord, Store
 from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
+from thoughtline.wirecache import WireCache
 
 if TYPE_CHECKING:
     from thoughtline.compaction import AutoCompaction
@@ -73,7 +74,7 @@ class Session:
             # Headers live in memory only (they may hold secrets): take them from the caller.
             self._config = replace(self._config, provider=replace(
                 self._config.provider, headers=provider.headers))
-        self._cache = self.codec.new_cache()
+        self._cache = WireCache()
         self._rescue_dir = rescue_dir
         self._busy = False
         # Content ids of ``_history``, for stored wire forms (None: unknown, no forms stored).
@@ -137,14 +138,13 @@ class Session:
         return session
 
     def _resume_spliced(self) -> bool:
-        """Resume from stored wire forms (read and verified, not rebuilt) when the codec stores
-        them. The canonical history is decoded, and verified, only when something needs it."""
-        digest_of = getattr(self.codec, "plan_digest", None)
-        load_forms = getattr(self.store, "load_wire_forms", None)
-        if digest_of is None or load_forms is None:
+        """Resume from stored wire forms (read and verified, not rebuilt) when the codec's turns
+        are stored. The canonical history is decoded, and verified, only when something needs
+        it."""
+        digest = self._forms_digest(TurnEngine.plan(self._turn([])))
+        if digest is None:
             return False
-        digest = digest_of(TurnEngine.plan(self._turn([])))
-        found = load_forms(self.id, digest)
+        found = self.store.load_wire_forms(self.id, digest)
         ids = [mid for _, mid in found.entries]
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
@@ -157,6 +157,15 @@ class Session:
                                "rebuilt from the canonical history")
             for seq, mid in found.entries if mid in found.problems)
         return True
+
+    def _forms_digest(self, plan: replay.ReplayPlan) -> str | None:
+        """The plan digest the codec's stored forms are keyed by (None: it stores none)."""
+        codec = self.codec
+        if codec.turns is not None:
+            return self._cache.digest(codec, plan)
+        if isinstance(codec, StoresWireForms):  # LEGACY: a codec storing its own forms
+            return codec.plan_digest(plan)
+        return None
 
     def _loader(self, session_id: str) -> Callable[[], list[Message]]:
         """Decode the stored history of ``session_id`` on first need; what the verified load
@@ -217,9 +226,11 @@ class Session:
         return self._config.provider
 
     @property
-    def wire_cache(self) -> WireCache:
-        """The codec's memo of this session's turns' wire forms (the estimator shares it)."""
-        return self._cache
+    def wire_cache(self) -> WireCache | Any:
+        """The memo of this session's turns' wire forms (the estimator shares it). LEGACY: a
+        codec without a turn encoder gets its own memo (what its ``encode_request`` takes)."""
+        codec = self.codec
+        return self._cache if codec.turns is not None else self._cache.legacy(codec)
 
     @property
     def codec(self) -> Codec:
@@ -246,17 +257,13 @@ class Session:
         p = self.provider
         return self.codec.resolve(p.route_id, p.base_url, p.model, echo=p.echo)
 
-    def known_verdicts(self) -> list[replay.Verdict]:
-        """The session's own verdicts plus what the global ledger learned elsewhere."""
-        return [*self._config.verdicts, *self.store.verdicts(tenant=self.record.tenant)]
-
     def trust_imported(self) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         """Send the request params and settings this session's imported file named (held out
         of its config at import) with this session's requests, under its own, for as long as
         this object lives; nothing is written. Returns them (both empty: nothing was held)."""
         params, settings = imported_held(self.record.model_config)
         self._trusted = (params, settings) if params or settings else None
-        self._cache = self.codec.new_cache()
+        self._cache = WireCache()
         return params, settings
 
     def _request_config(self) -> ModelConfig:
@@ -273,7 +280,7 @@ class Session:
     def set_provider(self, provider: config_mod.ProviderConfig) -> None:
         registry.codec(provider.api)
         self._save(replace(self._config, provider=provider))
-        self._cache = self.codec.new_cache()
+        self._cache = WireCache()
 
     def _save(self, mine: ModelConfig) -> None:
         """Merge ``mine`` into the stored config (another process may have written meanwhile)."""
@@ -322,33 +329,45 @@ class Session:
             self._store_wire_forms(len(self._history) - len(messages))
 
     def _store_wire_forms(self, start: int) -> None:
-        """Store the wire forms of the turns from ``start`` on, for the plan the next request
-        uses — or of every turn, once, when that plan changed (a verdict, a new model)."""
-        forms_of = getattr(self.codec, "wire_forms", None)  # codecs.base.StoresWireForms
-        put = getattr(self.store, "put_wire_forms", None)
+        """Store the wire forms of the turns the next request carries that are not stored yet
+        (the core's cache encodes each turn once: these are the bytes that request splices),
+        and where the unanswered-call scan stands after them."""
         ids = self._ids
-        if forms_of is None or put is None or ids is None:
+        if ids is None:
             return
         from thoughtline.store.wireforms import WireForm, scan_form
 
-        plan = TurnEngine.plan(self._turn([]))
-        digest = self.codec.plan_digest(plan)  # type: ignore[attr-defined]
-        if digest != self._forms_plan or self._forms_stale():
-            start = 0
-        forms = [WireForm(message_id=ids[index], plan=digest, meta=meta.decode(), data=data)
-                 for index, (data, meta) in sorted(forms_of(self._history, start, plan).items())]
+        codec = self.codec
+        turn = self._turn([])
+        plan = TurnEngine.plan(turn)
+        digest = self._forms_digest(plan)
+        if digest is None:
+            return
+        if codec.turns is not None:
+            forms = self._cache.forms(codec, self._history, ids, plan,
+                                      TurnEngine.spec(turn, stream=True))
+        else:  # LEGACY: a codec storing its own forms re-encodes them here
+            assert isinstance(codec, StoresWireForms)
+            if digest != self._forms_plan or self._forms_stale():
+                start = 0
+            forms = [WireForm(message_id=ids[index], plan=digest, meta=meta.decode(), data=data)
+                     for index, (data, meta)
+                     in sorted(codec.wire_forms(self._history, start, plan).items())]
+        rows = list(forms)
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
-            forms.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
+            rows.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
         try:
-            put(forms)
+            self.store.put_wire_forms(rows)
         except StoreError:
+            self._cache.unwritten(forms)
             return  # a cache: the next resume re-encodes what is missing
         self._forms_plan = digest
 
     def _forms_stale(self) -> bool:
-        """True once after a resumed history had to be decoded: a stored form may not have fit
-        here (a row shared by content id, written under another session's context), so this
-        session's forms are written again — the next resume splices instead of decoding."""
+        """LEGACY (a codec storing its own forms, keyed without their context): True once after
+        a resumed history had to be decoded: a stored form may not have fit here (a row shared
+        by content id, written under another session's context), so this session's forms are
+        written again — the next resume splices instead of decoding."""
         history = self._history
         if isinstance(history, StoredHistory) and history.decoded and not self._forms_rewritten:
             self._forms_rewritten = True

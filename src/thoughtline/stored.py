@@ -1,14 +1,15 @@
 """A resumed session's history that is read, not rebuilt: stored wire bytes first, messages later.
 
-``StoredHistory`` is the ``Sequence[Message]`` a resumed session holds when its codec stores wire
-forms: it knows each visible message's content id and, for the plan the session was last sent
-with, the verified wire bytes and a small ``meta`` record (role, tool-call ids) of each message.
-A codec's wire cache splices those bytes into the next request without decoding anything; the
-canonical messages are decoded (and verified) only when something needs them — a plan change,
-``sessions show``, export, compaction — all at once, through the store's ordinary load.
+``StoredHistory`` is the ``Sequence[Message]`` a resumed session holds: it knows each visible
+message's content id and, for the plan the session was last sent with, the verified wire forms of
+each message (per context: ``codecs.base.TurnEncoder``) with their ``meta`` (the turn's
+``TurnFacts`` and after facts, under named fields). The core's wire cache (``wirecache``) splices
+those bytes into the next request without decoding anything; the canonical messages are decoded
+(and verified) only when something needs them — a plan change, ``sessions show``, export,
+compaction — all at once, through the store's ordinary load.
 
 ``Joined`` is the history plus the pending turn, without copying either. Neither knows a wire
-format: the bytes are the codec's, ``meta`` is neutral.
+format: the bytes are the codec's, the facts are neutral.
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from typing import Any, overload
 
 import orjson
 
+from thoughtline.codecs.base import TurnFacts
 from thoughtline.messages import Message, ToolCall, ToolResult
 
 
 def meta_of(message: Message) -> dict[str, Any]:
-    """The neutral facts the core reads without decoding a message."""
+    """LEGACY (the stored meta of a codec that stores its own forms, until it has a turn
+    encoder): the neutral facts in one-letter keys."""
     out: dict[str, Any] = {"r": message.role}
     calls = [c.id for c in message.tool_calls]
     if calls:
@@ -39,6 +42,17 @@ def meta_of(message: Message) -> dict[str, Any]:
 
 
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
+#: Each context's (data, meta) of one stored message.
+Forms = Mapping[str, tuple[bytes, str]]
+
+
+def facts_of_meta(raw: Mapping[str, Any]) -> TurnFacts:
+    """The neutral facts a stored form's meta holds (``KeyError``/``TypeError`` when none)."""
+    if "role" in raw:
+        return TurnFacts.from_json(raw)
+    return TurnFacts(role=raw["r"], calls=tuple(raw.get("c", ())),  # LEGACY one-letter meta
+                     results=tuple(raw.get("t", ())), incomplete=bool(raw.get("i")),
+                     opens=bool(raw.get("u")))
 
 
 def shape_of(m: Message) -> Shape:
@@ -84,7 +98,7 @@ class _TwoParts(Sequence[Message]):
 class StoredHistory(_TwoParts):
     """Stored messages (decoded on first need) followed by the ones added since loading."""
 
-    def __init__(self, *, ids: Sequence[str], forms: Mapping[str, tuple[bytes, str]], plan: str,
+    def __init__(self, *, ids: Sequence[str], forms: Mapping[str, Forms], plan: str,
                  load: Callable[[], Sequence[Message]],
                  scan: tuple[list[str], dict[int, list[str]]] | None = None,
                  wires: Sequence[bytes | None] | None = None) -> None:
@@ -93,12 +107,13 @@ class StoredHistory(_TwoParts):
         #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
         self.scan = None if scan is None else (len(self._ids), scan[0], scan[1])
         self._forms = forms
-        self._plan = plan
+        #: The plan digest the forms were loaded for.
+        self.plan = plan
         self._load = load
         self._messages: list[Message] | None = None
-        self._metas: dict[int, dict[str, Any]] = {}
+        self._facts: dict[int, TurnFacts] = {}
         self._shapes: list[Shape] | None = None
-        #: ``stored_wire``: each stored message's bytes in order, as loaded (or made on first use)
+        #: LEGACY ``stored_wire``: each stored message's bytes (context "") in order, as loaded
         self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
         self._tail: list[Message] = []
 
@@ -133,38 +148,32 @@ class StoredHistory(_TwoParts):
 
     # --- the read-only fast path --------------------------------------------------------------
 
-    def wire(self, index: int, plan: str) -> bytes | None:
-        """The stored wire bytes of message ``index`` for ``plan`` (None: encode it instead)."""
-        if plan != self._plan or index >= len(self._ids):
-            return None
-        form = self._forms.get(self._ids[index])
-        return form[0] if form is not None else None
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """The content ids of the stored messages (not of the ones added since loading)."""
+        return self._ids
 
-    def stored_wire(self, plan: str) -> list[bytes | None]:
-        """The stored wire bytes of every stored message for ``plan`` (None where missing);
-        made once and shared: read it, never edit it."""
-        if plan != self._plan:
-            return [None] * len(self._ids)
-        if self._wires is None:
-            forms = self._forms
-            self._wires = [form[0] if (form := forms.get(mid)) is not None else None
-                           for mid in self._ids]
-        return self._wires
+    def forms(self, index: int) -> Forms:
+        """Stored message ``index``'s verified forms for ``plan``, by context ({}: none)."""
+        return self._forms.get(self._ids[index], {})
 
-    def meta(self, index: int) -> Mapping[str, Any]:
-        stored = len(self._ids)
-        if index >= stored:
-            return meta_of(self._tail[index - stored])
-        known = self._metas.get(index)
+    def facts(self, index: int) -> TurnFacts:
+        """The neutral facts of message ``index``: from a stored form's meta when it has one
+        (nothing decoded), else from the message."""
+        known = self._facts.get(index)
         if known is None:
-            form = self._forms.get(self._ids[index])
-            known = orjson.loads(form[1]) if form is not None else meta_of(self[index])
-            self._metas[index] = known
+            stored = len(self._ids)
+            forms = self._forms.get(self._ids[index]) if index < stored else None
+            if forms:
+                known = facts_of_meta(orjson.loads(next(iter(forms.values()))[1]))
+            else:
+                known = TurnFacts.of(self[index])
+            self._facts[index] = known
         return known
 
     def shapes(self, start: int = 0) -> Iterator[Shape]:
         """The shape of every message from ``start`` (see ``shape_of``): the stored ones from
-        their ``meta`` (nothing decoded), then the ones added since loading."""
+        their facts (nothing decoded), then the ones added since loading."""
         stored = len(self._ids)
         if start < stored:
             yield from itertools.islice(self._stored_shapes(), start, None)
@@ -177,30 +186,40 @@ class StoredHistory(_TwoParts):
             out = []
             forms, loads = self._forms, orjson.loads
             for index, mid in enumerate(self._ids):
-                form = forms.get(mid)
-                if form is None:
-                    meta = self.meta(index)
-                    out.append((meta["r"], meta.get("c", ()), meta.get("t", ()),
-                                bool(meta.get("i"))))
+                found = forms.get(mid)
+                if not found:
+                    out.append(self.facts(index).shape)
                     continue
-                shape = seen.get(form[1])  # most user turns share one meta
+                meta = next(iter(found.values()))[1]
+                shape = seen.get(meta)  # most user turns share one meta
                 if shape is None:
-                    meta = loads(form[1])
-                    shape = seen[form[1]] = (meta["r"], meta.get("c", ()), meta.get("t", ()),
-                                             bool(meta.get("i")))
+                    shape = seen[meta] = facts_of_meta(loads(meta)).shape
                 out.append(shape)
             self._shapes = out
         return self._shapes
 
-    def all_meta_known(self) -> bool:
-        return all(mid in self._forms for mid in self._ids)
+    # --- LEGACY: a codec that stores its own forms (context ""), until it has a turn encoder ---
 
-    def tally(self, index: int, plan: str) -> Mapping[str, Any]:
-        """The codec's counts stored with the form of message ``index`` (``{}`` when none)."""
-        form = self._forms.get(self._ids[index]) if index < len(self._ids) else None
-        if form is None or plan != self._plan:
-            return {}
-        return self.meta(index).get("k", {})
+    def wire(self, index: int, plan: str) -> bytes | None:
+        """The stored wire bytes of message ``index`` for ``plan`` (None: encode it instead)."""
+        if plan != self.plan or index >= len(self._ids):
+            return None
+        form = self.forms(index).get("")
+        return form[0] if form is not None else None
+
+    def stored_wire(self, plan: str) -> list[bytes | None]:
+        """The stored wire bytes of every stored message for ``plan`` (None where missing);
+        made once and shared: read it, never edit it."""
+        if plan != self.plan:
+            return [None] * len(self._ids)
+        if self._wires is None:
+            self._wires = [self.wire(index, plan) for index in range(len(self._ids))]
+        return self._wires
+
+    def meta(self, index: int) -> Mapping[str, Any]:
+        """A legacy codec's own stored meta of message ``index`` (``meta_of`` when none)."""
+        form = self.forms(index).get("") if index < len(self._ids) else None
+        return orjson.loads(form[1]) if form is not None else meta_of(self[index])
 
 
 class Joined(_TwoParts):
@@ -209,6 +228,17 @@ class Joined(_TwoParts):
     def __init__(self, base: Sequence[Message], extra: Sequence[Message]) -> None:
         self.base = base
         self.extra = list(extra)
+
+    @property
+    def stored(self) -> StoredHistory | None:
+        """The base when it is a resumed session's stored history."""
+        return self.base if isinstance(self.base, StoredHistory) else None
+
+    @property
+    def decoded(self) -> bool:
+        """False while the base is a stored history not yet decoded."""
+        stored = self.stored
+        return stored is None or stored.decoded
 
     def _split(self) -> int:
         return len(self.base)
@@ -222,21 +252,25 @@ class Joined(_TwoParts):
     def __iter__(self) -> Iterator[Message]:
         return itertools.chain(self.base, self.extra)
 
+    def facts(self, index: int) -> TurnFacts:
+        """The neutral facts of message ``index`` (a stored one's without decoding it)."""
+        stored = self.stored
+        if stored is not None and index < len(stored):
+            return stored.facts(index)
+        return TurnFacts.of(self[index])
+
+    # --- LEGACY (codecs that store their own forms) ----------------------------------------
+
     def wire(self, index: int, plan: str) -> bytes | None:
-        wire = getattr(self.base, "wire", None)
-        return wire(index, plan) if wire is not None and index < len(self.base) else None
+        stored = self.stored
+        return stored.wire(index, plan) if stored is not None and index < len(stored) else None
 
     def stored_wire(self, plan: str) -> list[bytes | None]:
-        stored = getattr(self.base, "stored_wire", None)
-        return stored(plan) if stored is not None else [None] * len(self.base)
-
-    def tally(self, index: int, plan: str) -> Mapping[str, Any]:
-        tally = getattr(self.base, "tally", None)
-        return tally(index, plan) if tally is not None and index < len(self.base) else {}
+        stored = self.stored
+        return stored.stored_wire(plan) if stored is not None else [None] * len(self.base)
 
     def meta(self, index: int) -> Mapping[str, Any]:
-        size = len(self.base)
-        meta = getattr(self.base, "meta", None)
-        if index < size:
-            return meta(index) if meta is not None else meta_of(self.base[index])
-        return meta_of(self.extra[index - size])
+        stored = self.stored
+        if stored is not None and index < len(stored):
+            return stored.meta(index)
+        return meta_of(self[index])

@@ -17,11 +17,11 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline import replay
 from thoughtline.codecs import shape
-from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec, WireCache
+from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, UsageError
 from thoughtline.events import Done, Event, Notice
@@ -29,7 +29,13 @@ from thoughtline.messages import Message, Origin
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route, is_local_endpoint
+from thoughtline.stored import StoredHistory
 from thoughtline.verdicts import Verdict
+from thoughtline.wirecache import WireCache, encode
+
+if TYPE_CHECKING:
+    from thoughtline.transport import Target
+    from thoughtline.transport.http import Transport
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,7 +108,7 @@ class _Attempt:
 class TurnEngine:
     """Runs turns over one transport; stateless between turns."""
 
-    def __init__(self, transport: Any, log: RequestLog | None = None) -> None:
+    def __init__(self, transport: Transport, log: RequestLog | None = None) -> None:
         self.transport = transport
         self.log = log
 
@@ -118,19 +124,25 @@ class TurnEngine:
                            account=turn.provider.project, region=_region(turn.provider),
                            issuer=issuer_of(turn.provider))
 
+    @staticmethod
+    def spec(turn: TurnInput, *, stream: bool, config: ModelConfig | None = None) -> RequestSpec:
+        """Everything the turn's request needs besides the history and the plan."""
+        config = config or turn.config
+        return RequestSpec(model=turn.provider.model, tools=config.tools, params=config.params,
+                           stream=stream, settings=config.api_settings(turn.codec.api))
+
     @classmethod
     def build(cls, turn: TurnInput, *, stream: bool, config: ModelConfig | None = None,
               ) -> tuple[Encoded, replay.ReplayPlan]:
         """The request the turn would send now (history + pending), and its plan."""
         config = config or turn.config
         plan = cls.plan(turn, config)
-        spec = RequestSpec(model=turn.provider.model, tools=config.tools, params=config.params,
-                           stream=stream, settings=config.api_settings(turn.codec.api))
+        spec = cls.spec(turn, stream=stream, config=config)
         history = replay.answered(turn.history, turn.pending)
-        return turn.codec.encode_request(history, plan, spec, turn.cache), plan
+        return encode(turn.codec, history, plan, spec, turn.cache), plan
 
     @staticmethod
-    def target(turn: TurnInput, route: Route, *, stream: bool) -> Any:
+    def target(turn: TurnInput, route: Route, *, stream: bool) -> Target:
         from thoughtline.transport import Target
         from thoughtline.transport.auth import auth_for, needs_key
 
@@ -214,7 +226,7 @@ class TurnEngine:
             return None
         return lesson
 
-    async def _exchange(self, turn: TurnInput, route: Route, target: Any, encoded: Encoded,
+    async def _exchange(self, turn: TurnInput, route: Route, target: Target, encoded: Encoded,
                         sink: TurnSink, options: TurnOptions, record: _Attempt,
                         plan: replay.ReplayPlan) -> AsyncIterator[Event]:
         codec = turn.codec
@@ -283,10 +295,12 @@ class TurnEngine:
         if self.log is None:
             return
         route = record.route
-        summary = turn.codec.summary(record.encoded, turn.cache)
+        cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
+        summary = turn.codec.summary(record.encoded, cache)
         # (only on a decoded history: a request spliced from stored forms decodes nothing)
-        foreign = (replay.foreign_compactions(turn.history, route)
-                   if getattr(turn.history, "decoded", True) else [])
+        history = turn.history
+        foreign = (replay.foreign_compactions(history, route)
+                   if not isinstance(history, StoredHistory) or history.decoded else [])
         if foreign:  # left out, never silently: our summary text stood in for each
             summary = {**summary, "compaction_left_out": {
                 "count": len(foreign), "made_by": sorted(set(foreign)),
@@ -363,17 +377,15 @@ def _partial(fold: Any, route: Route) -> Message | None:
 
 
 def _stamped(codec: Codec, done: Done, encoded: Encoded) -> Done:
-    """The optional codec hook ``stamp(done, encoded) -> Done``: the answer with what the codec
-    must know later about the request that produced it (e.g. a prefix digest), before storing."""
-    hook = getattr(codec, "stamp", None)
-    return hook(done, encoded) if hook is not None else done
+    """The codec hook ``stamp``: the answer with what the codec must know later about the
+    request that produced it (e.g. a prefix digest), before storing."""
+    return codec.stamp(done, encoded)
 
 
 def _issued(codec: Codec, done: Done, plan: replay.ReplayPlan) -> Done:
-    """The optional codec hook ``issued(done, plan) -> Done``: the answer with its encrypted
-    items stamped with who they were issued to (``plan.issuer``), before storing."""
-    hook = getattr(codec, "issued", None)
-    return hook(done, plan) if hook is not None and plan.issuer else done
+    """The codec hook ``issued``: the answer with its encrypted items stamped with who they
+    were issued to (``plan.issuer``), before storing."""
+    return codec.issued(done, plan) if plan.issuer else done
 
 
 def issuer_of(provider: ProviderConfig) -> str:
@@ -390,11 +402,10 @@ def issuer_of(provider: ProviderConfig) -> str:
 
 def _reported(codec: Codec, done: Done, encoded: Encoded,
               plan: replay.ReplayPlan) -> Lesson | None:
-    """The optional codec hook ``reported(done, encoded, plan) -> Lesson | None``: what an
-    accepted request's provider reports teach (e.g. stored blocks the provider dropped, never to
-    be sent again). Learned without a retry: the answer already arrived."""
-    hook = getattr(codec, "reported", None)
-    return hook(done, encoded, plan) if hook is not None and done.reports else None
+    """The codec hook ``reported``: what an accepted request's provider reports teach (e.g.
+    stored blocks the provider dropped, never to be sent again). Learned without a retry: the
+    answer already arrived."""
+    return codec.reported(done, encoded, plan) if done.reports else None
 
 
 def _learned(lesson: Lesson | None, sink: TurnSink) -> list[Notice]:

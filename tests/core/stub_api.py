@@ -23,7 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Origin, Reasoning, Text, Usage, fingerprint
@@ -108,7 +108,10 @@ def _message(text: str, sealed: str | None, origin: Origin, complete: bool = Tru
                    incomplete=not complete)
 
 
-class StubCodec:
+class StubCodec(CodecBase):
+    """A whole-request codec: no turn encoder, so the core stores none of its turns; every
+    optional hook keeps its no-op default (``CodecBase``)."""
+
     api = API
     owned = frozenset({"model", "turns"})
 

@@ -37,7 +37,7 @@ PROVIDERS = st.sampled_from([
     ProviderConfig(id="mistral", base_url="https://api.mistral.ai/v1", model="magistral"),
     ProviderConfig(id="gemini-openai", base_url="https://generativelanguage.googleapis.com/"
                    "v1beta/openai", model="gemini-3-pro"),
-    # Responses stores its turns' input items the same way (codecs/splice.py).
+    # Responses stores its turns' input items the same way (its flat TurnEncoder, wirecache).
     ProviderConfig(id="openai-responses", api="openai-responses",
                    base_url="https://api.openai.com/v1", model="gpt-5.5"),
     ProviderConfig(id="xai-responses", api="openai-responses", base_url="https://api.x.ai/v1",
@@ -242,8 +242,10 @@ def test_a_tampered_meta_fails_the_form_digest_like_tampered_bytes(tmp_path: Pat
         session = Session.create(store, DEEPSEEK)
         session.append(history)
     raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    changed = raw.execute("UPDATE wire_forms SET meta = replace(meta, '\"u\":1', '\"u\":0') "
-                          "WHERE meta LIKE '%\"u\":1%' AND plan NOT LIKE 'scan:%'").rowcount
+    # (the turn's facts are stored under named fields: "opens" = a user turn opening a loop)
+    changed = raw.execute("UPDATE wire_forms SET meta = replace(meta, '\"opens\":true', "
+                          "'\"opens\":false') WHERE meta LIKE '%\"opens\":true%' "
+                          "AND plan NOT LIKE 'scan:%'").rowcount
     raw.close()
     assert changed == 2  # the two questions' forms
     with open_store(tmp_path / "state.db", tmp_path) as store:

@@ -469,6 +469,13 @@ def walk_turns(encoder: TurnEncoder[Any, Any], history: Sequence[Message], plan:
                                  afters=afters, contexts=contexts, history=history), spec, plan)
 
 
+class TurnCache(Protocol):
+    """The core's wire cache as a codec may be handed it (``thoughtline.wirecache.WireCache``)."""
+
+    def encode(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
+               spec: RequestSpec) -> Encoded: ...
+
+
 class CodecBase:
     """The optional hooks the core calls on every codec, with their no-op defaults: a codec
     inherits this and overrides what its API needs. The core never probes a codec for a hook."""
@@ -478,11 +485,13 @@ class CodecBase:
     turns: ClassVar[TurnEncoder[Any, Any] | None] = None
 
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: Any = None) -> Encoded:
-        """A codec with a turn encoder: every turn encoded here (the core's wire cache splices
-        stored forms instead: ``thoughtline.wirecache``)."""
+                       cache: TurnCache | None = None) -> Encoded:
+        """A codec with a turn encoder: through the core's wire cache when one is given
+        (``thoughtline.wirecache``), else every turn encoded here."""
         if self.turns is None:
             raise NotImplementedError("a codec without a turn encoder encodes its own requests")
+        if cache is not None:
+            return cache.encode(self, history, plan, spec)  # type: ignore[arg-type]
         return walk_turns(self.turns, history, plan, spec)
 
     def new_cache(self) -> Any:

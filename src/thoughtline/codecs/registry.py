@@ -43,8 +43,7 @@ def native_problem(namespace: str, value: Mapping[str, Any]) -> tuple[str, str] 
     """What any codec finds wrong with a stored ``native`` record (``codecs.base.ChecksNative``):
     ``(path below the record, why)``, or None. Loads every codec: for checking imports."""
     for api in apis():
-        check = getattr(codec(api), "native_problem", None)
-        problem = check(namespace, value) if check is not None else None
+        problem = codec(api).native_problem(namespace, value)
         if problem is not None:
             return problem
     return None

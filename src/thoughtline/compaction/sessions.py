@@ -26,6 +26,7 @@ from thoughtline.events import Done, Event, Notice, TextDelta
 from thoughtline.fallback import overflowed
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
+from thoughtline.wirecache import WireCache
 
 if TYPE_CHECKING:
     from thoughtline.session import Session
@@ -161,7 +162,7 @@ def session_estimator(session: Session, *, fresh_cache: bool = False) -> Estimat
     codec = session.codec
     return Estimator.for_config(codec, session.route, session.config,
                                 ledger=session.store.verdicts(),
-                                cache=codec.new_cache() if fresh_cache else session.wire_cache)
+                                cache=WireCache() if fresh_cache else session.wire_cache)
 
 
 async def compress(session: Session, *, keep: int | None = None,

@@ -16,11 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from functools import cache
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 from urllib.parse import urlsplit
 
 from thoughtline.errors import ConfigError
 from thoughtline.packaged import packaged_text
+
+if TYPE_CHECKING:
+    from thoughtline.codecs.base import Profile
 
 Echo: TypeAlias = Literal["auto", "always", "never"]
 # What counts as a local endpoint: private (RFC 1918, IPv6 ULA), loopback, link-local and CGNAT.
@@ -42,7 +45,7 @@ class Route:
     provider: str
     host: str
     model: str
-    profile: Any
+    profile: Profile
     path: str = ""
     explain: str = ""
     notes: tuple[str, ...] = ()

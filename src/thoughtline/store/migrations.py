@@ -198,6 +198,26 @@ def create_secrets(tx: Tx, d: Dialect) -> None:
         )""")
 
 
+@migration
+def wire_forms_by_context(tx: Tx, d: Dialect) -> None:
+    """A turn's wire form depends on its context as well as on its message and plan (issue 24:
+    e.g. whether an Anthropic turn still keeps its thinking), so the key gains the context. The
+    rows stored before are a cache keyed without it, with meta in a format no codec reads any
+    more: they are dropped, never trusted, and each turn's form is written again, once, by the
+    next request that encodes it."""
+    tx.execute("DROP TABLE wire_forms")
+    tx.execute(f"""
+        CREATE TABLE wire_forms (
+            message_id TEXT NOT NULL,
+            plan TEXT NOT NULL,
+            context TEXT NOT NULL DEFAULT '',
+            meta TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            data {d.blob} NOT NULL,
+            PRIMARY KEY (message_id, plan, context)
+        )""")
+
+
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,

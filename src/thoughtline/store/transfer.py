@@ -41,7 +41,7 @@ class SessionRows:
     messages: dict[str, Row]  # digest -> (digest, skeleton, skeleton_digest)
     links: list[Row]  # (message_id, payload_digest)
     payloads: dict[str, bytes]  # digest -> bytes, verified
-    wire_forms: list[Row]  # (message_id, plan, meta, digest, data), verified
+    wire_forms: list[Row]  # (message_id, plan, context, meta, digest, data), verified
     generations: list[Row]  # session_generations rows (compaction's archived histories)
     generation_entries: list[Row]  # generation_messages rows
 
@@ -130,9 +130,10 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
         wanted = sorted({p for _, p in links})
         raw = {key: bytes(data) for key, data in _in(
             tx, "SELECT digest, data FROM payloads WHERE digest IN", wanted)}
-        forms = [(m, plan, meta, stored, bytes(data)) for m, plan, meta, stored, data in _in(
-            tx, "SELECT message_id, plan, meta, digest, data FROM wire_forms "
-                "WHERE message_id IN", ids)]
+        forms = [(m, plan, context, meta, stored, bytes(data))
+                 for m, plan, context, meta, stored, data in _in(
+                     tx, "SELECT message_id, plan, context, meta, digest, data FROM wire_forms "
+                         "WHERE message_id IN", ids)]
     for key, skeleton, stored in messages.values():
         if digest(skeleton) != stored:
             report.problems.append(f"session {sid}: message {key} has a corrupt skeleton in the "
@@ -147,7 +148,7 @@ def _read_session(source: SqlStore, sid: str, report: TransferReport) -> Session
             continue
         payloads[key] = data
     # Stored wire forms are a cache (rebuilt from the history when missing): copy the good ones.
-    wire_forms = sorted(f for f in forms if form_digest(f[2], f[4]) == f[3])
+    wire_forms = sorted(f for f in forms if form_digest(f[3], f[5], f[2]) == f[4])
     return SessionRows(session=session, entries=entries, messages=messages, links=links,
                        payloads=payloads, wire_forms=wire_forms, generations=generations,
                        generation_entries=generation_entries)
@@ -180,8 +181,8 @@ def _write_session(tx: Tx, rows: SessionRows) -> None:
                    "ON CONFLICT (digest) DO NOTHING", bad)
     tx.executemany("INSERT INTO message_payloads (message_id, payload_digest) VALUES (?, ?) "
                    "ON CONFLICT DO NOTHING", sorted(rows.links))
-    tx.executemany("INSERT INTO wire_forms (message_id, plan, meta, digest, data) "
-                   "VALUES (?, ?, ?, ?, ?) ON CONFLICT (message_id, plan) DO NOTHING",
+    tx.executemany("INSERT INTO wire_forms (message_id, plan, context, meta, digest, data) "
+                   "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (message_id, plan, context) DO NOTHING",
                    rows.wire_forms)
     tx.executemany(f"INSERT INTO session_generations ({_GENERATION_COLUMNS}) VALUES "
                    "(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, generation) DO NOTHING",

@@ -1,12 +1,13 @@
 """Stored wire forms: each message's encoded request bytes per replay plan, in portable SQL.
 
-A wire form is a pure function of (message, plan), so it is keyed by the message's content id
-(shared by every session and branch that holds the message) and the plan's digest, and written
-once. On load every form is checked against its digest; a form that fails is left out and reported
-(the caller rebuilds it from the canonical history), never returned. Loading forms reads no
-canonical row: a form is its own verified copy of what the message encodes to, and the canonical
-history is verified when it is decoded. Deleting messages deletes
-their forms (``history._collect``).
+A wire form is a pure function of (message, plan, context) — the context is what else the turn's
+bytes depend on (``codecs.base.TurnEncoder``; "" for most) — so it is keyed by the message's
+content id (shared by every session and branch that holds the message), the plan's digest and the
+context, and written once. On load every form is checked against its digest; a form that fails
+is left out and reported (the caller rebuilds it from the canonical history), never returned.
+Loading forms reads no canonical row: a form is its own verified copy of what the message encodes
+to, and the canonical history is verified when it is decoded. Deleting messages deletes their
+forms (``history._collect``).
 
 One more kind of row rides on the same table: the unanswered-call scan of a whole visible history
 (``replay.scan_state``), keyed by the history's last message and ``scan:`` plus a digest of every
@@ -32,6 +33,7 @@ class WireForm:
     plan: str
     meta: str
     data: bytes
+    context: str = ""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -39,17 +41,21 @@ class StoredForms:
     """A session's visible entries and the verified forms found for one plan."""
 
     entries: tuple[tuple[int, str], ...]  # (seq, message id), in order
-    forms: Mapping[str, tuple[bytes, str]]  # message id -> (data, meta), only verified ones
+    #: message id -> context -> (data, meta), only verified ones
+    forms: Mapping[str, Mapping[str, tuple[bytes, str]]]
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
-    wires: tuple[bytes | None, ...] = ()  # each entry's verified form bytes, in order (or None)
+    #: each entry's verified form bytes under the context "", in order (or None)
+    wires: tuple[bytes | None, ...] = ()
 
 
-def form_digest(meta: str, data: bytes) -> str:
-    """A form's digest covers its ``meta`` as well as its bytes: a codec trusts the meta (the
-    context a form was encoded under, its counts) as much as the bytes. (``meta`` is compact
-    JSON, which holds no raw newline, so the two parts cannot run into each other.)"""
-    return digest(meta.encode("utf-8") + b"\n" + data)
+def form_digest(meta: str, data: bytes, context: str = "") -> str:
+    """A form's digest covers its ``meta`` and its context as well as its bytes: the core trusts
+    the meta (the turn's facts, its after facts) and the context a form is found under as much as
+    the bytes. (``meta`` and a context are compact JSON or plain text without a raw newline, so
+    the parts cannot run into each other; a form without a context digests as it always did.)"""
+    head = context.encode("utf-8") + b"\n" if context else b""
+    return digest(head + meta.encode("utf-8") + b"\n" + data)
 
 
 def scan_key(ids: Sequence[str]) -> str:
@@ -64,41 +70,48 @@ def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
 
 def put(tx: Tx, forms: Iterable[WireForm]) -> None:
     tx.executemany(
-        "INSERT INTO wire_forms (message_id, plan, meta, digest, data) VALUES (?, ?, ?, ?, ?) "
-        "ON CONFLICT (message_id, plan) DO UPDATE SET meta = excluded.meta, "
+        "INSERT INTO wire_forms (message_id, plan, context, meta, digest, data) "
+        "VALUES (?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (message_id, plan, context) DO UPDATE SET meta = excluded.meta, "
         "digest = excluded.digest, data = excluded.data "
         "WHERE wire_forms.digest <> excluded.digest OR wire_forms.data <> excluded.data",
-        [(f.message_id, f.plan, f.meta, form_digest(f.meta, f.data), f.data) for f in forms])
+        [(f.message_id, f.plan, f.context, f.meta, form_digest(f.meta, f.data, f.context),
+          f.data) for f in forms])
 
 
 # One chain member's visible entries with their forms for one plan, in primary-key order: one index
 # walk, one lookup per entry. The canonical rows are not read: they are verified when decoded.
 _FORMS = """
-SELECT sm.seq, sm.message_id, w.meta, w.digest, w.data FROM session_messages sm
+SELECT sm.seq, sm.message_id, w.context, w.meta, w.digest, w.data FROM session_messages sm
 LEFT JOIN wire_forms w ON w.message_id = sm.message_id AND w.plan = ?
-WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq
+WHERE sm.session_id = ? AND sm.seq < ? ORDER BY sm.session_id, sm.seq, w.context
 """
 
 
 def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
-    """The visible entries and every stored form for ``plan`` that matches its digest."""
+    """The visible entries and every stored form for ``plan`` (any context) that matches its
+    digest."""
     entries: list[tuple[int, str]] = []
-    forms: dict[str, tuple[bytes, str]] = {}
+    forms: dict[str, dict[str, tuple[bytes, str]]] = {}
     wires: list[bytes | None] = []
     problems: list[str] = []
+    last: tuple[int, str] | None = None
     for member, bound in history.chain(tx, session_id):
-        for seq, mid, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
-            entries.append((seq, mid))
-            if data is None:
+        for seq, mid, context, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
+            if (seq, mid) != last:  # one row per context of an entry
+                last = (seq, mid)
+                entries.append((seq, mid))
                 wires.append(None)
+            if data is None:
                 continue  # no form for this plan: the codec encodes the turn
             data = bytes(data)  # PostgreSQL gives memoryview
-            if stored != form_digest(meta, data):
-                problems.append(mid)
-                wires.append(None)
+            if stored != form_digest(meta, data, context):
+                if mid not in problems:
+                    problems.append(mid)
                 continue
-            forms[mid] = (data, meta)
-            wires.append(data)
+            forms.setdefault(mid, {})[context] = (data, meta)
+            if context == "":
+                wires[-1] = data
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
                        scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires))
 

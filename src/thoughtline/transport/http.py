@@ -94,6 +94,8 @@ class Transport(Protocol):
 
     attempts: int
     retries: int
+    #: Told (one line of text) when an answer is slow to start or a Retry-After wait begins.
+    on_wait: Callable[[str], None] | None
 
     async def post_json(self, target: Target, body: bytes) -> Any: ...
 

@@ -39,7 +39,7 @@ from thoughtline.codecs.anthropic.wire import (
     INTERLEAVED_BETA,
     VERSION_HEADER,
 )
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
@@ -154,7 +154,7 @@ def _located(encoded: Encoded) -> Encoded:
     return index.rebuilt() if isinstance(index, SplicedIndex) else encoded
 
 
-class Anthropic:
+class Anthropic(CodecBase):
     """Anthropic Messages (``POST …/v1/messages``, SSE streams with ``event:`` names)."""
 
     api = API

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import orjson
 
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.bedrock import forms, rejections
 from thoughtline.codecs.bedrock.decode import decode_response
 from thoughtline.codecs.bedrock.encode import (
@@ -62,7 +62,7 @@ def endpoint_url(provider: ProviderConfig, environ: Mapping[str, str] | None = N
     return RUNTIME_URL.format(region=region)
 
 
-class Bedrock:
+class Bedrock(CodecBase):
     """AWS Bedrock Converse and ConverseStream."""
 
     api = API

@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.common import path_segment
 from thoughtline.codecs.gemini import forms, rejections
 from thoughtline.codecs.gemini.decode import decode_response
@@ -90,7 +90,7 @@ def request_url(provider: ProviderConfig, model: str, *, stream: bool) -> str:
     return f"{base}/models/{model}:{method}"
 
 
-class Gemini:
+class Gemini(CodecBase):
     """Gemini ``generateContent`` / ``streamGenerateContent?alt=sse`` (AI Studio and Vertex)."""
 
     api = API

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
 from thoughtline.codecs.interactions import chain, rejections
 from thoughtline.codecs.interactions.decode import decode_response
 from thoughtline.codecs.interactions.encode import OWNED, Sent, encode_request, summary
@@ -72,7 +72,7 @@ def _sent(encoded: Encoded) -> Sent:
     return encoded.index if isinstance(encoded.index, Sent) else Sent()
 
 
-class Interactions:
+class Interactions(CodecBase):
     """The Gemini Interactions API (AI Studio and Vertex), whole and streamed (SSE)."""
 
     api = API

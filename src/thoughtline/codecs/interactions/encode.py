@@ -60,7 +60,7 @@ def store_of(plan: ReplayPlan, params: Mapping[str, Any]) -> bool:
     value = params.get("store")
     if isinstance(value, bool):
         return value
-    return bool(getattr(plan.profile, "store", True))
+    return bool(plan.profile.store)
 
 
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,

@@ -10,10 +10,10 @@ Gemini-compat ``extra_content.google``, Copilot ``reasoning_text`` / ``reasoning
 - ``encode``: history + replay plan → request body, with the per-turn wire cache.
 """
 
+from thoughtline.codecs.flat import WireCache
 from thoughtline.codecs.openai_chat.codec import CODEC, OpenAIChat
 from thoughtline.codecs.openai_chat.decode import decode_response, message_from_wire
 from thoughtline.codecs.openai_chat.encode import (
-    WireCache,
     auth_headers,
     encode_message,
     encode_request,

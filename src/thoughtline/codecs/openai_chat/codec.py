@@ -7,73 +7,33 @@ replayed carrier teaches a drop, a "reasoning required" wording teaches the must
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
-import orjson
-
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
 from thoughtline.codecs.openai_chat.decode import decode_response
-from thoughtline.codecs.openai_chat.encode import (
-    OWNED,
-    Tally,
-    WireCache,
-    body_extras,
-    encode_request,
-    tally_summary,
-    wire_summary,
-)
+from thoughtline.codecs.openai_chat.encode import OWNED, TURNS, ChatIndex, wire_summary
 from thoughtline.codecs.openai_chat.fold import StreamFold
 from thoughtline.codecs.openai_chat.wire import API
-from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.chat import ECHO_CARRIER, resolve_chat
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ChatIndex:
-    """What the log needs about a body, kept while encoding it (no second walk, no parse)."""
-
-    tally: Tally
-    body_extras: list[str]
-
-
-class OpenAIChat(SplicedForms):
+class OpenAIChat(CodecBase):
     """OpenAI-compatible Chat Completions (``POST {base_url}/chat/completions``, SSE streams)."""
 
     api = API
     owned = OWNED
-    cache = WireCache  # stored wire forms: codecs.splice
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
         return resolve_chat(provider, base_url, model, echo=echo)  # type: ignore[arg-type]
-
-    def new_cache(self) -> WireCache:
-        return WireCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded:
-        body = encode_request(history, plan, model=spec.model, tools=spec.tools,
-                              params=spec.params, stream=spec.stream, cache=cache)
-        tally = cache.tally_of(body["messages"]) if cache is not None else None
-        index = ChatIndex(tally=tally, body_extras=body_extras(body)) if tally else None
-        if cache is not None and cache.spliced(body["messages"]):
-            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
-            # parsed only if something asks for it (a rejection, a test).
-            return Encoded(raw=orjson.dumps(body), index=index)
-        if cache is not None:  # the messages earlier requests carried go in as their bytes
-            parts = cache.prefix.parts
-            return Encoded(body=body, index=index, dump=lambda: orjson.dumps(
-                {**body, "messages": parts(body["messages"])}))
-        return Encoded(body=body, index=index)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -91,10 +51,10 @@ class OpenAIChat(SplicedForms):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or "bearer"
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
         if isinstance(encoded.index, ChatIndex):
-            return tally_summary(encoded.index.tally, encoded.index.body_extras)
-        return wire_summary(encoded.body, cache)
+            return encoded.index.summary()
+        return wire_summary(encoded.body)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
@@ -102,7 +62,8 @@ class OpenAIChat(SplicedForms):
 
         profile = plan.profile
         target = plan.target
-        sent = set(wire_summary(encoded.body)["carriers"])
+        # The carriers the request carried, from its turns' counts (no walk of the body).
+        sent = set(self.summary(encoded)["carriers"])
         c = fallback.classify(status, body, sent=sent, must_echo=profile.pad,
                               top_level=encoded.body.keys())
         if target is None:

@@ -1,17 +1,23 @@
 """Encode a request for a route: exactly the plan's carriers, the pad, native values on their own
 route, keep-thinking body fields — and nothing of ours on the wire.
 
-Each stored turn's wire form is derived once per plan (``WireCache``) and a growing history reuses
-the wire list of the prefix it already built, so a request costs little more than serializing it.
+A turn's wire messages depend on the turn and the plan only, so the API's turn encoder (``TURNS``,
+``codecs.base.TurnEncoder``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
+each turn once, stores it, splices it into later requests and reuses the walk of a history that
+only grew. A turn's after facts are the request log's counts of it (``Counts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-from thoughtline.codecs import splice
+import orjson
+
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import deep_merge, merge_params
+from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
 from thoughtline.codecs.openai_chat.wire import (
     API,
     GEMINI_DUMMY_SIGNATURE,
@@ -24,7 +30,6 @@ from thoughtline.codecs.openai_chat.wire import (
     RD,
     R,
 )
-from thoughtline.codecs.splice import SplicingCache
 from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolSpec
 from thoughtline.replay import ReplayPlan
 
@@ -52,7 +57,7 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
     calls = () if message.incomplete else message.tool_calls
     text = message.text
     wire: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
-    own = plan.produced_here(message.origin)
+    own = plan.may_replay(message.origin)
     if calls:
         # Gemini 3 wants the first call of a step signed; a foreign turn gets the documented dummy.
         unsigned = not own or (NS_GOOGLE not in message.native
@@ -73,7 +78,7 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
             # readable text has already gone in the plain carriers above.
             items = [p.native[NS_OPENROUTER] for p in message.parts
                      if isinstance(p, Reasoning) and p.complete and NS_OPENROUTER in p.native
-                     and plan.produced_here(p.origin)]
+                     and plan.may_replay(p.origin)]
             if items:
                 wire[RD] = items
     native = profile.native
@@ -101,46 +106,58 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     return [{"role": message.role, "content": message.text}]
 
 
-class Tally(splice.Tally):
-    """Running counts of reasoning fields on assistant wire messages (the request log's view)."""
-
-    __slots__ = ()
-
-    def add(self, message: Mapping[str, Any]) -> None:
+def counts_of(wire: Iterable[Mapping[str, Any]]) -> Counts:
+    """The log's counts of wire messages: reasoning fields on the assistant ones."""
+    assistant = pads = 0
+    carriers: list[str] = []
+    native: list[str] = []
+    for message in wire:
         if message.get("role") != "assistant":
-            return
-        self.assistant += 1
-        carriers, native = self.carriers, self.native
-        for key in (RC, R, RD):
-            if key in message:
-                carriers[key] = carriers.get(key, 0) + 1
+            continue
+        assistant += 1
+        carriers += [key for key in (RC, R, RD) if key in message]
         if message.get(RC) == PAD:
-            self.pads += 1
-        for key in ("reasoning_opaque", "reasoning_text", "extra_content", "thinking",
-                    "thinking_signature"):
-            if key in message:
-                native[key] = native.get(key, 0) + 1
+            pads += 1
+        native += [key for key in ("reasoning_opaque", "reasoning_text", "extra_content",
+                                   "thinking", "thinking_signature") if key in message]
         for call in message.get("tool_calls") or ():
             if "extra_content" in call:
-                native["tool_calls.extra_content"] = native.get("tool_calls.extra_content", 0) + 1
+                native.append("tool_calls.extra_content")
             if "thought_signature" in call.get("function", {}):
-                native["function.thought_signature"] = (
-                    native.get("function.thought_signature", 0) + 1)
+                native.append("function.thought_signature")
+    if not assistant:
+        return NOTHING
+    return Counts(assistant=assistant, pads=pads, carriers=tuple(carriers), native=tuple(native))
 
 
-class WireCache(SplicingCache):
-    """Each stored turn's wire messages per plan (see ``codecs.splice``)."""
+class ChatTurns(FlatTurns):
+    """The Chat Completions ``TurnEncoder``: a turn is its wire messages."""
 
-    api = API
-    # Bump when encode_message's output for a stored turn changes (chat-2: form digests cover
-    # the meta too; rows under chat-1 are simply not found, and re-encoded once).
-    version = "chat-2"
-    tally = Tally
-    encode_message = staticmethod(encode_message)
+    def __init__(self) -> None:
+        # chat-3: stored by the core's wire cache, with named facts (chat-2 rows: not found)
+        super().__init__(version="chat-3", items=encode_message, count=counts_of)
 
-    def messages(self, history: Sequence[Message], plan: ReplayPlan) -> list[Any]:
-        """The wire messages of ``history``; a resumed one is spliced from its stored bytes."""
-        return self.items(history, plan)
+    def assemble(self, walk: Walk[None, Counts], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        body = request_body(list(walk.fragments), plan, model=spec.model, tools=spec.tools,
+                            params=spec.params, stream=spec.stream)
+        return Encoded(raw=orjson.dumps(body), index=ChatIndex(walk=walk,
+                                                               body_extras=body_extras(body)))
+
+
+TURNS = ChatTurns()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatIndex:
+    """What the log and a rejection read about a request as sent: its walk (each turn's
+    counts) and the body's extra top-level fields; no second walk over the body, no parse."""
+
+    walk: Walk[None, Counts]
+    body_extras: list[str]
+
+    def summary(self) -> dict[str, Any]:
+        return counted(self.walk.afters, self.body_extras)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -159,16 +176,24 @@ OWNED = frozenset({"model", "messages", "tools", "stream", "stream_options"})
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
                    tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                    stream: bool = False, stream_usage: bool | None = None,
-                   cache: WireCache | None = None) -> dict[str, Any]:
+                   cache: Any = None) -> dict[str, Any]:
     """The request body for ``history`` on a route, shaped by ``plan``. Never mutates history.
 
-    The returned body shares (read-only) native values and cached wire turns: serialize it, do not
-    edit it.
+    The returned body shares (read-only) native values: serialize it, do not edit it. With a
+    ``cache`` (``WireCache()``) it is the body the core's wire cache sends, read back.
     """
     if cache is not None:
-        messages = cache.messages(history, plan)
-    else:
-        messages = [wire for message in history for wire in encode_message(message, plan)]
+        return cached_body(cache, API, history, plan, RequestSpec(
+            model=model, tools=tools, params=params or {}, stream=stream))
+    messages = [wire for message in history for wire in encode_message(message, plan)]
+    return request_body(messages, plan, model=model, tools=tools, params=params, stream=stream,
+                        stream_usage=stream_usage)
+
+
+def request_body(messages: list[Any], plan: ReplayPlan, *, model: str,
+                 tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
+                 stream: bool = False, stream_usage: bool | None = None) -> dict[str, Any]:
+    """The body around the wire ``messages`` (dicts, or the turns' bytes as fragments)."""
     body: dict[str, Any] = {"model": model, "messages": messages}
     if tools:
         body["tools"] = encode_tools(tools)
@@ -186,13 +211,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
     return body
 
 
-WIRE_VERSION = WireCache.version
-
-
-def tally_summary(tally: Tally, body_extras: Sequence[str]) -> dict[str, Any]:
-    tally.settle()
-    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers),
-            "pads": tally.pads, "native": dict(tally.native), "body_extras": list(body_extras)}
+WIRE_VERSION = TURNS.version
 
 
 def body_extras(body: Mapping[str, Any]) -> list[str]:
@@ -200,19 +219,16 @@ def body_extras(body: Mapping[str, Any]) -> list[str]:
     return sorted(k for k in body if k not in _STANDARD_BODY_KEYS)
 
 
-def wire_summary(body: Mapping[str, Any], cache: WireCache | None = None) -> dict[str, Any]:
+def wire_summary(body: Mapping[str, Any], cache: Any = None) -> dict[str, Any]:
     """Which reasoning fields went on the wire, on how many assistant turns (for the log).
 
-    With the ``cache`` that built the body, the counts it kept while encoding are reused instead
-    of walking every message again.
+    With the ``cache`` that built the body (``encode_request``), the counts kept while encoding
+    are read instead of walking every message again.
     """
-    messages = body.get("messages", ())
-    tally = cache.tally_of(messages) if cache is not None else None
-    if tally is None:
-        tally = Tally()
-        for message in messages:
-            tally.add(message)
-    return tally_summary(tally, body_extras(body))
+    last = cache.last if cache is not None else None
+    if last is not None and isinstance(last.index, ChatIndex) and last.body == body:
+        return last.index.summary()
+    return counted([counts_of(body.get("messages", ()))], body_extras(body))
 
 
 _STANDARD_BODY_KEYS = frozenset({"model", "messages", "tools", "stream", "stream_options",

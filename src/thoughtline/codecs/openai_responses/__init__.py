@@ -15,10 +15,10 @@ of rejected items. Pure: no I/O, no clock, no globals.
 - ``codec``: the ``Codec`` object (``CODEC``) the registry hands out.
 """
 
+from thoughtline.codecs.flat import WireCache
 from thoughtline.codecs.openai_responses.codec import CODEC, OpenAIResponses
 from thoughtline.codecs.openai_responses.decode import decode_response
 from thoughtline.codecs.openai_responses.encode import (
-    WireCache,
     encode_message,
     encode_request,
     id_fingerprint,

@@ -8,55 +8,35 @@ offending ones, retry once without them).
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-import orjson
-
-from thoughtline.codecs.base import Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
 from thoughtline.codecs.openai_responses import compaction, rejections
 from thoughtline.codecs.openai_responses.decode import decode_response, native_problem
 from thoughtline.codecs.openai_responses.encode import (
     OWNED,
-    Tally,
-    WireCache,
-    body_extras,
-    encode_request,
-    origins_of,
+    TURNS,
+    ResponsesIndex,
     stamp_issuer,
-    tally_summary,
     wire_summary,
 )
 from thoughtline.codecs.openai_responses.fold import StreamFold
 from thoughtline.codecs.openai_responses.profile import resolve_responses
 from thoughtline.codecs.openai_responses.wire import API, NS
-from thoughtline.codecs.splice import SplicedForms
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class ResponsesIndex:
-    """What a rejection or the log needs about a body, kept while encoding it: the history it
-    was built from (its first ``size`` messages, read only on a rejection) and the counts."""
-
-    history: Sequence[Message]
-    size: int
-    tally: Tally | None = None
-    extras: tuple[str, ...] = ()
-
-
-class OpenAIResponses(SplicedForms):
+class OpenAIResponses(CodecBase):
     """OpenAI Responses (``POST {base_url}/responses``), stateless, SSE streams."""
 
     api = API
     owned = OWNED
-    cache = WireCache  # stored wire forms: codecs.splice
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
 
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         return native_problem(value) if namespace == NS else None
@@ -64,25 +44,6 @@ class OpenAIResponses(SplicedForms):
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
         return resolve_responses(provider, base_url, model)
-
-    def new_cache(self) -> WireCache:
-        return WireCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded:
-        settings = spec.settings or plan.settings
-        body = encode_request(history, plan, model=spec.model, tools=spec.tools,
-                              params=spec.params, settings=settings, stream=spec.stream,
-                              cache=cache)
-        items = body["input"]
-        index = ResponsesIndex(history=history, size=len(history),
-                               tally=cache.tally_of(items) if cache is not None else None,
-                               extras=body_extras(body))
-        if cache is not None and cache.spliced(items):
-            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
-            # parsed only if something asks for it (a rejection, a test).
-            return Encoded(raw=orjson.dumps(body), index=index)
-        return Encoded(body=body, index=index)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -97,18 +58,17 @@ class OpenAIResponses(SplicedForms):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or "bearer"
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
         index = encoded.index
-        if isinstance(index, ResponsesIndex) and index.tally is not None:
-            return tally_summary(index.tally, index.extras)
+        if isinstance(index, ResponsesIndex):
+            return index.summary()
         return wire_summary(encoded.body)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         provider = plan.target.provider if plan.target is not None else "the provider"
         index = encoded.index
-        origins = (origins_of(itertools.islice(index.history, index.size))
-                   if isinstance(index, ResponsesIndex) else None)
+        origins = index.origins() if isinstance(index, ResponsesIndex) else None
         return rejections.classify(status, body, encoded.body, provider=provider,
                                    origins=origins, target=plan.target, issuer=plan.issuer)
 

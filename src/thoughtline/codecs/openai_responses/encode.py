@@ -10,18 +10,22 @@ those. A readable-only reasoning item (``reasoning_text``, no ``encrypted_conten
 without encryption) goes back at the head of its turn, as those relays expect. Nothing of ours
 reaches the wire.
 
-Each stored turn's input items are derived once per plan (``WireCache``); a growing history
-reuses the list it built for its prefix.
+A turn's input items depend on the turn and the plan only, so the API's turn encoder
+(``TURNS``, ``codecs.flat``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
+each turn once, stores it and splices it into later requests.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from thoughtline.codecs import splice
+import orjson
+
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import merge_params
+from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
 from thoughtline.codecs.openai_responses import compaction
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
 from thoughtline.codecs.openai_responses.wire import (
@@ -40,7 +44,6 @@ from thoughtline.codecs.openai_responses.wire import (
     is_map,
     text_of,
 )
-from thoughtline.codecs.splice import SplicingCache
 from thoughtline.events import Done
 from thoughtline.messages import (
     Message,
@@ -282,35 +285,63 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     return [{"role": message.role, "content": message.text}]
 
 
-class Tally(splice.Tally):
+def counts_of(items: Iterable[Mapping[str, Any]]) -> Counts:
     """What the request log counts on input items: assistant turns, encrypted reasoning items
     and phases (the carriers), readable reasoning and other replayed items (native)."""
-
-    __slots__ = ()
-
-    def add(self, item: Mapping[str, Any]) -> None:
+    assistant = 0
+    carriers: list[str] = []
+    native: list[str] = []
+    for item in items:
         kind = item.get("type")
         if kind == REASONING:
-            encrypted = bool(item.get(ENCRYPTED))
-            into = self.carriers if encrypted else self.native
-            name = ENCRYPTED if encrypted else "readable reasoning items"
-            into[name] = into.get(name, 0) + 1
+            if item.get(ENCRYPTED):
+                carriers.append(ENCRYPTED)
+            else:
+                native.append("readable reasoning items")
         elif kind == MESSAGE or item.get("role") == "assistant":
-            self.assistant += 1
+            assistant += 1
             if PHASE in item:
-                self.carriers[PHASE] = self.carriers.get(PHASE, 0) + 1
+                carriers.append(PHASE)
         elif kind not in (None, FUNCTION_CALL, FUNCTION_CALL_OUTPUT):
-            self.native["other items"] = self.native.get("other items", 0) + 1
+            native.append("other items")
+    if not (assistant or carriers or native):
+        return NOTHING
+    return Counts(assistant=assistant, carriers=tuple(carriers), native=tuple(native))
 
 
-class WireCache(SplicingCache):
-    """Each stored turn's input items per plan (see ``codecs.splice``); a resumed history is
-    spliced from its stored wire forms."""
+class ResponsesTurns(FlatTurns):
+    """The Responses ``TurnEncoder``: a turn is its input items."""
 
-    api = API
-    version = "responses-1"  # bump when encode_message's output for a stored turn changes
-    tally = Tally
-    encode_message = staticmethod(encode_message)
+    def __init__(self) -> None:
+        # responses-2: stored by the core's wire cache, with named facts
+        super().__init__(version="responses-2", items=encode_message, count=counts_of)
+
+    def assemble(self, walk: Walk[None, Counts], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        settings = spec.settings or plan.settings
+        body = request_body(list(walk.fragments), plan, model=spec.model, tools=spec.tools,
+                            params=spec.params, settings=settings, stream=spec.stream)
+        return Encoded(raw=orjson.dumps(body), index=ResponsesIndex(walk=walk,
+                                                                    extras=body_extras(body)))
+
+
+TURNS = ResponsesTurns()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResponsesIndex:
+    """What a rejection or the log reads about a request as sent: its walk (each turn's counts;
+    the history it was built from, read only on a rejection) and the body's switches."""
+
+    walk: Walk[None, Counts]
+    extras: tuple[str, ...] = ()
+
+    def summary(self) -> dict[str, Any]:
+        return summary_of(self.walk.afters, self.extras)
+
+    def origins(self) -> dict[str, Origin]:
+        """Where each replayed item was made (decodes a resumed history: a rejection's path)."""
+        return origins_of(self.walk.history)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -338,14 +369,25 @@ def _reasoning_fields(plan: ReplayPlan, params: Mapping[str, Any],
 def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
                    tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
                    settings: Mapping[str, Any] | None = None, stream: bool = False,
-                   cache: WireCache | None = None) -> dict[str, Any]:
+                   cache: Any = None) -> dict[str, Any]:
     """The request body for ``history`` under ``plan``. Never mutates history; the body shares
-    read-only stored items: serialize it, do not edit it."""
-    params = params or {}
+    read-only stored items: serialize it, do not edit it. With a ``cache`` (``WireCache()``) it
+    is the body the core's wire cache sends, read back."""
     if cache is not None:
-        items = cache.items(history, plan)
-    else:
-        items = [item for message in history for item in encode_message(message, plan)]
+        return cached_body(cache, API, history, plan, RequestSpec(
+            model=model, tools=tools, params=params or {}, settings=settings or {},
+            stream=stream))
+    items = [item for message in history for item in encode_message(message, plan)]
+    return request_body(items, plan, model=model, tools=tools, params=params, settings=settings,
+                        stream=stream)
+
+
+def request_body(items: list[Any], plan: ReplayPlan, *, model: str,
+                 tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
+                 settings: Mapping[str, Any] | None = None,
+                 stream: bool = False) -> dict[str, Any]:
+    """The body around the input ``items`` (dicts, or the turns' bytes as fragments)."""
+    params = params or {}
     body: dict[str, Any] = {"model": model, "input": items}
     if tools:
         body["tools"] = encode_tools(tools)
@@ -369,10 +411,7 @@ def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
 def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
     """What the request log records: how many assistant items went back, the reasoning carriers
     on them (encrypted items, phases) and the other replayed items, and the stateless switches."""
-    tally = Tally()
-    for item in body.get("input", ()):
-        tally.add(item)
-    return tally_summary(tally, body_extras(body))
+    return summary_of([counts_of(body.get("input", ()))], body_extras(body))
 
 
 def body_extras(body: Mapping[str, Any]) -> tuple[str, ...]:
@@ -380,8 +419,6 @@ def body_extras(body: Mapping[str, Any]) -> tuple[str, ...]:
     return tuple(sorted(k for k in ("store", "include", "reasoning") if k in body))
 
 
-def tally_summary(tally: Tally, extras: Sequence[str]) -> dict[str, Any]:
-    """``wire_summary`` from the counts the cache kept while encoding (no item is read again)."""
-    tally.settle()
-    return {"assistant_turns": tally.assistant, "carriers": dict(tally.carriers), "pads": 0,
-            "native": dict(tally.native), "body_extras": list(extras)}
+def summary_of(turns: Iterable[Counts], extras: Sequence[str]) -> dict[str, Any]:
+    """``wire_summary`` from the turns' counts kept while encoding (no item is read again)."""
+    return {**counted(turns, extras), "pads": 0}

@@ -1,0 +1,286 @@
+"""The one wire cache: every turn encoded once, stored under what it depends on, spliced after.
+
+A codec with a turn encoder (``codecs.base.TurnEncoder``) encodes a request turn by turn; this
+cache walks the history once per request and takes each turn's bytes from, in order:
+
+1. the previous walk, when the history only grew since and the walk starts in an equal state (a
+   session's next request: only its new turns are walked);
+2. the stored form of a resumed history's turn under (message id, plan digest, context) — read and
+   verified by the store, spliced as ``orjson.Fragment`` bytes, nothing decoded;
+3. this session's memo of turns it encoded, by (message identity, plan digest, context);
+4. ``encode_turn`` — once: the bytes that go into the request are the bytes written through to
+   the store (``forms``) after the turn is appended, so no turn is encoded twice.
+
+A stored turn's ``TurnFacts`` (and its after facts) come with its form, so a resumed history is
+walked without being decoded; a turn with no form for the plan at all is decoded (the whole stored
+history, once, through the store's verified load) and encoded. A codec without a turn encoder is
+encoded as a whole by its own ``encode_request`` with its own memo (``legacy``).
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.base import (
+    Codec,
+    Context,
+    Encoded,
+    Named,
+    RequestSpec,
+    TurnEncoder,
+    TurnFacts,
+    Walk,
+    context_key,
+)
+from thoughtline.messages import Message, Text
+from thoughtline.replay import ReplayPlan, plan_digest
+from thoughtline.store.wireforms import WireForm
+from thoughtline.stored import Joined, StoredHistory
+
+__all__ = ["WireCache", "encode"]
+
+#: What a history may be followed by on its next request (``WireCache.forms``).
+_NEXT_USER = Message(role="user", parts=(Text(text="…"),))
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class _Remembered:
+    """The last walk under one plan: what a history that only grew continues from."""
+
+    tokens: list[object]  # per turn: its stored message id, or the message itself
+    start: object
+    states: list[object]  # the state after each turn (non-flat encoders only)
+    walk: Walk[Any, Any]
+    ends: list[int]  # how many fragments the first i+1 turns gave
+
+
+def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
+           cache: object) -> Encoded:
+    """The request for ``history``: through ``cache`` when there is one (a codec's own memo,
+    from its ``new_cache``, goes to its ``encode_request``)."""
+    if not isinstance(cache, WireCache):
+        return codec.encode_request(history, plan, spec, cache)
+    return cache.encode(codec, history, plan, spec)
+
+
+class WireCache:
+    """A session's memo of its turns' wire forms (turns are immutable; see the module doc)."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
+        self._parsed: dict[tuple[type, str], tuple[TurnFacts, Named] | None] = {}
+        self._digests: dict[tuple[str, str, Any], str] = {}
+        self._last: dict[tuple[str, str], _Remembered] = {}
+        self._legacy: dict[str, Any] = {}
+        #: (message id, plan digest, context) of every form known to be stored.
+        self._written: set[tuple[str, str, str]] = set()
+        self._flat_done: dict[str, list[str]] = {}  # digest -> ids whose forms are all written
+        #: The request last encoded (what a codec's log summary of it may read back).
+        self.last: Encoded | None = None
+
+    def __len__(self) -> int:
+        return len(self._memo) + sum(len(c) for c in self._legacy.values() if c is not None)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def legacy(self, codec: Codec) -> Any:
+        """The memo of a codec without a turn encoder (its own ``new_cache``)."""
+        if codec.api not in self._legacy:
+            self._legacy[codec.api] = codec.new_cache()
+        return self._legacy[codec.api]
+
+    def digest(self, codec: Codec, plan: ReplayPlan) -> str:
+        """The plan digest a turn encoder's stored forms are keyed by."""
+        encoder = codec.turns
+        assert encoder is not None
+        key = (codec.api, encoder.version, plan.key)
+        found = self._digests.get(key)
+        if found is None:
+            found = self._digests[key] = plan_digest(plan, api=codec.api,
+                                                     version=encoder.version)
+        return found
+
+    def encode(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
+               spec: RequestSpec) -> Encoded:
+        encoder = codec.turns
+        if encoder is None:
+            return codec.encode_request(history, plan, spec, self.legacy(codec))
+        self.last = encoder.assemble(self.walk(codec, history, plan, spec), spec, plan)
+        return self.last
+
+    def walk(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
+             spec: RequestSpec) -> Walk[Any, Any]:
+        """The walk of ``history`` under ``plan`` (each turn's bytes and facts)."""
+        encoder = codec.turns
+        assert encoder is not None
+        digest = self.digest(codec, plan)
+        stored = _stored_of(history)
+        split = len(stored.ids) if stored is not None else 0
+        tokens: list[object] = [*stored.ids, *history[split:]] if stored is not None else list(
+            history)
+        size = len(tokens)
+        last = self._last.get((codec.api, digest))
+        kept = _common(last.tokens, tokens) if last is not None else 0
+        facts = last.walk.facts[:kept] if last is not None else []
+        facts += [self._facts(encoder, digest, tokens[i], stored, i, history)
+                  for i in range(kept, size)]
+        start = encoder.start(plan, spec, facts)
+        flat = encoder.flat
+        if last is None or start != last.start:
+            kept = 0
+        if kept:
+            assert last is not None
+            prior = last.walk
+            state = prior.state if flat else last.states[kept - 1]
+            turns, afters = prior.turns[:kept], prior.afters[:kept]
+            contexts = prior.contexts[:kept]
+            ends = last.ends[:kept]
+            fragments = prior.fragments[:ends[-1]]
+            states = [] if flat else last.states[:kept]
+        else:
+            state, turns, afters, contexts, ends, fragments, states = start, [], [], [], [], [], []
+        fragment = orjson.Fragment
+        for index in range(kept, size):
+            context: Context = "" if flat else encoder.context(state, index, facts[index])
+            data, after = self._form(encoder, digest, index, context, tokens, stored, history,
+                                     plan)
+            if not flat:
+                state = encoder.advance(state, facts[index], context, after)
+                states.append(state)
+            turns.append(data)
+            afters.append(after)
+            contexts.append(context)
+            if data:
+                fragments.append(fragment(data))
+            ends.append(len(fragments))
+        walk: Walk[Any, Any] = Walk(state=state, turns=turns, fragments=fragments, facts=facts,
+                                    afters=afters, contexts=contexts, history=history)
+        self._last[(codec.api, digest)] = _Remembered(tokens=tokens, start=start, states=states,
+                                                      walk=walk, ends=ends)
+        return walk
+
+    def _facts(self, encoder: TurnEncoder[Any, Any], digest: str, token: object,
+               stored: StoredHistory | None, index: int,
+               history: Sequence[Message]) -> TurnFacts:
+        if isinstance(token, Message):
+            return encoder.facts(token)
+        assert stored is not None
+        if stored.plan == digest:  # (forms under another digest may be another API's)
+            for _, meta in stored.forms(index).values():
+                parsed = self._parse(encoder, meta)
+                if parsed is not None:
+                    return parsed[0]
+        return encoder.facts(history[index])  # no form for this plan: decode the history
+
+    def _parse(self, encoder: TurnEncoder[Any, Any],
+               meta: str) -> tuple[TurnFacts, Named] | None:
+        """A stored form's facts and after facts (None: not this encoder's: encode instead)."""
+        key = (type(encoder), meta)
+        if key not in self._parsed:
+            try:
+                raw = orjson.loads(meta)
+                self._parsed[key] = (TurnFacts.from_json(raw, encoder.extra_type),
+                                     encoder.after_type.from_json(raw["after"]))
+            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+                self._parsed[key] = None
+        return self._parsed[key]
+
+    def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
+              tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
+              plan: ReplayPlan) -> tuple[bytes, Named]:
+        key = context if isinstance(context, str) else context_key(context)
+        token = tokens[index]
+        if isinstance(token, Message):
+            message = token
+        else:
+            assert stored is not None
+            row = stored.forms(index).get(key) if stored.plan == digest else None
+            if row is not None:
+                parsed = self._parse(encoder, row[1])
+                if parsed is not None:
+                    return row[0], parsed[1]
+            message = history[index]  # decodes the stored history (once)
+        memo = (id(message), digest, key)
+        hit = self._memo.get(memo)
+        if hit is not None and hit[0] is message:
+            return hit[1], hit[2]
+        data, after = encoder.encode_turn(message, plan, context)
+        self._memo[memo] = (message, data, after)
+        return data, after
+
+    # --- writing through ----------------------------------------------------------------------
+
+    def forms(self, codec: Codec, history: Sequence[Message], ids: Sequence[str],
+              plan: ReplayPlan, spec: RequestSpec) -> list[WireForm]:
+        """The forms of ``history``'s turns (their store ids ``ids``) under ``plan`` that are not
+        stored yet: what the walk of the next request takes from this cache (encoded now, once,
+        if it was not encoded already). Pass them to ``written`` once stored.
+
+        A turn's context may depend on what follows it (e.g. a new user turn closes the tool
+        loop): unless the encoder is flat, the history is walked both as it is and followed by a
+        user turn, so the next request finds its forms whichever kind of turn it sends."""
+        encoder = codec.turns
+        if encoder is None or len(ids) != len(history):
+            return []
+        digest = self.digest(codec, plan)
+        views = [history] if encoder.flat else [history, Joined(history, [_NEXT_USER])]
+        start = 0
+        done = self._flat_done.get(digest) if encoder.flat else None
+        if done is not None and len(done) <= len(ids) and all(map(operator.is_, done, ids)):
+            start = len(done)
+        out: list[WireForm] = []
+        for view in views:
+            walk = self.walk(codec, view, plan, spec)
+            out += self._unwritten(walk, _stored_of(view), ids, digest, start)
+        if encoder.flat:
+            self._flat_done[digest] = list(ids)
+        return out
+
+    def _unwritten(self, walk: Walk[Any, Any], stored: StoredHistory | None,
+                   ids: Sequence[str], digest: str, start: int) -> list[WireForm]:
+        out: list[WireForm] = []
+        written = self._written
+        for index in range(start, len(ids)):
+            context = walk.contexts[index]
+            key = context if isinstance(context, str) else context_key(context)
+            mid = ids[index]
+            if (mid, digest, key) in written:
+                continue
+            written.add((mid, digest, key))  # (taken back by ``unwritten`` if the write fails)
+            if (stored is not None and index < len(stored.ids) and stored.plan == digest
+                    and key in stored.forms(index)):
+                continue
+            meta = {**walk.facts[index].to_json(), "after": walk.afters[index].to_json()}
+            out.append(WireForm(message_id=mid, plan=digest, context=key,
+                                meta=orjson.dumps(meta).decode(), data=walk.turns[index]))
+        return out
+
+    def unwritten(self, forms: Sequence[WireForm]) -> None:
+        """A write of ``forms`` failed: they are offered again next time."""
+        self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
+        for form in forms:
+            self._flat_done.pop(form.plan, None)
+
+
+def _stored_of(history: Sequence[Message]) -> StoredHistory | None:
+    """The resumed history under ``history`` while it is not decoded: once it is, its decoded
+    (and verified) messages are what is sent, so its stored forms are not read any more."""
+    stored = history.stored if isinstance(history, Joined) else history
+    return stored if isinstance(stored, StoredHistory) and not stored.decoded else None
+
+
+def _common(before: list[object], now: list[object]) -> int:
+    """How many leading turns ``now`` shares (by identity) with ``before``."""
+    if len(before) <= len(now) and all(map(operator.is_, before, now)):
+        return len(before)
+    count = 0
+    for a, b in zip(before, now, strict=False):
+        if a is not b:
+            break
+        count += 1
+    return count
