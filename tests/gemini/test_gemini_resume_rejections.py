@@ -6,7 +6,8 @@ more lesson or a move to another route.
 What a Gemini rejection teaches depends on what the request carried: the real signatures (which
 get fingerprinted), the dummy (which the route then refuses), whether every call was already
 signed. A resumed request carries stored turns' bytes and turns encoded since; what it carried
-must be known exactly, and the request log's counts must be those of the fresh request.
+must be known exactly — from the request as sent, decoding nothing — and the request log's counts
+must be those of the fresh request.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ SETTINGS = settings(max_examples=60, deadline=None,
 
 def check(session: Session, history: list[Message]) -> None:
     spliced, plan = TurnEngine.build(session._turn([PENDING]), stream=True)
+    decoded = session._history.decoded
     fresh, _ = TurnEngine.build(replace(session._turn([PENDING]), history=list(history),
                                         cache=session.codec.new_cache()), stream=True)
     assert spliced.raw == fresh.raw
@@ -39,6 +41,8 @@ def check(session: Session, history: list[Message]) -> None:
         for status in (400, 404):
             assert codec.classify(status, body, spliced, plan) == codec.classify(
                 status, body, fresh, plan)
+    # Read from the request as sent: reading a rejection decodes nothing.
+    assert session._history.decoded is decoded
 
 
 @SETTINGS

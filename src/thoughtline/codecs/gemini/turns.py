@@ -1,0 +1,228 @@
+"""A Gemini request, encoded turn by turn (``codecs.base.TurnEncoder``).
+
+A Gemini turn's bytes are not a function of the turn and the plan alone; its *context* is what
+else they depend on, computed from the walk without decoding the turn:
+
+- a model turn: whether every unsigned call carries the dummy (``sign_every_call``, a session
+  setting, not part of the plan) — ``"every"`` or ``""``, and ``""`` for a turn with no call
+  that can be sent;
+- a user or tool turn with tool results: for each result (in part order), the name of the call
+  it answers and whether that call went as text — a result answers its call by name, found in an
+  earlier model turn, and goes as text when the call did;
+- a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``).
+
+The walk state is the calls made so far (call id -> name, sent as text), filled from each model
+turn's after facts (``TurnSent``), which also hold what a rejection and the request log read:
+the fingerprints of the signatures the turn carried, its dummies, thoughts and calls as text. A
+rejection of a request is thus read from the request as sent, without encoding it again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.base import (
+    Context,
+    Encoded,
+    Named,
+    RequestSpec,
+    TurnFacts,
+    Walk,
+)
+from thoughtline.codecs.gemini.encode import (
+    body_extras,
+    model_turn,
+    request_body,
+    sign_every_of,
+    system_parts,
+    user_turn,
+)
+from thoughtline.codecs.gemini.wire import DUMMY_SIGNATURE, SIG, THOUGHT
+from thoughtline.messages import Message, ToolResult, fingerprint
+from thoughtline.replay import ReplayPlan
+
+EVERY = "every"  # a model turn's context when every unsigned call carries the dummy
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnSent(Named):
+    """What one turn carried (its after facts); all empty for a user, tool or system turn."""
+
+    #: The names of its calls, aligned with ``TurnFacts.calls``, when they can be answered
+    #: (the turn was not interrupted).
+    names: tuple[str, ...] = ()
+    #: Its calls went as text (and so do the results answering them).
+    text_mode: bool = False
+    #: The fingerprints of the signatures it carried, in part order (what a rejection teaches).
+    prints: tuple[str, ...] = ()
+    dummies: int = 0
+    thoughts: int = 0
+    #: How many of its calls went as text (the request log's count).
+    calls_as_text: int = 0
+
+
+NOTHING = TurnSent()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calls:
+    """The walk state: the calls made so far (call id -> (name, sent as text)), a result
+    answering the latest call with its id; and whether a system turn was seen."""
+
+    sign_every: bool
+    calls: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
+    system: bool = False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Totals:
+    """What a request's turns carried, added up."""
+
+    #: The fingerprints of every signature it carried (the dummy included where it went on
+    #: Gemini's own unsigned calls), in order: what an invalid-signature rejection teaches.
+    prints: tuple[str, ...] = ()
+    dummies: int = 0
+    thoughts: int = 0
+    model_turns: int = 0
+    as_text: int = 0
+
+
+class Sent:
+    """What a request carried, for ``classify`` and the request log: its turns' after facts,
+    added up on first need (a request that is accepted and not logged never adds them up)."""
+
+    __slots__ = ("_afters", "_facts", "_totals", "extras", "sign_every")
+
+    def __init__(self, afters: Sequence[TurnSent], facts: Sequence[TurnFacts], *,
+                 sign_every: bool, extras: tuple[str, ...]) -> None:
+        self._afters, self._facts = afters, facts
+        self._totals: Totals | None = None
+        self.sign_every, self.extras = sign_every, extras
+
+    @property
+    def totals(self) -> Totals:
+        if self._totals is None:
+            prints: list[str] = []
+            dummies = thoughts = as_text = 0
+            for after in self._afters:
+                if after is not NOTHING:
+                    prints.extend(after.prints)
+                    dummies += after.dummies
+                    thoughts += after.thoughts
+                    as_text += after.calls_as_text
+            self._totals = Totals(prints=tuple(prints), dummies=dummies, thoughts=thoughts,
+                                  model_turns=sum(1 for f in self._facts
+                                                  if f.role == "assistant"), as_text=as_text)
+        return self._totals
+
+
+class GeminiTurns:
+    """The Gemini ``TurnEncoder``."""
+
+    #: Bump when a turn's bytes or its after facts change: older stored forms are not found.
+    version = "gemini-turns-1"
+    flat = False
+    extra_type = None
+    after_type = TurnSent
+
+    def facts(self, message: Message) -> TurnFacts:
+        return TurnFacts.of(message)
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec,
+              facts: Sequence[TurnFacts]) -> Calls:
+        return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}))
+
+    def context(self, state: Calls, index: int, facts: TurnFacts) -> Context:
+        if facts.role == "assistant":
+            return EVERY if state.sign_every and facts.calls and not facts.incomplete else ""
+        if facts.role == "system" or not facts.results:
+            return ""
+        calls = state.calls
+        out: list[str | bool] = []
+        for call_id in facts.results:
+            name, text = calls.get(call_id, (call_id, False))
+            out += (name, text)
+        return tuple(out)
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, TurnSent]:
+        dumps = orjson.dumps
+        if message.role == "system":
+            return b",".join(dumps(p) for p in system_parts(message)), NOTHING
+        if message.role == "assistant":
+            return self._model(message, plan, context == EVERY)
+        answering: dict[str, tuple[str, bool]] = {}
+        if context:
+            ids = [p.call_id for p in message.parts if isinstance(p, ToolResult)]
+            for at, call_id in enumerate(ids):
+                answering[call_id] = (str(context[2 * at]), bool(context[2 * at + 1]))
+        wire = user_turn(message, answering)
+        return (dumps(wire) if wire is not None else b""), NOTHING
+
+    @staticmethod
+    def _model(message: Message, plan: ReplayPlan,
+               sign_every: bool) -> tuple[bytes, TurnSent]:
+        wire, own = model_turn(message, plan, sign_every)
+        parts = wire["parts"]
+        names: tuple[str, ...] = ()
+        if message.tool_calls and not message.incomplete:  # an interrupted turn's never ran
+            names = tuple(call.name for call in message.tool_calls)
+        foreign_text = plan.profile.foreign_calls == "text" and not own
+        if own:
+            after = TurnSent(names=names, prints=tuple(fingerprint(SIG, p[SIG]) for p in parts
+                                                        if SIG in p),
+                             thoughts=sum(1 for p in parts if p.get(THOUGHT) is True))
+        else:
+            after = TurnSent(names=names, text_mode=foreign_text and bool(names),
+                             dummies=sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE),
+                             calls_as_text=len(message.tool_calls)
+                             if plan.profile.foreign_calls == "text" else 0)
+        return orjson.dumps(wire), after
+
+    def advance(self, state: Calls, facts: TurnFacts, context: Context,
+                after: TurnSent) -> Calls:
+        if facts.role == "system" and not state.system:
+            return Calls(sign_every=state.sign_every, calls=state.calls, system=True)
+        if not after.names:
+            return state
+        calls = dict(state.calls)
+        for call_id, name in zip(facts.calls, after.names, strict=True):
+            calls[call_id] = (name, after.text_mode)
+        return Calls(sign_every=state.sign_every, calls=calls, system=state.system)
+
+    def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        contents: list[Any]
+        system: list[Any] = []
+        if walk.state.system:  # rare: system turns go to systemInstruction
+            contents = []
+            for data, facts in zip(walk.turns, walk.facts, strict=True):
+                if data:
+                    (system if facts.role == "system" else contents).append(
+                        orjson.Fragment(data))
+        else:
+            fragments = walk.fragments
+            contents = fragments if isinstance(fragments, list) else list(fragments)
+        body = request_body(contents, system, plan, model=spec.model, tools=spec.tools,
+                            params=spec.params)
+        index = Sent(walk.afters, walk.facts, sign_every=walk.state.sign_every,
+                     extras=body_extras(body))
+        return Encoded(raw=orjson.dumps(body), index=index)
+
+
+TURNS = GeminiTurns()
+
+
+def summary(sent: Sent) -> dict[str, Any]:
+    """What the request log records about the reasoning a request carried."""
+    totals = sent.totals
+    signatures = len(totals.prints)
+    return {"assistant_turns": totals.model_turns,
+            "carriers": {SIG: signatures} if signatures else {},
+            "pads": totals.dummies,
+            "native": {"thought": totals.thoughts} if totals.thoughts else {},
+            "calls_as_text": totals.as_text, "body_extras": list(sent.extras)}
