@@ -93,12 +93,14 @@ def check(session: Session, history: list[Message], pending: list[Message], *,
     undecoded = (stored and bool(pending) and settled(history, pending)
                  and not session._history.decoded)
     spliced, plan = built(session, None, pending)
+    decoded = session._history.decoded
     fresh, _ = built(session, history, pending)
     assert spliced.raw == fresh.raw
     codec = session.codec
     assert codec.summary(spliced) == codec.summary(fresh)
     for body in rejections(fresh.raw):
         assert codec.classify(400, body, spliced, plan) == codec.classify(400, body, fresh, plan)
+    assert session._history.decoded is decoded  # read from the request as sent
     if undecoded:
         assert session._history.decoded is False
 
