@@ -19,6 +19,7 @@ rejection of a request is thus read from the request as sent, without encoding i
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -71,11 +72,12 @@ NOTHING = TurnSent()
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Calls:
     """The walk state: the calls made so far (call id -> (name, sent as text)), a result
-    answering the latest call with its id; and whether a system turn was seen."""
+    answering the latest call with its id; and where the system turns are (their parts go to
+    ``systemInstruction``; known from the start, so ``assemble`` need not look for them)."""
 
     sign_every: bool
+    system: tuple[int, ...] = ()
     calls: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
-    system: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -134,7 +136,8 @@ class GeminiTurns:
 
     def start(self, plan: ReplayPlan, spec: RequestSpec,
               facts: Sequence[TurnFacts]) -> Calls:
-        return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}))
+        return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}),
+                     system=_system_turns(facts))
 
     def context(self, state: Calls, index: int, facts: TurnFacts) -> Context:
         if facts.role == "assistant":
@@ -168,45 +171,46 @@ class GeminiTurns:
                sign_every: bool) -> tuple[bytes, TurnSent]:
         wire, own = model_turn(message, plan, sign_every)
         parts = wire["parts"]
-        names: tuple[str, ...] = ()
-        if message.tool_calls and not message.incomplete:  # an interrupted turn's never ran
-            names = tuple(call.name for call in message.tool_calls)
-        foreign_text = plan.profile.foreign_calls == "text" and not own
+        calls = message.tool_calls
+        # An interrupted turn's calls never ran: nothing can answer them.
+        names = tuple(call.name for call in calls) if calls and not message.incomplete else ()
+        as_text = plan.profile.foreign_calls == "text"
         if own:
-            after = TurnSent(names=names, prints=tuple(fingerprint(SIG, p[SIG]) for p in parts
-                                                        if SIG in p),
-                             thoughts=sum(1 for p in parts if p.get(THOUGHT) is True))
+            prints, thoughts = [], 0
+            for part in parts:
+                if SIG in part:
+                    prints.append(fingerprint(SIG, part[SIG]))
+                if part.get(THOUGHT) is True:
+                    thoughts += 1
+            after = TurnSent(names=names, prints=tuple(prints), thoughts=thoughts)
         else:
-            after = TurnSent(names=names, text_mode=foreign_text and bool(names),
+            after = TurnSent(names=names, text_mode=as_text and bool(names),
                              dummies=sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE),
-                             calls_as_text=len(message.tool_calls)
-                             if plan.profile.foreign_calls == "text" else 0)
+                             calls_as_text=len(calls) if as_text else 0)
         return orjson.dumps(wire), after
 
     def advance(self, state: Calls, facts: TurnFacts, context: Context,
                 after: TurnSent) -> Calls:
-        if facts.role == "system" and not state.system:
-            return Calls(sign_every=state.sign_every, calls=state.calls, system=True)
         if not after.names:
             return state
         calls = dict(state.calls)
         for call_id, name in zip(facts.calls, after.names, strict=True):
             calls[call_id] = (name, after.text_mode)
-        return Calls(sign_every=state.sign_every, calls=calls, system=state.system)
+        return Calls(sign_every=state.sign_every, system=state.system, calls=calls)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
-        contents: list[Any]
+        fragments = walk.fragments
+        contents: list[Any] = fragments if isinstance(fragments, list) else list(fragments)
         system: list[Any] = []
-        if walk.state.system:  # rare: system turns go to systemInstruction
-            contents = []
-            for data, facts in zip(walk.turns, walk.facts, strict=True):
-                if data:
-                    (system if facts.role == "system" else contents).append(
-                        orjson.Fragment(data))
-        else:
-            fragments = walk.fragments
-            contents = fragments if isinstance(fragments, list) else list(fragments)
+        if walk.state.system:  # rare, usually first: their parts go to systemInstruction
+            turns, marked = walk.turns, set(walk.state.system)
+            last = walk.state.system[-1]
+            head: list[Any] = []
+            for index in range(last + 1):
+                if turns[index]:
+                    (system if index in marked else head).append(orjson.Fragment(turns[index]))
+            contents = head + contents[len(head) + len(system):]
         body = request_body(contents, system, plan, model=spec.model, tools=spec.tools,
                             params=spec.params)
         index = Sent(walk.afters, walk.facts, sign_every=walk.state.sign_every,
@@ -215,6 +219,20 @@ class GeminiTurns:
 
 
 TURNS = GeminiTurns()
+_ROLE = operator.attrgetter("role")
+
+
+def _system_turns(facts: Sequence[TurnFacts]) -> tuple[int, ...]:
+    """The indices of the system turns (found at C speed: every request looks)."""
+    roles = list(map(_ROLE, facts))
+    found: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = roles.index("system", at + 1)
+        except ValueError:
+            return tuple(found)
+        found.append(at)
 
 
 def summary(sent: Sent) -> dict[str, Any]:
