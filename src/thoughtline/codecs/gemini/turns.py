@@ -19,8 +19,9 @@ rejection of a request is thus read from the request as sent, without encoding i
 
 from __future__ import annotations
 
+import bisect
 import operator
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,15 +70,45 @@ class TurnSent(Named):
 NOTHING = TurnSent()
 
 
+class CallLog:
+    """The calls a walk made, in order (call id, name, sent as text), shared by the walk states
+    that extend one another: a state sees the first ``upto`` of them, so a state never changes
+    when a later one appends (and a state that is not the log's tip branches a copy)."""
+
+    __slots__ = ("entries", "positions")
+
+    def __init__(self, entries: Sequence[tuple[str, str, bool]] = ()) -> None:
+        self.entries: list[tuple[str, str, bool]] = []
+        self.positions: dict[str, list[int]] = {}  # call id -> where it was made, ascending
+        self.extend(entries)
+
+    def extend(self, entries: Iterable[tuple[str, str, bool]]) -> None:
+        for entry in entries:
+            self.positions.setdefault(entry[0], []).append(len(self.entries))
+            self.entries.append(entry)
+
+    def answering(self, call_id: str, upto: int) -> tuple[str, bool]:
+        """(name, sent as text) of the latest call with this id among the first ``upto`` (the id
+        itself, as a function response, when there is none)."""
+        positions = self.positions.get(call_id)
+        if positions:
+            at = bisect.bisect_left(positions, upto) - 1
+            if at >= 0:
+                _, name, text = self.entries[positions[at]]
+                return name, text
+        return call_id, False
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Calls:
-    """The walk state: the calls made so far (call id -> (name, sent as text)), a result
-    answering the latest call with its id; and where the system turns are (their parts go to
+    """The walk state: the calls made so far (the first ``upto`` of ``log``), a result answering
+    the latest call with its id; and where the system turns are (their parts go to
     ``systemInstruction``; known from the start, so ``assemble`` need not look for them)."""
 
     sign_every: bool
     system: tuple[int, ...] = ()
-    calls: Mapping[str, tuple[str, bool]] = field(default_factory=dict)
+    upto: int = 0
+    log: CallLog = field(default_factory=CallLog, compare=False)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -144,11 +175,10 @@ class GeminiTurns:
             return EVERY if state.sign_every and facts.calls and not facts.incomplete else ""
         if facts.role == "system" or not facts.results:
             return ""
-        calls = state.calls
+        log, upto = state.log, state.upto
         out: list[str | bool] = []
         for call_id in facts.results:
-            name, text = calls.get(call_id, (call_id, False))
-            out += (name, text)
+            out += log.answering(call_id, upto)
         return tuple(out)
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
@@ -193,10 +223,13 @@ class GeminiTurns:
                 after: TurnSent) -> Calls:
         if not after.names:
             return state
-        calls = dict(state.calls)
-        for call_id, name in zip(facts.calls, after.names, strict=True):
-            calls[call_id] = (name, after.text_mode)
-        return Calls(sign_every=state.sign_every, system=state.system, calls=calls)
+        log = state.log
+        if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
+            log = CallLog(log.entries[:state.upto])
+        log.extend((call_id, name, after.text_mode)
+                   for call_id, name in zip(facts.calls, after.names, strict=True))
+        return Calls(sign_every=state.sign_every, system=state.system,
+                     upto=len(log.entries), log=log)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
