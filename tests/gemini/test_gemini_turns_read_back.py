@@ -19,8 +19,10 @@ from hypothesis import strategies as st
 from helpers_turns import same_request
 from thoughtline import replay
 from thoughtline.codecs import registry
+from thoughtline.codecs.base import RequestSpec, walk_turns
 from thoughtline.messages import Message, fingerprint, user
 from thoughtline.verdicts import Verdict
+from thoughtline.wirecache import WireCache
 
 BODIES = (
     '{"error":{"code":400,"message":"Corrupted thought signature.","status":"INVALID_ARGUMENT"}}',
@@ -46,3 +48,24 @@ def test_a_gemini_request_from_read_back_turns_is_the_fresh_one(
                        account=config.project)
     view = list(replay.answered(history, [user("next")]))
     same_request("gemini", view, plan, config.model, BODIES)
+
+
+@settings(max_examples=150)
+@given(base=HISTORIES, first=HISTORIES, second=HISTORIES,
+       provider=st.sampled_from(["pro", "vertex"]))
+def test_one_cache_over_histories_sharing_a_prefix_gives_the_fresh_request(
+        base: list[Message], first: list[Message], second: list[Message],
+        provider: str) -> None:
+    # A session's cache continues the previous walk from the last turn both histories share:
+    # after ``base + first``, ``base + second`` (an edit, a branch) and ``base + first`` again
+    # must answer each call by the name it has in this history, not in the one walked before.
+    config = PROVIDERS[provider]
+    codec = registry.codec("gemini")
+    route = codec.resolve(config.route_id, config.base_url, config.model)
+    plan = replay.plan(route, (), account=config.project)
+    spec = RequestSpec(model=config.model)
+    cache = WireCache()
+    for tail in (first, second, first, []):
+        view = list(replay.answered([*base, *tail], [user("next")]))
+        assert codec.encode_request(view, plan, spec, cache).raw == \
+            walk_turns(codec.turns, view, plan, spec).raw
