@@ -7,7 +7,8 @@ names and text mode a result answers, every call signed), the state advances on 
 read back, and ``assemble`` builds the request — whose rejections and request-log summary are
 read from those facts alone. So for random histories under every plan the facts and after facts
 survive JSON, and a walk over the read-back values gives the same bytes, summary and lessons as
-``walk_turns`` over the messages.
+``walk_turns`` over the messages. And one cache over histories that share a prefix (the core
+continues its previous walk from there) gives each the fresh request.
 """
 
 from __future__ import annotations
