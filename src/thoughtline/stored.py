@@ -113,7 +113,7 @@ class StoredHistory(_TwoParts):
         self._messages: list[Message] | None = None
         self._facts: dict[int, TurnFacts] = {}
         self._shapes: list[Shape] | None = None
-        #: LEGACY ``stored_wire``: each stored message's bytes (context "") in order, as loaded
+        #: ``stored_wire``: each stored message's bytes (context "") in order, as loaded
         self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
         self._tail: list[Message] = []
 
@@ -198,6 +198,16 @@ class StoredHistory(_TwoParts):
             self._shapes = out
         return self._shapes
 
+    def stored_wire(self, plan: str) -> list[bytes | None]:
+        """The stored wire bytes (context "") of every stored message for ``plan`` (None where
+        missing), as the store loaded them: what a flat encoder's request splices in one pass.
+        Made once and shared: read it, never edit it."""
+        if plan != self.plan:
+            return [None] * len(self._ids)
+        if self._wires is None:
+            self._wires = [self.wire(index, plan) for index in range(len(self._ids))]
+        return self._wires
+
     # --- LEGACY: a codec that stores its own forms (context ""), until it has a turn encoder ---
 
     def wire(self, index: int, plan: str) -> bytes | None:
@@ -206,15 +216,6 @@ class StoredHistory(_TwoParts):
             return None
         form = self.forms(index).get("")
         return form[0] if form is not None else None
-
-    def stored_wire(self, plan: str) -> list[bytes | None]:
-        """The stored wire bytes of every stored message for ``plan`` (None where missing);
-        made once and shared: read it, never edit it."""
-        if plan != self.plan:
-            return [None] * len(self._ids)
-        if self._wires is None:
-            self._wires = [self.wire(index, plan) for index in range(len(self._ids))]
-        return self._wires
 
     def meta(self, index: int) -> Mapping[str, Any]:
         """A legacy codec's own stored meta of message ``index`` (``meta_of`` when none)."""

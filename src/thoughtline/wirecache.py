@@ -19,6 +19,7 @@ encoded as a whole by its own ``encode_request`` with its own memo (``legacy``).
 
 from __future__ import annotations
 
+import bisect
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -44,6 +45,8 @@ from thoughtline.stored import Joined, StoredHistory
 
 __all__ = ["WireCache", "encode"]
 
+#: How many pieces a remembered walk's array content may be in before they are joined again.
+_CHUNKS = 32
 #: What a history may be followed by on its next request (``WireCache.forms``).
 _NEXT_USER = Message(role="user", parts=(Text(text="…"),))
 
@@ -55,8 +58,34 @@ class _Remembered:
     tokens: list[object]  # per turn: its stored message id, or the message itself
     start: object
     states: list[object]  # the state after each turn (non-flat encoders only)
-    walk: Walk[Any, Any]
-    ends: list[int]  # how many fragments the first i+1 turns gave
+    turns: list[bytes]
+    afters: list[object]  # after facts, or a stored form's meta not parsed yet
+    facts: list[object]  # (non-flat encoders only: a flat walk reads facts on demand)
+    contexts: list[Context]
+    #: The array content in pieces (``Fragment``s) — earlier requests' turns joined into a few
+    #: chunks, the last walk's own turns one piece each (no copy of them yet) — and how many
+    #: turns each piece covers up to
+    chunks: list[Any]
+    ends: list[int]
+    singles: int  # where the last walk's one-turn pieces begin in ``chunks``
+
+
+class _Lazy(Sequence[Any]):
+    """A sequence whose entries are resolved on first read (a flat walk's facts and after
+    facts: most requests never read them, a stored turn's are parsed only if asked)."""
+
+    __slots__ = ("_entries", "_resolve")
+
+    def __init__(self, entries: list[object], resolve: Any) -> None:
+        self._entries, self._resolve = entries, resolve
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        return self._resolve(index, self._entries[index])
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
@@ -74,14 +103,16 @@ class WireCache:
     def __init__(self) -> None:
         self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
         self._parsed: dict[tuple[type, str], tuple[TurnFacts, Named] | None] = {}
+        self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
         self._legacy: dict[str, Any] = {}
         #: (message id, plan digest, context) of every form known to be stored.
         self._written: set[tuple[str, str, str]] = set()
         self._flat_done: dict[str, list[str]] = {}  # digest -> ids whose forms are all written
-        #: The request last encoded (what a codec's log summary of it may read back).
-        self.last: Encoded | None = None
+        #: The body an API's module-level ``encode_request(cache=…)`` last returned, and the
+        #: index of its request (``codecs.flat.cached_body``; a session never sets it).
+        self.last: tuple[object, object] | None = None
 
     def __len__(self) -> int:
         return len(self._memo) + sum(len(c) for c in self._legacy.values() if c is not None)
@@ -110,8 +141,7 @@ class WireCache:
         encoder = codec.turns
         if encoder is None:
             return codec.encode_request(history, plan, spec, self.legacy(codec))
-        self.last = encoder.assemble(self.walk(codec, history, plan, spec), spec, plan)
-        return self.last
+        return encoder.assemble(self.walk(codec, history, plan, spec), spec, plan)
 
     def walk(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
              spec: RequestSpec) -> Walk[Any, Any]:
@@ -124,51 +154,94 @@ class WireCache:
         tokens: list[object] = [*stored.ids, *history[split:]] if stored is not None else list(
             history)
         size = len(tokens)
+        flat = encoder.flat
         last = self._last.get((codec.api, digest))
         kept = _common(last.tokens, tokens) if last is not None else 0
-        facts = last.walk.facts[:kept] if last is not None else []
-        facts += [self._facts(encoder, digest, tokens[i], stored, i, history)
-                  for i in range(kept, size)]
+
+        def fact(index: int, entry: object) -> TurnFacts:
+            return entry if isinstance(entry, TurnFacts) else self._facts(
+                encoder, digest, entry, stored, index, history)
+
+        if flat:
+            facts: Sequence[TurnFacts] = _Lazy(tokens, fact)
+            raw_facts: list[object] = []
+        else:
+            raw_facts = last.facts[:kept] if last is not None else []
+            raw_facts += [fact(i, tokens[i]) for i in range(kept, size)]
+            facts = raw_facts  # type: ignore[assignment]
         start = encoder.start(plan, spec, facts)
-        flat = encoder.flat
         if last is None or start != last.start:
             kept = 0
         if kept:
             assert last is not None
-            prior = last.walk
-            state = prior.state if flat else last.states[kept - 1]
-            turns, afters = prior.turns[:kept], prior.afters[:kept]
-            contexts = prior.contexts[:kept]
-            ends = last.ends[:kept]
-            fragments = prior.fragments[:ends[-1]]
-            states = [] if flat else last.states[:kept]
+            state = last.start if flat else last.states[kept - 1]
+            turns, afters = last.turns[:kept], last.afters[:kept]
+            contexts, states = last.contexts[:kept], last.states[:kept]
+            ends, chunks = _reused(last, turns)
         else:
-            state, turns, afters, contexts, ends, fragments, states = start, [], [], [], [], [], []
-        fragment = orjson.Fragment
-        for index in range(kept, size):
+            state, turns, afters, contexts, states, ends, chunks = start, [], [], [], [], [], []
+        first = kept
+        if flat and stored is not None and kept < split and stored.plan == digest:
+            wires = stored.stored_wire(digest)[kept:]
+            if None not in wires:  # the usual resume: every stored turn's form, in one pass
+                turns += wires
+                afters += [None] * len(wires)  # (their stored meta, parsed if read)
+                contexts += [""] * len(wires)
+                first = split
+        for index in range(first, size):
             context: Context = "" if flat else encoder.context(state, index, facts[index])
             data, after = self._form(encoder, digest, index, context, tokens, stored, history,
                                      plan)
             if not flat:
-                state = encoder.advance(state, facts[index], context, after)
+                state = encoder.advance(state, facts[index], context, self._after(
+                    encoder, index, after, tokens, stored, history, plan))
                 states.append(state)
             turns.append(data)
             afters.append(after)
             contexts.append(context)
-            if data:
-                fragments.append(fragment(data))
-            ends.append(len(fragments))
-        walk: Walk[Any, Any] = Walk(state=state, turns=turns, fragments=fragments, facts=facts,
-                                    afters=afters, contexts=contexts, history=history)
-        self._last[(codec.api, digest)] = _Remembered(tokens=tokens, start=start, states=states,
-                                                      walk=walk, ends=ends)
+        singles = len(chunks)
+        fragment = orjson.Fragment
+        new = turns[kept:]
+        chunks += [fragment(data) for data in new if data]
+        ends += [index for index, data in enumerate(new, kept + 1) if data]
+        walk: Walk[Any, Any] = Walk(
+            state=state, turns=turns, fragments=chunks, facts=facts,
+            afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
+                                                              stored, history, plan)),
+            contexts=contexts, history=history)
+        self._last[(codec.api, digest)] = _Remembered(
+            tokens=tokens, start=start, states=states, turns=turns, afters=afters,
+            facts=raw_facts, contexts=contexts, ends=ends, chunks=chunks, singles=singles)
         return walk
+
+    def _after(self, encoder: TurnEncoder[Any, Any], index: int, entry: object,
+               tokens: list[object], stored: StoredHistory | None,
+               history: Sequence[Message], plan: ReplayPlan) -> Named:
+        """A turn's after facts: ``entry`` itself, or parsed from a stored form's meta — ``entry``
+        is (context, meta), or None for the form under "" — (a meta that does not parse: the
+        turn encoded again, which decodes the stored history)."""
+        if isinstance(entry, Named):
+            return entry
+        if entry is None:
+            assert stored is not None
+            entry = ("", stored.forms(index)[""][1])
+        assert isinstance(entry, tuple)
+        parsed = self._parse(encoder, entry[1])
+        if parsed is not None:
+            return parsed[1]
+        token = tokens[index]
+        message = token if isinstance(token, Message) else history[index]
+        return encoder.encode_turn(message, plan, entry[0])[1]
 
     def _facts(self, encoder: TurnEncoder[Any, Any], digest: str, token: object,
                stored: StoredHistory | None, index: int,
                history: Sequence[Message]) -> TurnFacts:
         if isinstance(token, Message):
-            return encoder.facts(token)
+            key = (id(token), type(encoder))
+            hit = self._fact_memo.get(key)
+            if hit is None or hit[0] is not token:
+                hit = self._fact_memo[key] = (token, encoder.facts(token))
+            return hit[1]
         assert stored is not None
         if stored.plan == digest:  # (forms under another digest may be another API's)
             for _, meta in stored.forms(index).values():
@@ -192,7 +265,7 @@ class WireCache:
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
-              plan: ReplayPlan) -> tuple[bytes, Named]:
+              plan: ReplayPlan) -> tuple[bytes, object]:
         key = context if isinstance(context, str) else context_key(context)
         token = tokens[index]
         if isinstance(token, Message):
@@ -200,10 +273,8 @@ class WireCache:
         else:
             assert stored is not None
             row = stored.forms(index).get(key) if stored.plan == digest else None
-            if row is not None:
-                parsed = self._parse(encoder, row[1])
-                if parsed is not None:
-                    return row[0], parsed[1]
+            if row is not None:  # its after facts are parsed when read (``_after``)
+                return row[0], (context, row[1])
             message = history[index]  # decodes the stored history (once)
         memo = (id(message), digest, key)
         hit = self._memo.get(memo)
@@ -272,6 +343,23 @@ def _stored_of(history: Sequence[Message]) -> StoredHistory | None:
     (and verified) messages are what is sent, so its stored forms are not read any more."""
     stored = history.stored if isinstance(history, Joined) else history
     return stored if isinstance(stored, StoredHistory) and not stored.decoded else None
+
+
+def _reused(last: _Remembered, turns: list[bytes]) -> tuple[list[int], list[Any]]:
+    """The pieces of ``last`` that cover the first ``len(turns)`` turns (their ends, the pieces),
+    its one-turn pieces joined into one chunk (they are reused a second time: serialized as one
+    piece from now on), and all of them joined again when a long session has made many."""
+    kept = len(turns)
+    reuse = bisect.bisect_right(last.ends, kept, 0, last.singles)
+    if reuse >= _CHUNKS:
+        reuse = 0
+    ends, chunks = last.ends[:reuse], last.chunks[:reuse]
+    covered = ends[-1] if ends else 0
+    rest = [data for data in turns[covered:] if data]
+    if rest:
+        ends.append(kept)
+        chunks.append(orjson.Fragment(b",".join(rest)))
+    return ends, chunks
 
 
 def _common(before: list[object], now: list[object]) -> int:

@@ -301,4 +301,8 @@ def test_a_walk_hands_assemble_the_turns_facts_and_afters() -> None:
     assert walk.facts[0].opens and walk.facts[1].calls == ("c",)
     assert walk.facts[2].results == ("c",)
     assert [a.assistant for a in walk.afters] == [0, 1, 0]
-    assert len(walk.fragments) == 3 and walk.contexts == ["", "", ""]
+    assert walk.contexts == ["", "", ""]
+    # The array's content comes in pieces (fragments) that are the turns' bytes in order.
+    joined = b"[" + b",".join(orjson.dumps(f) for f in walk.fragments) + b"]"
+    assert orjson.loads(joined) == [item for turn in walk.turns
+                                    for item in orjson.loads(b"[" + turn + b"]")]

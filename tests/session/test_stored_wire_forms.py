@@ -57,6 +57,11 @@ PROVIDERS = st.sampled_from([
                    model="claude-opus-4-5"),
     ProviderConfig(id="anthropic", api="anthropic", base_url="https://api.anthropic.com",
                    model="claude-sonnet-4-5"),
+    # Interactions: each turn's steps stored; where the server's chain continues is read from
+    # the turns' stored facts (what each says, its stamp), nothing decoded.
+    ProviderConfig(id="gemini-interactions", api="gemini-interactions",
+                   base_url="https://generativelanguage.googleapis.com/v1beta",
+                   model="gemini-3-pro-preview", auth="x-goog-api-key"),
 ])
 PENDING = user("and the next step?")
 

@@ -81,7 +81,8 @@ class FlatTurns:
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Counts]:
         items = self.items(message, plan)
-        return b",".join(map(orjson.dumps, items)), self.count(items)
+        # (the items' JSON comma-joined: the array's bytes without its brackets, in one call)
+        return orjson.dumps(items)[1:-1], self.count(items)
 
     def advance(self, state: None, facts: TurnFacts, context: Context, after: Counts) -> None:
         return None
@@ -100,4 +101,13 @@ def cached_body(cache: Any, api: str, history: Sequence[Message], plan: ReplayPl
     API's module-level ``encode_request(…, cache=…)`` returns."""
     from thoughtline.codecs import registry
 
-    return dict(cache.encode(registry.codec(api), history, plan, spec).body)
+    encoded = cache.encode(registry.codec(api), history, plan, spec)
+    body = dict(encoded.body)
+    cache.last = (body, encoded.index)
+    return body
+
+
+def cached_index(cache: Any, body: object) -> object:
+    """The index of the request whose body ``cached_body`` returned as ``body`` (else None)."""
+    last = cache.last if cache is not None else None
+    return last[1] if last is not None and last[0] is body else None

@@ -26,13 +26,18 @@ import orjson
 
 from thoughtline.codecs.interactions.wire import NS
 from thoughtline.events import Done
-from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult
+from thoughtline.messages import Message, Origin, Reasoning, Text, ToolCall, ToolResult
 
 ID_KEY = "interaction"  # native[NS][ID_KEY]: the interaction that produced the answer
 DIGEST_KEY = "chain"  # native[NS][DIGEST_KEY]: the conversation digest up to the answer
 #: The session setting a "no such interaction" rejection teaches: that id is gone.
 GONE = "gone_interaction"
 _START = hashlib.sha256(b"thoughtline/gemini-interactions/chain/v1").digest()
+
+
+def said(message: Message) -> bytes:
+    """The digest of what ``message`` says (its link in the chain)."""
+    return _said(message)
 
 
 def _said(message: Message) -> bytes:
@@ -51,9 +56,14 @@ def _said(message: Message) -> bytes:
 
 def running(history: Sequence[Message], start: bytes = _START) -> list[bytes]:
     """The digest after each message of ``history``."""
+    return folded([_said(message) for message in history], start)
+
+
+def folded(links: Sequence[bytes], start: bytes = _START) -> list[bytes]:
+    """The digest after each of the messages whose own digests (``said``) are ``links``."""
     out: list[bytes] = []
-    for message in history:
-        start = hashlib.sha256(start + _said(message)).digest()
+    for link in links:
+        start = hashlib.sha256(start + link).digest()
         out.append(start)
     return out
 
@@ -100,33 +110,35 @@ class Link:
     reason: str = ""
 
 
-def link(history: Sequence[Message], *, model: str, may_replay: Any, gone: str = "") -> Link:
-    """The chain point of ``history``: the last answer, when its stamp still matches."""
-    last = next((i for i in range(len(history) - 1, -1, -1)
-                 if history[i].role == "assistant"), None)
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """What ``link`` reads of one message (``encode.Said`` keeps it as the turn's facts)."""
+
+    role: str
+    said: bytes
+    stamp: tuple[str, str] | None = None
+    origin: Origin | None = None
+
+
+def link(turns: Sequence[Turn], *, model: str, may_replay: Any, gone: str = "") -> Link:
+    """The chain point of a history of ``turns``: the last answer, when its stamp still
+    matches."""
+    last = next((i for i in range(len(turns) - 1, -1, -1) if turns[i].role == "assistant"),
+                None)
     if last is None:
         return Link()
-    stamps = [i for i in range(last + 1) if stamp_of(history[i]) is not None]
-    if not stamps:
+    if not any(turns[i].stamp is not None for i in range(last + 1)):
         return Link()  # no stored interaction in this history: nothing is lost by sending it all
-    answer = history[last]
-    stamp = stamp_of(answer)
-    if stamp is None:
+    answer = turns[last]
+    if answer.stamp is None:
         return Link(reason=f"message {last} is not a stored interaction")
-    ident, digest = stamp
+    ident, digest = answer.stamp
     origin = answer.origin
     if origin is None or origin.model != model or not may_replay(origin):
         return Link(reason=f"interaction {ident} was made by another model or service")
     if ident == gone:
         return Link(reason=f"the server no longer has interaction {ident}")
-    if running(history[:last + 1])[-1].hex() != digest:
+    if folded([t.said for t in turns[:last + 1]])[-1].hex() != digest:
         return Link(reason=f"the history before message {last} changed since interaction "
                            f"{ident} (compaction, branch or edit)")
     return Link(previous=ident, start=last + 1)
-
-
-class NoCache:
-    """This API keeps no per-session wire cache (``codecs.base.WireCache``)."""
-
-    def __len__(self) -> int:
-        return 0

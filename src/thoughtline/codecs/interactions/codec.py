@@ -5,27 +5,27 @@ Studio and Vertex endpoints (``…/v1beta/interactions``; Vertex
 ``…/v1beta1/projects/{p}/locations/{l}/interactions``: google-genai 3.6.1
 ``tests/interactions/test_auth.py``), the authentication each expects, the request log summary,
 the ``stamp`` hook (each stored answer remembers its interaction id and the conversation digest,
-``chain``) and the reading of a rejection. Stored wire forms are not implemented (optional).
+``chain``) and the reading of a rejection. Its turns are stored and spliced by the core's wire
+cache (``encode.TURNS``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
 from thoughtline.codecs.interactions import chain, rejections
 from thoughtline.codecs.interactions.decode import decode_response
-from thoughtline.codecs.interactions.encode import OWNED, Sent, encode_request, summary
+from thoughtline.codecs.interactions.encode import OWNED, TURNS, Sent, summary
 from thoughtline.codecs.interactions.fold import StreamFold
 from thoughtline.codecs.interactions.profile import InteractionsProfile
 from thoughtline.codecs.interactions.wire import API
 from thoughtline.config import ProviderConfig
 from thoughtline.errors import UsageError
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route, api_table, host_matches, hostname_of, path_of
 
@@ -77,6 +77,7 @@ class Interactions(CodecBase):
 
     api = API
     owned = OWNED
+    turns = TURNS  # each turn's steps stored and spliced by the core (``wirecache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str, *,
                 echo: str = "auto") -> Route:
@@ -84,15 +85,6 @@ class Interactions(CodecBase):
         return Route(row=row.id, api=API, provider=provider.strip().lower(),
                      host=hostname_of(base_url), model=model, profile=_profile(row.id),
                      path=path_of(base_url), explain=row.explain)
-
-    def new_cache(self) -> chain.NoCache:
-        return chain.NoCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: Any = None) -> Encoded:
-        body, sent = encode_request(history, plan, model=spec.model, tools=spec.tools,
-                                    params=spec.params, stream=spec.stream)
-        return Encoded(body=body, index=sent)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -108,7 +100,7 @@ class Interactions(CodecBase):
             return provider.auth
         return "google-oauth" if is_vertex(provider.base_url) else "x-goog-api-key"
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
         return summary(_sent(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

@@ -10,6 +10,11 @@ context or omit it"; an incompatible signature is never sent).
 
 With server-side state (``store: true``, the default) the request continues the stored chain when
 it still matches (``chain.link``) and sends only what came after; otherwise the whole history.
+
+A turn's steps depend on the turn and the plan only, so the API's turn encoder (``TURNS``) is
+flat: the core's wire cache stores each turn's steps and splices them. What decides where the
+chain continues is read from each turn's facts (``Said``: what it says, its stamp, its origin),
+so a resumed history links without being decoded.
 """
 
 from __future__ import annotations
@@ -20,16 +25,17 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.base import Context, Encoded, Named, RequestSpec, TurnFacts, Walk
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.interactions import chain
 from thoughtline.codecs.interactions.wire import CALL, OUTPUT, RESULT, SIG, THOUGHT, USER
 from thoughtline.messages import (
     Message,
+    Origin,
     Reasoning,
     Text,
     ToolCall,
     ToolResult,
-    ToolSpec,
     fingerprint,
 )
 from thoughtline.replay import ReplayPlan
@@ -63,37 +69,136 @@ def store_of(plan: ReplayPlan, params: Mapping[str, Any]) -> bool:
     return bool(plan.profile.store)
 
 
-def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
-                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
-                   stream: bool = False) -> tuple[dict[str, Any], Sent]:
-    params = params or {}
-    sent = Sent(store=store_of(plan, params))
-    start = 0
-    if sent.store:
+_ORIGIN = ("api", "provider", "host", "model", "account", "region")  # ``Said.origin``
+
+
+@dataclass(frozen=True, slots=True)
+class Said(Named):
+    """An Interactions turn's own facts (``TurnFacts.extra``): the digest of what it says (its
+    link in the chain), and an answer's stamp and origin (may the chain continue from it?)."""
+
+    said: str = ""
+    interaction: str = ""
+    chain: str = ""
+    #: An answer's origin: (api, provider, host, model, account, region).
+    origin: tuple[str, ...] = ()
+
+    def turn(self, role: str) -> chain.Turn:
+        stamp = (self.interaction, self.chain) if self.interaction and self.chain else None
+        origin = Origin(**dict(zip(_ORIGIN, self.origin, strict=True))) if len(
+            self.origin) == len(_ORIGIN) else None
+        return chain.Turn(role=role, said=bytes.fromhex(self.said), stamp=stamp, origin=origin)
+
+
+@dataclass(frozen=True, slots=True)
+class Steps(Named):
+    """A turn's steps as the log and a rejection count them (its after facts)."""
+
+    model_turn: bool = False
+    thoughts: int = 0
+    signatures: tuple[str, ...] = ()
+
+
+NO_STEPS = Steps()
+
+
+@dataclass(frozen=True, slots=True)
+class Linked:
+    """Where a request stands on the server's chain (the walk's state, the same for every turn):
+    sent from ``start``, continuing ``previous`` (or why not), and the digest of the whole
+    history its answer will follow."""
+
+    store: bool
+    start: int = 0
+    previous: str = ""
+    fallback: str = ""
+    digest: str = ""
+
+
+class InteractionsTurns:
+    """The Interactions ``TurnEncoder``: a turn is its input steps (a system turn: its text)."""
+
+    version = "interactions-1"
+    flat = True
+    extra_type = Said
+    after_type = Steps
+
+    def facts(self, message: Message) -> TurnFacts:
+        stamp = chain.stamp_of(message)
+        o = message.origin if message.role == "assistant" else None
+        return TurnFacts.of(message, Said(
+            said=chain.said(message).hex(), interaction=stamp[0] if stamp else "",
+            chain=stamp[1] if stamp else "",
+            origin=(o.api, o.provider, o.host, o.model, o.account, o.region) if o else ()))
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> Linked:
+        if not store_of(plan, spec.params):
+            return Linked(store=False)
+        turns = [f.extra.turn(f.role) for f in facts if isinstance(f.extra, Said)]
+        if len(turns) != len(facts):
+            raise ValueError("an Interactions turn without its facts")
         gone = plan.settings.get(chain.GONE, "")
-        found = chain.link(history, model=model, may_replay=plan.may_replay,
+        found = chain.link(turns, model=spec.model, may_replay=plan.may_replay,
                            gone=gone if isinstance(gone, str) else "")
-        sent.previous, start, sent.fallback = found.previous, found.start, found.reason
-        sent.digest = chain.running(history)[-1].hex() if history else ""
-    system = [m.text for m in history if m.role == "system" and m.text]
-    steps: list[dict[str, Any]] = []
-    for message in history[start:]:
-        if message.role != "system":
-            steps.extend(_steps(message, plan, sent))
-    body: dict[str, Any] = {"model": model, "input": steps, "store": sent.store}
-    if sent.previous:
-        body["previous_interaction_id"] = sent.previous
-    if system:
-        body["system_instruction"] = "\n\n".join(system)
-    if tools:
-        body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
-                          "parameters": dict(t.parameters)} for t in tools]
-    if stream:
-        body["stream"] = True
-    extra = {k: v for k, v in params.items() if k != "store"}
-    merge_params(body, extra, OWNED)
-    sent.extras = tuple(sorted(k for k in body if k not in OWNED and k != "store"))
-    return body, sent
+        digest = chain.folded([t.said for t in turns])[-1].hex() if turns else ""
+        return Linked(store=True, start=found.start, previous=found.previous,
+                      fallback=found.reason, digest=digest)
+
+    def context(self, state: Linked, index: int, facts: TurnFacts) -> Context:
+        return ""
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, Steps]:
+        if message.role == "system":
+            return (orjson.dumps(message.text) if message.text else b""), NO_STEPS
+        sent = Sent()
+        steps = _steps(message, plan, sent)
+        after = Steps(model_turn=bool(sent.model_turns), thoughts=sent.thoughts,
+                      signatures=tuple(sent.signatures)) if sent.model_turns else NO_STEPS
+        return orjson.dumps(steps)[1:-1], after
+
+    def advance(self, state: Linked, facts: TurnFacts, context: Context,
+                after: Steps) -> Linked:
+        return state
+
+    def assemble(self, walk: Walk[Linked, Steps], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        state = walk.state
+        sent = Sent(store=state.store, previous=state.previous, fallback=state.fallback,
+                    digest=state.digest)
+        system: list[str] = []
+        steps: list[Any] = []
+        for index, data in enumerate(walk.turns):
+            if walk.facts[index].role == "system":
+                if data:
+                    system.append(orjson.loads(data))
+                continue
+            if index < state.start:
+                continue
+            after = walk.afters[index]
+            if after is not NO_STEPS:
+                sent.model_turns += after.model_turn
+                sent.thoughts += after.thoughts
+                sent.signatures.extend(after.signatures)
+            if data:
+                steps.append(orjson.Fragment(data))
+        body: dict[str, Any] = {"model": spec.model, "input": steps, "store": sent.store}
+        if sent.previous:
+            body["previous_interaction_id"] = sent.previous
+        if system:
+            body["system_instruction"] = "\n\n".join(system)
+        if spec.tools:
+            body["tools"] = [{"type": "function", "name": t.name, "description": t.description,
+                              "parameters": dict(t.parameters)} for t in spec.tools]
+        if spec.stream:
+            body["stream"] = True
+        extra = {k: v for k, v in spec.params.items() if k != "store"}
+        merge_params(body, extra, OWNED)
+        sent.extras = tuple(sorted(k for k in body if k not in OWNED and k != "store"))
+        return Encoded(raw=orjson.dumps(body), index=sent)
+
+
+TURNS = InteractionsTurns()
 
 
 def _steps(message: Message, plan: ReplayPlan, sent: Sent) -> list[dict[str, Any]]:

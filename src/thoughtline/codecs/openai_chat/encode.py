@@ -17,7 +17,14 @@ import orjson
 
 from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import deep_merge, merge_params
-from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
+from thoughtline.codecs.flat import (
+    NOTHING,
+    Counts,
+    FlatTurns,
+    cached_body,
+    cached_index,
+    counted,
+)
 from thoughtline.codecs.openai_chat.wire import (
     API,
     GEMINI_DUMMY_SIGNATURE,
@@ -225,9 +232,9 @@ def wire_summary(body: Mapping[str, Any], cache: Any = None) -> dict[str, Any]:
     With the ``cache`` that built the body (``encode_request``), the counts kept while encoding
     are read instead of walking every message again.
     """
-    last = cache.last if cache is not None else None
-    if last is not None and isinstance(last.index, ChatIndex) and last.body == body:
-        return last.index.summary()
+    index = cached_index(cache, body)
+    if isinstance(index, ChatIndex):
+        return index.summary()
     return counted([counts_of(body.get("messages", ()))], body_extras(body))
 
 
