@@ -9,7 +9,8 @@ else they depend on, computed from the walk without decoding the turn:
 - a user or tool turn with tool results: for each result (in part order), the name of the call
   it answers and whether that call went as text — a result answers its call by name, found in an
   earlier model turn, and goes as text when the call did;
-- a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``).
+- a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``: its bytes are
+  empty and its texts are in its after facts).
 
 The walk state is the calls made so far (call id -> name, sent as text), filled from each model
 turn's after facts (``TurnSent``), which also hold what a rejection and the request log read:
@@ -65,6 +66,9 @@ class TurnSent(Named):
     thoughts: int = 0
     #: How many of its calls went as text (the request log's count).
     calls_as_text: int = 0
+    #: A system turn's texts: its parts go to ``systemInstruction``, not ``contents``, so its
+    #: bytes are empty and ``assemble`` reads them from here.
+    system: tuple[str, ...] = ()
 
 
 NOTHING = TurnSent()
@@ -103,7 +107,8 @@ class CallLog:
 class Calls:
     """The walk state: the calls made so far (the first ``upto`` of ``log``), a result answering
     the latest call with its id; and where the system turns are (their parts go to
-    ``systemInstruction``; known from the start, so ``assemble`` need not look for them)."""
+    ``systemInstruction``, read from their after facts; known from the start, so ``assemble``
+    need not look for them)."""
 
     sign_every: bool
     system: tuple[int, ...] = ()
@@ -157,7 +162,7 @@ class GeminiTurns:
     """The Gemini ``TurnEncoder``."""
 
     #: Bump when a turn's bytes or its after facts change: older stored forms are not found.
-    version = "gemini-turns-1"
+    version = "gemini-turns-2"
     flat = False
     extra_type = None
     after_type = TurnSent
@@ -185,7 +190,8 @@ class GeminiTurns:
                     context: Context) -> tuple[bytes, TurnSent]:
         dumps = orjson.dumps
         if message.role == "system":
-            return b",".join(dumps(p) for p in system_parts(message)), NOTHING
+            texts = tuple(part["text"] for part in system_parts(message))
+            return b"", TurnSent(system=texts) if texts else NOTHING
         if message.role == "assistant":
             return self._model(message, plan, context == EVERY)
         answering: dict[str, tuple[str, bool]] = {}
@@ -233,17 +239,10 @@ class GeminiTurns:
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
-        fragments = walk.fragments
+        fragments = walk.fragments  # every turn but the system ones (their bytes are empty)
         contents: list[Any] = fragments if isinstance(fragments, list) else list(fragments)
-        system: list[Any] = []
-        if walk.state.system:  # rare, usually first: their parts go to systemInstruction
-            turns, marked = walk.turns, set(walk.state.system)
-            last = walk.state.system[-1]
-            head: list[Any] = []
-            for index in range(last + 1):
-                if turns[index]:
-                    (system if index in marked else head).append(orjson.Fragment(turns[index]))
-            contents = head + contents[len(head) + len(system):]
+        afters = walk.afters
+        system = [{"text": text} for index in walk.state.system for text in afters[index].system]
         body = request_body(contents, system, plan, model=spec.model, tools=spec.tools,
                             params=spec.params)
         index = Sent(walk.afters, walk.facts, sign_every=walk.state.sign_every,
