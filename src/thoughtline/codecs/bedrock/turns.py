@@ -40,8 +40,11 @@ from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan
 
 IN_LOOP = "loop"  # an assistant turn's context inside the current tool loop
-_FIRST = orjson.dumps({TEXT: USER_FIRST})
-_LAST = orjson.Fragment(orjson.dumps({"role": "user", "content": [{TEXT: USER_LAST}]}))
+# The pieces ``assemble`` writes the messages with: a message's opening (by role), the user
+# messages Converse needs first and last.
+_USER, _ASSISTANT = b'{"role":"user","content":[', b'{"role":"assistant","content":['
+_FIRST = orjson.dumps({"role": "user", "content": [{TEXT: USER_FIRST}]}) + b","
+_LAST = b"]}," + orjson.dumps({"role": "user", "content": [{TEXT: USER_LAST}]})
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -180,39 +183,33 @@ class BedrockTurns:
     def assemble(self, walk: Walk[Loop, TurnBlocks], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
         system: list[Any] = []
-        out: list[bytes] = []  # the Converse messages' bytes
-        blocks: list[bytes] = []  # the current message's turns
-        role_now = ""
+        pieces: list[bytes] = []  # every Converse message, comma-joined, in pieces
+        add = pieces.append
+        role_now = b""
         for data, facts in zip(walk.turns, walk.facts, strict=True):
             if not data:
                 continue
-            role = facts.role
-            if role == "tool":
-                role = "user"
-            elif role == "system":
+            if facts.role == "system":
                 system.append(orjson.Fragment(data))
                 continue
-            if role != role_now:
-                if blocks:
-                    out.append(_message(role_now, blocks))
-                elif role == "assistant":  # Converse needs a user message first
-                    out.append(_message("user", [_FIRST]))
-                role_now, blocks = role, []
-            blocks.append(data)
-        if blocks:
-            out.append(_message(role_now, blocks))
-        messages: list[Any] = out
-        if role_now == "assistant":
-            messages.append(_LAST)
+            role = _ASSISTANT if facts.role == "assistant" else _USER
+            if role is role_now:
+                add(b",")  # same role: the turn goes into the open message
+            else:
+                if role_now:
+                    add(b"]},")
+                elif role is _ASSISTANT:
+                    add(_FIRST)  # Converse needs a user message first
+                add(role)
+                role_now = role
+            add(data)
+        if role_now:
+            add(b"]}" if role_now is _USER else _LAST)  # and a user message last
+        messages: list[Any] = [orjson.Fragment(b"".join(pieces))] if pieces else []
         body = request_body(system, messages, plan, tools=spec.tools, params=spec.params)
         index = Carried(walk.afters, walk.facts,
                         extras=tuple(body.get("additionalModelRequestFields", {})))
         return Encoded(raw=orjson.dumps(body), index=index)
-
-
-def _message(role: str, blocks: list[bytes]) -> Any:
-    return orjson.Fragment(b'{"role":"' + role.encode() + b'","content":['
-                           + b",".join(blocks) + b"]}")
 
 
 TURNS = BedrockTurns()
