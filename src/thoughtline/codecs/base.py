@@ -37,6 +37,7 @@ encoding: bump it and every stored form of that API is simply not found any more
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import (
@@ -297,8 +298,15 @@ class Named:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Any:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        names = _field_names(cls)
         return cls(**{k: _tuples(v) for k, v in raw.items() if k in names})
+
+
+@functools.cache
+def _field_names(cls: type) -> frozenset[str]:
+    """A ``Named`` type's field names (read once per type: a resume reads every stored turn's
+    after facts)."""
+    return frozenset(f.name for f in dataclasses.fields(cls))
 
 
 def _tuples(value: Any) -> Any:

@@ -9,14 +9,15 @@ globals (the AWS region is read from the provider config or the AWS environment,
 - ``policy``: which reasoning of a stored turn each model receives (as neutral decisions);
 - ``decode``: a whole response → canonical Message (Claude thinking in the shared shape);
 - ``fold``: ConverseStream events → the whole content → ``decode``, so stream and whole agree;
-- ``encode``: history + replay plan → Converse body, with the per-turn wire cache;
+- ``encode``: one turn's Converse blocks, and the body around the turns;
+- ``turns``: the request turn by turn (``TurnEncoder``): same-role turns merged, opaque blocks
+  located for ``rejections``;
 - ``rejections``: the documented ValidationException wordings → what to learn;
 - ``codec``: the ``Codec`` object (``CODEC``).
 """
 
 from thoughtline.codecs.bedrock.codec import CODEC, Bedrock, endpoint_url, region_of
 from thoughtline.codecs.bedrock.decode import decode_response, parts_from_content
-from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
 from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import (
     BedrockProfile,
@@ -35,16 +36,13 @@ __all__ = [
     "Bedrock",
     "BedrockProfile",
     "StreamFold",
-    "WireCache",
     "claude_key",
     "claude_version",
     "decode_response",
-    "encode_request",
     "endpoint_url",
     "model_id",
     "parts_from_content",
     "profile_for",
     "region_of",
     "resolve",
-    "wire_summary",
 ]
