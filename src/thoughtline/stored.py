@@ -116,6 +116,7 @@ class StoredHistory(_TwoParts):
         #: ``stored_wire``: each stored message's bytes (context "") in order, as loaded
         self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
         self._tail: list[Message] = []
+        self._rows: list[Forms] | None = None
 
     # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
 
@@ -156,6 +157,14 @@ class StoredHistory(_TwoParts):
     def forms(self, index: int) -> Forms:
         """Stored message ``index``'s verified forms for ``plan``, by context ({}: none)."""
         return self._forms.get(self._ids[index], {})
+
+    def rows(self) -> list[Forms]:
+        """Every stored message's forms (``forms``), in order: what a resumed walk reads turn
+        by turn. Made once and shared: read it, never edit it."""
+        if self._rows is None:
+            forms, empty = self._forms, {}
+            self._rows = [forms.get(mid, empty) for mid in self._ids]
+        return self._rows
 
     def facts(self, index: int) -> TurnFacts:
         """The neutral facts of message ``index``: from a stored form's meta when it has one

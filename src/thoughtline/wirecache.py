@@ -20,6 +20,7 @@ encoded as a whole by its own ``encode_request`` with its own memo (``legacy``).
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -102,7 +103,9 @@ class WireCache:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
-        self._parsed: dict[tuple[type, str], tuple[TurnFacts, Named] | None] = {}
+        #: Per encoder type: a stored meta's facts and after facts (None: not this encoder's);
+        #: keyed by the meta string, so turns that share a meta are parsed once.
+        self._parsed: dict[type, dict[str, tuple[TurnFacts, Named] | None]] = {}
         self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
@@ -167,7 +170,9 @@ class WireCache:
             raw_facts: list[object] = []
         else:
             raw_facts = last.facts[:kept] if last is not None else []
-            raw_facts += [fact(i, tokens[i]) for i in range(kept, size)]
+            if stored is not None and kept < split and stored.plan == digest:
+                raw_facts += self._stored_facts(encoder, stored, kept)
+            raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), size)]
             facts = raw_facts  # type: ignore[assignment]
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
@@ -188,6 +193,10 @@ class WireCache:
                 afters += [None] * len(wires)  # (their stored meta, parsed if read)
                 contexts += [""] * len(wires)
                 first = split
+        elif not flat and stored is not None and kept < split and stored.plan == digest:
+            first, state = self._spliced(encoder, stored, facts, kept, state,
+                                         (turns, afters, contexts, states))
+        spliced = first  # turns[kept:spliced] are stored forms, spliced as one piece
         for index in range(first, size):
             context: Context = "" if flat else encoder.context(state, index, facts[index])
             data, after = self._form(encoder, digest, index, context, tokens, stored, history,
@@ -199,11 +208,16 @@ class WireCache:
             turns.append(data)
             afters.append(after)
             contexts.append(context)
+        if spliced > kept:
+            joined = b",".join([data for data in turns[kept:spliced] if data])
+            if joined:
+                chunks.append(orjson.Fragment(joined))
+                ends.append(spliced)
         singles = len(chunks)
         fragment = orjson.Fragment
-        new = turns[kept:]
+        new = turns[spliced:]
         chunks += [fragment(data) for data in new if data]
-        ends += [index for index, data in enumerate(new, kept + 1) if data]
+        ends += [index for index, data in enumerate(new, spliced + 1) if data]
         walk: Walk[Any, Any] = Walk(
             state=state, turns=turns, fragments=chunks, facts=facts,
             afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
@@ -250,18 +264,67 @@ class WireCache:
                     return parsed[0]
         return encoder.facts(history[index])  # no form for this plan: decode the history
 
+    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                      begin: int) -> list[TurnFacts]:
+        """The facts of the stored turns from ``begin`` on, from their forms' metas (each
+        distinct meta parsed once), up to the first turn with no form this encoder reads."""
+        parsed = self._metas(encoder)
+        out: list[TurnFacts] = []
+        for forms in itertools.islice(stored.rows(), begin, None):
+            found = None
+            for _, meta in forms.values():
+                found = parsed.get(meta) or self._parse(encoder, meta)
+                if found is not None:
+                    break
+            if found is None:
+                break
+            out.append(found[0])
+        return out
+
+    def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                 facts: Sequence[TurnFacts], begin: int, state: object,
+                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> tuple[int, object]:
+        """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
+        each has one for its context: where that stopped, and the state there."""
+        turns, afters, contexts, states = into
+        parsed = self._metas(encoder)
+        rows = stored.rows()
+        context_of, advance = encoder.context, encoder.advance
+        for index in range(begin, len(rows)):
+            fact = facts[index]
+            context = context_of(state, index, fact)
+            row = rows[index].get(context if type(context) is str else context_key(context))
+            if row is None:
+                return index, state
+            found = parsed.get(row[1]) or self._parse(encoder, row[1])
+            if found is None:
+                return index, state
+            after = found[1]
+            state = advance(state, fact, context, after)
+            states.append(state)
+            turns.append(row[0])
+            afters.append(after)
+            contexts.append(context)
+        return len(rows), state
+
+    def _metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, tuple[TurnFacts, Named] | None]:
+        found = self._parsed.get(type(encoder))
+        if found is None:
+            found = self._parsed[type(encoder)] = {}
+        return found
+
     def _parse(self, encoder: TurnEncoder[Any, Any],
                meta: str) -> tuple[TurnFacts, Named] | None:
         """A stored form's facts and after facts (None: not this encoder's: encode instead)."""
-        key = (type(encoder), meta)
-        if key not in self._parsed:
+        parsed = self._metas(encoder)
+        if meta not in parsed:
             try:
                 raw = orjson.loads(meta)
-                self._parsed[key] = (TurnFacts.from_json(raw, encoder.extra_type),
-                                     encoder.after_type.from_json(raw["after"]))
+                parsed[meta] = (TurnFacts.from_json(raw, encoder.extra_type),
+                                encoder.after_type.from_json(raw["after"]))
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-                self._parsed[key] = None
-        return self._parsed[key]
+                parsed[meta] = None
+        return parsed[meta]
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],

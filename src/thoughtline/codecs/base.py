@@ -298,8 +298,11 @@ class Named:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Any:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
+        if not raw:  # most turns' after facts are all defaults: one shared value
+            return _default(cls)
         names = _field_names(cls)
-        return cls(**{k: _tuples(v) for k, v in raw.items() if k in names})
+        return cls(**{k: _tuples(v) if type(v) is list else v for k, v in raw.items()
+                      if k in names})
 
 
 @functools.cache
@@ -307,6 +310,12 @@ def _field_names(cls: type) -> frozenset[str]:
     """A ``Named`` type's field names (read once per type: a resume reads every stored turn's
     after facts)."""
     return frozenset(f.name for f in dataclasses.fields(cls))
+
+
+@functools.cache
+def _default(cls: type) -> Any:
+    """A ``Named`` type's value with every field at its default (frozen: shared)."""
+    return cls()
 
 
 def _tuples(value: Any) -> Any:
@@ -374,13 +383,14 @@ class TurnFacts:
     def from_json(cls, raw: Mapping[str, Any], extra_type: type[Named] | None = None,
                   ) -> TurnFacts:
         """What ``to_json`` wrote (``TypeError``/``KeyError``/``ValueError`` when it is not)."""
-        extra = raw.get("extra")
+        get = raw.get
+        extra, calls, results = get("extra"), get("calls"), get("results")
         role = raw["role"]
-        if not isinstance(role, str):
+        if type(role) is not str:
             raise TypeError("a turn's role is a string")
-        return cls(role=role, calls=tuple(map(str, raw.get("calls", ()))),
-                   results=tuple(map(str, raw.get("results", ()))),
-                   incomplete=bool(raw.get("incomplete")), opens=bool(raw.get("opens")),
+        return cls(role=role, calls=tuple(map(str, calls)) if calls else (),
+                   results=tuple(map(str, results)) if results else (),
+                   incomplete=bool(get("incomplete")), opens=bool(get("opens")),
                    extra=extra_type.from_json(extra) if extra_type and extra is not None
                    else None)
 
