@@ -49,7 +49,6 @@ from typing import (
     Protocol,
     TypeAlias,
     TypeVar,
-    runtime_checkable,
 )
 
 import orjson
@@ -254,25 +253,6 @@ class ChecksNative(Protocol):
         """``(path below the record, why)`` for a record of ``namespace`` it cannot encode;
         None when the record is fine or the namespace is not this codec's."""
         ...
-
-
-@runtime_checkable
-class StoresWireForms(Protocol):
-    """LEGACY (until Anthropic, Gemini and Bedrock have a ``TurnEncoder``): a codec whose turns'
-    wire forms it stores itself, so a resume splices bytes.
-
-    ``plan_digest`` names everything a stored form depends on (stable across processes).
-    ``wire_forms`` gives the forms of ``history[start:]`` under ``plan``: index -> (the turn's
-    bytes as they go into the request, its ``meta``: ``stored.meta_of`` plus the codec's own
-    keys). It may also give earlier turns whose form has changed since it was stored, and leave
-    out a turn that has no form of its own; the codec's cache splices what it finds and encodes
-    the rest.
-    """
-
-    def plan_digest(self, plan: ReplayPlan) -> str: ...
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> Mapping[int, tuple[bytes, bytes]]: ...
 
 
 
