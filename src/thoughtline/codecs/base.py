@@ -280,16 +280,51 @@ class Named:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
         if not raw:  # most turns' after facts are all defaults: one shared value
             return _default(cls)
-        names = _field_names(cls)
-        return cls(**{k: _tuples(v) if type(v) is list else v for k, v in raw.items()
-                      if k in names})
+        values = []
+        get = raw.get
+        for name, default in _layout(cls):
+            value = get(name, default)
+            if value is _REQUIRED:
+                raise TypeError(f"{cls.__name__}: {name} is missing")
+            values.append(_tuples(value) if type(value) is list else value)
+        return _build(cls, values)
+
+    @classmethod
+    def of_fields(cls, *values: Any) -> Any:
+        """The value with these field values, in field order, set without the frozen
+        ``__init__``'s keyword call (a resume builds one per stored turn; the caller gives
+        every field, already of its type)."""
+        return _build(cls, values)
+
+
+_REQUIRED = object()
 
 
 @functools.cache
-def _field_names(cls: type) -> frozenset[str]:
-    """A ``Named`` type's field names (read once per type: a resume reads every stored turn's
-    after facts)."""
-    return frozenset(f.name for f in dataclasses.fields(cls))
+def _layout(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A ``Named`` type's (field name, default) pairs in order (read once per type: a resume
+    reads every stored turn's after facts)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default: Any = f.default
+        if default is dataclasses.MISSING:
+            factory = f.default_factory
+            default = _REQUIRED if factory is dataclasses.MISSING else factory()
+        out.append((f.name, default))
+    return tuple(out)
+
+
+@functools.cache
+def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of a frozen slotted dataclass's fields, in field order."""
+    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
+
+
+def _build(cls: type, values: Sequence[Any]) -> Any:
+    obj = object.__new__(cls)
+    for put, value in zip(_setters(cls), values, strict=True):
+        put(obj, value)
+    return obj
 
 
 @functools.cache
@@ -368,11 +403,11 @@ class TurnFacts:
         role = raw["role"]
         if type(role) is not str:
             raise TypeError("a turn's role is a string")
-        return cls(role=role, calls=tuple(map(str, calls)) if calls else (),
-                   results=tuple(map(str, results)) if results else (),
-                   incomplete=bool(get("incomplete")), opens=bool(get("opens")),
-                   extra=extra_type.from_json(extra) if extra_type and extra is not None
-                   else None)
+        return _build(cls, (role, tuple(map(str, calls)) if calls else (),
+                            tuple(map(str, results)) if results else (),
+                            bool(get("incomplete")), bool(get("opens")),
+                            extra_type.from_json(extra) if extra_type and extra is not None
+                            else None))
 
 
 #: What a turn's bytes depend on besides the turn and the plan: a string, or a tuple of JSON

@@ -69,7 +69,7 @@ class TurnExtra(Named):
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> TurnExtra:
         """``Named.from_json``, field by field (read for every stored turn of a resume)."""
-        return cls(raw.get("stamp"), raw.get("thinking", 0), raw.get("system"))
+        return cls.of_fields(raw.get("stamp"), raw.get("thinking", 0), raw.get("system"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,9 +96,9 @@ class TurnAfter(Named):
         """``Named.from_json``, field by field (read for every stored turn of a resume)."""
         get = raw.get
         thinking = get("thinking")
-        return cls(tuple(get("kinds", ())), tuple(get("parts", ())),
-                   tuple(map(tuple, thinking)) if thinking else (), get("omitted", 0),
-                   get("visible", ""), get("started", False), get("cut", False))
+        return cls.of_fields(tuple(get("kinds", ())), tuple(get("parts", ())),
+                             tuple(map(tuple, thinking)) if thinking else (), get("omitted", 0),
+                             get("visible", ""), get("started", False), get("cut", False))
 
 
 @dataclass(frozen=True, slots=True)
