@@ -63,11 +63,10 @@ class _Remembered:
     afters: list[object]  # after facts, or a stored form's meta not parsed yet
     facts: list[object]  # (non-flat encoders only: a flat walk reads facts on demand)
     contexts: list[Context]
-    #: The array content in pieces (``Fragment``s) — earlier requests' turns joined into a few
-    #: chunks, the last walk's own turns one piece each (no copy of them yet) — and how many
-    #: turns each piece covers up to
+    #: The array content in pieces (``Fragment``s): earlier requests' turns joined into a few
+    #: chunks, then the last walk's own turns one piece each (no copy of them yet)
     chunks: list[Any]
-    ends: list[int]
+    ends: list[int]  # how many turns each chunk covers up to (the singles have no entry)
     singles: int  # where the last walk's one-turn pieces begin in ``chunks``
 
 
@@ -208,16 +207,14 @@ class WireCache:
             turns.append(data)
             afters.append(after)
             contexts.append(context)
-        if spliced > kept:
+        if spliced > kept:  # the stored turns: one joined chunk (it has its end, as chunks do)
             joined = b",".join([data for data in turns[kept:spliced] if data])
             if joined:
                 chunks.append(orjson.Fragment(joined))
                 ends.append(spliced)
-        singles = len(chunks)
+        singles = len(chunks)  # (only the chunks need their ends: the singles are joined)
         fragment = orjson.Fragment
-        new = turns[spliced:]
-        chunks += [fragment(data) for data in new if data]
-        ends += [index for index, data in enumerate(new, spliced + 1) if data]
+        chunks += [fragment(data) for data in turns[spliced:] if data]
         walk: Walk[Any, Any] = Walk(
             state=state, turns=turns, fragments=chunks, facts=facts,
             afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
@@ -445,7 +442,7 @@ def _reused(last: _Remembered, turns: list[bytes]) -> tuple[list[int], list[Any]
     its one-turn pieces joined into one chunk (they are reused a second time: serialized as one
     piece from now on), and all of them joined again when a long session has made many."""
     kept = len(turns)
-    reuse = bisect.bisect_right(last.ends, kept, 0, last.singles)
+    reuse = bisect.bisect_right(last.ends, kept)
     if reuse >= _CHUNKS:
         reuse = 0
     ends, chunks = last.ends[:reuse], last.chunks[:reuse]
