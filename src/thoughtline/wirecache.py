@@ -171,7 +171,8 @@ class WireCache:
             raw_facts = last.facts[:kept] if last is not None else []
             if stored is not None and kept < split and stored.plan == digest:
                 raw_facts += self._stored_facts(encoder, stored, kept)
-            raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), size)]
+            raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
+            raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
             facts = raw_facts  # type: ignore[assignment]
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
@@ -196,6 +197,10 @@ class WireCache:
             first, state = self._spliced(encoder, stored, facts, kept, state,
                                          (turns, afters, contexts, states))
         spliced = first  # turns[kept:spliced] are stored forms, spliced as one piece
+        if first >= split:  # the rest are messages (the usual case)
+            state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
+                                  (turns, afters, contexts, states))
+            first = size
         for index in range(first, size):
             context: Context = "" if flat else encoder.context(state, index, facts[index])
             data, after = self._form(encoder, digest, index, context, tokens, stored, history,
@@ -260,6 +265,48 @@ class WireCache:
                 if parsed is not None:
                     return parsed[0]
         return encoder.facts(history[index])  # no form for this plan: decode the history
+
+    def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
+                       begin: int) -> list[TurnFacts]:
+        """The facts of the turns held as messages, ``tokens[begin:]`` (memoized per message)."""
+        memo, kind, of = self._fact_memo, type(encoder), encoder.facts
+        out: list[TurnFacts] = []
+        for message in itertools.islice(tokens, begin, None):
+            key = (id(message), kind)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not message:
+                hit = memo[key] = (message, of(message))
+            out.append(hit[1])
+        return out
+
+    def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str, messages: list[Any],
+                 facts: Sequence[TurnFacts], begin: int, state: object, plan: ReplayPlan,
+                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> object:
+        """Walk the turns held as messages from ``begin`` (``_form``'s memo or encoded once, in
+        one loop: a cold request walks every turn here): the state after the last."""
+        turns, afters, contexts, states = into
+        memo, encode_turn = self._memo, encoder.encode_turn
+        context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
+        context: Context = ""
+        for index in range(begin, len(messages)):
+            message = messages[index]
+            if not flat:
+                fact = facts[index]
+                context = context_of(state, index, fact)
+            key = (id(message), digest, context if type(context) is str else context_key(context))
+            hit = memo.get(key)
+            if hit is not None and hit[0] is message:
+                data, after = hit[1], hit[2]
+            else:
+                data, after = encode_turn(message, plan, context)
+                memo[key] = (message, data, after)
+            if not flat:
+                state = advance(state, fact, context, after)
+                states.append(state)
+            turns.append(data)
+            afters.append(after)
+            contexts.append(context)
+        return state
 
     def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                       begin: int) -> list[TurnFacts]:
