@@ -370,8 +370,8 @@ class TurnFacts:
             elif isinstance(part, ToolCall):
                 calls += (part.id,)
         role = message.role
-        return cls(role=role, calls=calls, results=results, incomplete=message.incomplete,
-                   opens=role == "user" and len(results) < len(message.parts), extra=extra)
+        return _build(cls, (role, calls, results, message.incomplete,  # (fields in order)
+                            role == "user" and len(results) < len(message.parts), extra))
 
     @property
     def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:
