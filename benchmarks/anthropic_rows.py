@@ -26,10 +26,11 @@ import orjson
 from benchmarks import synth
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
 from thoughtline import replay
-from thoughtline.codecs.anthropic import CODEC, WireCache
+from thoughtline.codecs.anthropic import CODEC
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin, Reasoning, ToolCall
+from thoughtline.wirecache import WireCache
 
 MODEL = "claude-opus-4-5"
 ORIGIN = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com", model=MODEL)

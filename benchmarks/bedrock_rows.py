@@ -2,11 +2,11 @@
 
 Request build: a tool-calling history of N turns made by the target model (Claude signed
 thinking, gpt-oss readable text, GPT-5.6 ``redactedContent``), encoded for that model through
-route → plan → ``encode_request`` with the session's ``WireCache`` and serialized; the floor is
-``orjson.dumps`` of the very same body. Steady state reuses one cache while the newest three turns
-are new (as in real use); cold starts from an empty cache. Stream fold: a ConverseStream of
-10,000 events (reasoning text fragments, a signature, text), each payload parsed and folded, then
-``finish``; the floor is ``orjson.loads`` of every payload alone.
+route → plan → the core's ``WireCache`` (each turn encoded once, the request spliced from the
+turns' bytes); the floor is ``orjson.dumps`` of the very same body. Steady state reuses one cache
+while the newest three turns are new (as in real use); cold starts from an empty cache. Stream
+fold: a ConverseStream of 10,000 events (reasoning text fragments, a signature, text), each
+payload parsed and folded, then ``finish``; the floor is ``orjson.loads`` of every payload alone.
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ import orjson
 
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
 from thoughtline import replay
-from thoughtline.codecs.base import RequestSpec
-from thoughtline.codecs.bedrock import CODEC, WireCache
+from thoughtline.codecs.base import Encoded, RequestSpec
+from thoughtline.codecs.bedrock import CODEC
 from thoughtline.messages import (
     Message,
     Origin,
@@ -32,6 +32,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
+from thoughtline.wirecache import WireCache, encode
 
 SCENARIO = "bedrock"
 SIZES = (100, 1_000)
@@ -70,15 +71,20 @@ def history(model: str, turns: int) -> list[Message]:
     return out
 
 
-def _body(messages: Sequence[Message], model: str, cache: WireCache | None) -> Any:
+def _encoded(messages: Sequence[Message], model: str, cache: WireCache | None) -> Encoded:
     route = CODEC.resolve("bedrock", None, model)
     plan = replay.plan(route, (), region="us-east-1")
     spec = RequestSpec(model=model, tools=(TOOL,), stream=True)
-    return CODEC.encode_request(messages, plan, spec, cache).body
+    return encode(CODEC, messages, plan, spec, cache)
+
+
+def _body(messages: Sequence[Message], model: str, cache: WireCache | None) -> Any:
+    return _encoded(messages, model, cache).body
 
 
 def _bytes(messages: Sequence[Message], model: str, cache: WireCache | None) -> bytes:
-    return orjson.dumps(_body(messages, model, cache))
+    """The request's bytes (spliced from its turns' bytes: serializing is part of the build)."""
+    return _encoded(messages, model, cache).raw
 
 
 def _fresh(messages: Sequence[Message]) -> list[Message]:

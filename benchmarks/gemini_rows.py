@@ -1,10 +1,11 @@
 """The Gemini native rows: request build and stream fold, measured like the Chat Completions rows.
 
-Request build (``request_build``'s method): route → plan → ``encode_request`` with the session's
-``WireCache`` → ``orjson.dumps``; the floor is ``orjson.dumps`` of the same final body. The
-history is N Gemini tool loops, each: a user question, a model turn with a thought summary and a
-signed ``functionCall``, its result, and a model answer whose text carries a signature (the shape
-of the recorded ``fantasy-gemini3-pro-thinking-function-call`` exchange). Steady state reuses the
+Request build (``request_build``'s method): route → plan → the core's ``WireCache`` (each turn
+encoded once, the request spliced from the turns' bytes) → the request bytes; the floor is
+``orjson.dumps`` of the same final body. The history is N Gemini tool loops, each: a user
+question, a model turn with a thought summary and a signed ``functionCall``, its result, and a
+model answer whose text carries a signature (the shape of the recorded
+``fantasy-gemini3-pro-thinking-function-call`` exchange). Steady state reuses the
 cache with three new turns; cold starts from a fresh cache.
 
 Stream fold (``stream_fold``'s method): ``orjson.loads`` + ``StreamFold.add`` per chunk, then
@@ -25,9 +26,8 @@ import orjson
 
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
 from thoughtline import config, replay
-from thoughtline.codecs.base import RequestSpec
+from thoughtline.codecs.base import Encoded, RequestSpec
 from thoughtline.codecs.gemini.codec import CODEC
-from thoughtline.codecs.gemini.encode import WireCache
 from thoughtline.codecs.gemini.fold import StreamFold
 from thoughtline.events import Done
 from thoughtline.messages import (
@@ -42,6 +42,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
+from thoughtline.wirecache import WireCache, encode
 
 MODEL = "gemini-3-pro-preview"
 ORIGIN = Origin(api="gemini", provider="gemini", host="generativelanguage.googleapis.com",
@@ -92,13 +93,18 @@ def _plan() -> replay.ReplayPlan:
     return replay.plan(route, ())
 
 
-def request_body(history: Sequence[Message], cache: WireCache | None) -> Any:
+def _encoded(history: Sequence[Message], cache: WireCache | None) -> Encoded:
     spec = RequestSpec(model=MODEL, tools=(TOOL,), stream=True)
-    return CODEC.encode_request(history, _plan(), spec, cache).body
+    return encode(CODEC, history, _plan(), spec, cache)
+
+
+def request_body(history: Sequence[Message], cache: WireCache | None) -> Any:
+    return _encoded(history, cache).body
 
 
 def request_bytes(history: Sequence[Message], cache: WireCache | None) -> bytes:
-    return orjson.dumps(request_body(history, cache))
+    """The request's bytes (spliced from its turns' bytes: serializing is part of the build)."""
+    return _encoded(history, cache).raw
 
 
 def _fresh(messages: Sequence[Message]) -> list[Message]:

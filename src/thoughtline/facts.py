@@ -9,11 +9,12 @@ core's history views (``stored``, ``replay``) read them from here, so neither im
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+import functools
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from thoughtline.messages import Message, ToolResult
+from thoughtline.messages import Message, ToolCall, ToolResult
 
 
 class Named:
@@ -35,8 +36,59 @@ class Named:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Any:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
-        names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-        return cls(**{k: _tuples(v) for k, v in raw.items() if k in names})
+        if not raw:  # most turns' after facts are all defaults: one shared value
+            return _default(cls)
+        values = []
+        get = raw.get
+        for name, default in _layout(cls):
+            value = get(name, default)
+            if value is _REQUIRED:
+                raise TypeError(f"{cls.__name__}: {name} is missing")
+            values.append(_tuples(value) if type(value) is list else value)
+        return _build(cls, values)
+
+    @classmethod
+    def of_fields(cls, *values: Any) -> Any:
+        """The value with these field values, in field order, set without the frozen
+        ``__init__``'s keyword call (a resume builds one per stored turn; the caller gives
+        every field, already of its type)."""
+        return _build(cls, values)
+
+
+_REQUIRED = object()
+
+
+@functools.cache
+def _layout(cls: type) -> tuple[tuple[str, Any], ...]:
+    """A ``Named`` type's (field name, default) pairs in order (read once per type: a resume
+    reads every stored turn's after facts)."""
+    out = []
+    for f in dataclasses.fields(cls):
+        default: Any = f.default
+        if default is dataclasses.MISSING:
+            factory = f.default_factory
+            default = _REQUIRED if factory is dataclasses.MISSING else factory()
+        out.append((f.name, default))
+    return tuple(out)
+
+
+@functools.cache
+def _setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
+    """The slot setters of a frozen slotted dataclass's fields, in field order."""
+    return tuple(cls.__dict__[f.name].__set__ for f in dataclasses.fields(cls))
+
+
+def _build(cls: type, values: Sequence[Any]) -> Any:
+    obj = object.__new__(cls)
+    for put, value in zip(_setters(cls), values, strict=True):
+        put(obj, value)
+    return obj
+
+
+@functools.cache
+def _default(cls: type) -> Any:
+    """A ``Named`` type's value with every field at its default (frozen: shared)."""
+    return cls()
 
 
 def _tuples(value: Any) -> Any:
@@ -68,11 +120,16 @@ class TurnFacts:
     @classmethod
     def of(cls, message: Message, extra: Named | None = None) -> TurnFacts:
         """The neutral facts of ``message`` (and the API's ``extra``)."""
-        results = tuple(p.call_id for p in message.parts if isinstance(p, ToolResult))
-        return cls(role=message.role, calls=tuple(c.id for c in message.tool_calls),
-                   results=results, incomplete=message.incomplete,
-                   opens=message.role == "user" and len(results) < len(message.parts),
-                   extra=extra)
+        calls: tuple[str, ...] = ()
+        results: tuple[str, ...] = ()
+        for part in message.parts:  # one pass: this runs for every turn of a cold request
+            if isinstance(part, ToolResult):
+                results += (part.call_id,)
+            elif isinstance(part, ToolCall):
+                calls += (part.id,)
+        role = message.role
+        return _build(cls, (role, calls, results, message.incomplete,  # (fields in order)
+                            role == "user" and len(results) < len(message.parts), extra))
 
     @property
     def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:
@@ -99,12 +156,13 @@ class TurnFacts:
     def from_json(cls, raw: Mapping[str, Any], extra_type: type[Named] | None = None,
                   ) -> TurnFacts:
         """What ``to_json`` wrote (``TypeError``/``KeyError``/``ValueError`` when it is not)."""
-        extra = raw.get("extra")
+        get = raw.get
+        extra, calls, results = get("extra"), get("calls"), get("results")
         role = raw["role"]
-        if not isinstance(role, str):
+        if type(role) is not str:
             raise TypeError("a turn's role is a string")
-        return cls(role=role, calls=tuple(map(str, raw.get("calls", ()))),
-                   results=tuple(map(str, raw.get("results", ()))),
-                   incomplete=bool(raw.get("incomplete")), opens=bool(raw.get("opens")),
-                   extra=extra_type.from_json(extra) if extra_type and extra is not None
-                   else None)
+        return _build(cls, (role, tuple(map(str, calls)) if calls else (),
+                            tuple(map(str, results)) if results else (),
+                            bool(get("incomplete")), bool(get("opens")),
+                            extra_type.from_json(extra) if extra_type and extra is not None
+                            else None))

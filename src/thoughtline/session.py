@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from thoughtline import config as config_mod
 from thoughtline import replay
 from thoughtline.codecs import registry
-from thoughtline.codecs.base import Codec, Lesson, StoresWireForms
+from thoughtline.codecs.base import Codec, Lesson
 from thoughtline.codecs.common import refused_params
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.events import Done, Event
@@ -88,8 +88,6 @@ class Session:
         # Content ids of ``_history``, for stored wire forms (None: unknown, no forms stored).
         self._ids: list[str] | None = list(ids) if ids is not None else (
             [] if not history else None)
-        self._forms_plan: str | None = None  # the plan digest every turn has a stored form for
-        self._forms_rewritten = False  # after a resumed history was decoded (``_forms_stale``)
         # The params and settings an imported file named, once the user trusts it (in memory
         # only: the stored config never holds them, so the next resume asks again).
         self._trusted: tuple[Mapping[str, Any], Mapping[str, Mapping[str, Any]]] | None = None
@@ -156,7 +154,6 @@ class Session:
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
                                       load=self._loader(self.id), scan=scan, wires=found.wires)
         self._ids = list(ids)
-        self._forms_plan = digest if len(found.forms) == len(set(ids)) else None
         self.problems = tuple(
             LoadProblem(seq=seq, kind=ProblemKind.WIRE_FORM, digest=mid,
                         detail="its stored wire form failed its digest: it was left out and is "
@@ -167,11 +164,7 @@ class Session:
     def _forms_digest(self, plan: replay.ReplayPlan) -> str | None:
         """The plan digest the codec's stored forms are keyed by (None: it stores none)."""
         codec = self.codec
-        if codec.turns is not None:
-            return self._cache.digest(codec, plan)
-        if isinstance(codec, StoresWireForms):  # LEGACY: a codec storing its own forms
-            return codec.plan_digest(plan)
-        return None
+        return self._cache.digest(codec, plan) if codec.turns is not None else None
 
     def _loader(self, session_id: str) -> Callable[[], list[Message]]:
         """Decode the stored history of ``session_id`` on first need; what the verified load
@@ -309,8 +302,7 @@ class Session:
         self._history = [m.message for m in loaded.messages]
         self._ids = [m.id for m in loaded.messages]
         self.problems = tuple(loaded.problems)
-        self._forms_plan = None
-        self._store_wire_forms(0)  # the new turns' forms, so the next resume splices them too
+        self._store_wire_forms()  # the new turns' forms, so the next resume splices them too
 
     def replace_history(self, messages: Sequence[Message], *, at: int, head: str | None,
                         note: Mapping[str, Any]) -> int:
@@ -349,16 +341,16 @@ class Session:
         self._history.extend(messages)
         if self._ids is not None:
             self._ids.extend(m.id for m in written.stored)
-            self._store_wire_forms(len(self._history) - len(messages))
+            self._store_wire_forms()
 
-    def _store_wire_forms(self, start: int) -> None:
+    def _store_wire_forms(self) -> None:
         """Store the wire forms of the turns the next request carries that are not stored yet
         (the core's cache encodes each turn once: these are the bytes that request splices),
         and where the unanswered-call scan stands after them."""
         ids = self._ids
         if ids is None:
             return
-        from thoughtline.store.wireforms import WireForm, scan_form
+        from thoughtline.store.wireforms import scan_form
 
         codec = self.codec
         turn = self._turn([])
@@ -366,16 +358,8 @@ class Session:
         digest = self._forms_digest(plan)
         if digest is None:
             return
-        if codec.turns is not None:
-            forms = self._cache.forms(codec, self._history, ids, plan,
-                                      TurnEngine.spec(turn, stream=True))
-        else:  # LEGACY: a codec storing its own forms re-encodes them here
-            assert isinstance(codec, StoresWireForms)
-            if digest != self._forms_plan or self._forms_stale():
-                start = 0
-            forms = [WireForm(message_id=ids[index], plan=digest, meta=meta.decode(), data=data)
-                     for index, (data, meta)
-                     in sorted(codec.wire_forms(self._history, start, plan).items())]
+        forms = self._cache.forms(codec, self._history, ids, plan,
+                                  TurnEngine.spec(turn, stream=True))
         rows = list(forms)
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
             rows.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
@@ -384,18 +368,6 @@ class Session:
         except StoreError:
             self._cache.unwritten(forms)
             return  # a cache: the next resume re-encodes what is missing
-        self._forms_plan = digest
-
-    def _forms_stale(self) -> bool:
-        """LEGACY (a codec storing its own forms, keyed without their context): True once after
-        a resumed history had to be decoded: a stored form may not have fit here (a row shared
-        by content id, written under another session's context), so this session's forms are
-        written again — the next resume splices instead of decoding."""
-        history = self._history
-        if isinstance(history, StoredHistory) and history.decoded and not self._forms_rewritten:
-            self._forms_rewritten = True
-            return True
-        return False
 
     def branch(self, at: int | None = None, title: str = "") -> Session:
         """A new session sharing the first ``at`` turns (default all), reasoning untouched."""

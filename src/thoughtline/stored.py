@@ -16,43 +16,24 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import overload
 
 import orjson
 
 from thoughtline.facts import TurnFacts
 from thoughtline.messages import Message, ToolCall, ToolResult
 
-
-def meta_of(message: Message) -> dict[str, Any]:
-    """LEGACY (the stored meta of a codec that stores its own forms, until it has a turn
-    encoder): the neutral facts in one-letter keys."""
-    out: dict[str, Any] = {"r": message.role}
-    calls = [c.id for c in message.tool_calls]
-    if calls:
-        out["c"] = calls
-    results = [p.call_id for p in message.parts if isinstance(p, ToolResult)]
-    if results:
-        out["t"] = results
-    if message.incomplete:
-        out["i"] = 1
-    if message.role == "user" and any(not isinstance(p, ToolResult) for p in message.parts):
-        out["u"] = 1
-    return out
-
-
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
 #: Each context's (data, meta) of one stored message.
 Forms = Mapping[str, tuple[bytes, str]]
 
 
-def facts_of_meta(raw: Mapping[str, Any]) -> TurnFacts:
-    """The neutral facts a stored form's meta holds (``KeyError``/``TypeError`` when none)."""
-    if "role" in raw:
-        return TurnFacts.from_json(raw)
-    return TurnFacts(role=raw["r"], calls=tuple(raw.get("c", ())),  # LEGACY one-letter meta
-                     results=tuple(raw.get("t", ())), incomplete=bool(raw.get("i")),
-                     opens=bool(raw.get("u")))
+def facts_of_meta(meta: str) -> TurnFacts | None:
+    """The neutral facts a stored form's meta holds (None: it holds none: decode the turn)."""
+    try:
+        return TurnFacts.from_json(orjson.loads(meta))
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def shape_of(m: Message) -> Shape:
@@ -116,6 +97,7 @@ class StoredHistory(_TwoParts):
         #: ``stored_wire``: each stored message's bytes (context "") in order, as loaded
         self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
         self._tail: list[Message] = []
+        self._rows: list[Forms] | None = None
 
     # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
 
@@ -157,6 +139,14 @@ class StoredHistory(_TwoParts):
         """Stored message ``index``'s verified forms for ``plan``, by context ({}: none)."""
         return self._forms.get(self._ids[index], {})
 
+    def rows(self) -> list[Forms]:
+        """Every stored message's forms (``forms``), in order: what a resumed walk reads turn
+        by turn. Made once and shared: read it, never edit it."""
+        if self._rows is None:
+            forms, empty = self._forms, {}
+            self._rows = [forms.get(mid, empty) for mid in self._ids]
+        return self._rows
+
     def facts(self, index: int) -> TurnFacts:
         """The neutral facts of message ``index``: from a stored form's meta when it has one
         (nothing decoded), else from the message."""
@@ -165,8 +155,8 @@ class StoredHistory(_TwoParts):
             stored = len(self._ids)
             forms = self._forms.get(self._ids[index]) if index < stored else None
             if forms:
-                known = facts_of_meta(orjson.loads(next(iter(forms.values()))[1]))
-            else:
+                known = facts_of_meta(next(iter(forms.values()))[1])
+            if known is None:
                 known = TurnFacts.of(self[index])
             self._facts[index] = known
         return known
@@ -184,16 +174,14 @@ class StoredHistory(_TwoParts):
         if self._shapes is None:
             seen: dict[str, Shape] = {}
             out = []
-            forms, loads = self._forms, orjson.loads
+            forms = self._forms
             for index, mid in enumerate(self._ids):
                 found = forms.get(mid)
-                if not found:
-                    out.append(self.facts(index).shape)
-                    continue
-                meta = next(iter(found.values()))[1]
-                shape = seen.get(meta)  # most user turns share one meta
-                if shape is None:
-                    shape = seen[meta] = facts_of_meta(loads(meta)).shape
+                shape = seen.get(next(iter(found.values()))[1]) if found else None
+                if shape is None:  # (most user turns share one meta: parsed once)
+                    shape = self.facts(index).shape
+                    if found:
+                        seen[next(iter(found.values()))[1]] = shape
                 out.append(shape)
             self._shapes = out
         return self._shapes
@@ -205,22 +193,12 @@ class StoredHistory(_TwoParts):
         if plan != self.plan:
             return [None] * len(self._ids)
         if self._wires is None:
-            self._wires = [self.wire(index, plan) for index in range(len(self._ids))]
+            self._wires = [self._wire(index) for index in range(len(self._ids))]
         return self._wires
 
-    # --- LEGACY: a codec that stores its own forms (context ""), until it has a turn encoder ---
-
-    def wire(self, index: int, plan: str) -> bytes | None:
-        """The stored wire bytes of message ``index`` for ``plan`` (None: encode it instead)."""
-        if plan != self.plan or index >= len(self._ids):
-            return None
+    def _wire(self, index: int) -> bytes | None:
         form = self.forms(index).get("")
         return form[0] if form is not None else None
-
-    def meta(self, index: int) -> Mapping[str, Any]:
-        """A legacy codec's own stored meta of message ``index`` (``meta_of`` when none)."""
-        form = self.forms(index).get("") if index < len(self._ids) else None
-        return orjson.loads(form[1]) if form is not None else meta_of(self[index])
 
 
 class Joined(_TwoParts):
@@ -259,19 +237,3 @@ class Joined(_TwoParts):
         if stored is not None and index < len(stored):
             return stored.facts(index)
         return TurnFacts.of(self[index])
-
-    # --- LEGACY (codecs that store their own forms) ----------------------------------------
-
-    def wire(self, index: int, plan: str) -> bytes | None:
-        stored = self.stored
-        return stored.wire(index, plan) if stored is not None and index < len(stored) else None
-
-    def stored_wire(self, plan: str) -> list[bytes | None]:
-        stored = self.stored
-        return stored.stored_wire(plan) if stored is not None else [None] * len(self.base)
-
-    def meta(self, index: int) -> Mapping[str, Any]:
-        stored = self.stored
-        if stored is not None and index < len(stored):
-            return stored.meta(index)
-        return meta_of(self[index])

@@ -20,6 +20,7 @@ encoded as a whole by its own ``encode_request`` with its own memo (``legacy``).
 from __future__ import annotations
 
 import bisect
+import itertools
 import operator
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,7 +102,9 @@ class WireCache:
 
     def __init__(self) -> None:
         self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
-        self._parsed: dict[tuple[type, str], tuple[TurnFacts, Named] | None] = {}
+        #: Per encoder type: a stored meta's facts and after facts (None: not this encoder's);
+        #: keyed by the meta string, so turns that share a meta are parsed once.
+        self._parsed: dict[type, dict[str, tuple[TurnFacts, Named] | None]] = {}
         self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
@@ -166,7 +169,10 @@ class WireCache:
             raw_facts: list[object] = []
         else:
             raw_facts = last.facts[:kept] if last is not None else []
-            raw_facts += [fact(i, tokens[i]) for i in range(kept, size)]
+            if stored is not None and kept < split and stored.plan == digest:
+                raw_facts += self._stored_facts(encoder, stored, kept)
+            raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
+            raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
             facts = raw_facts  # type: ignore[assignment]
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
@@ -187,6 +193,14 @@ class WireCache:
                 afters += [None] * len(wires)  # (their stored meta, parsed if read)
                 contexts += [""] * len(wires)
                 first = split
+        elif not flat and stored is not None and kept < split and stored.plan == digest:
+            first, state = self._spliced(encoder, stored, facts, kept, state,
+                                         (turns, afters, contexts, states))
+        spliced = first  # turns[kept:spliced] are stored forms, spliced as one piece
+        if first >= split:  # the rest are messages (the usual case)
+            state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
+                                  (turns, afters, contexts, states))
+            first = size
         for index in range(first, size):
             context: Context = "" if flat else encoder.context(state, index, facts[index])
             data, after = self._form(encoder, digest, index, context, tokens, stored, history,
@@ -198,9 +212,14 @@ class WireCache:
             turns.append(data)
             afters.append(after)
             contexts.append(context)
+        if spliced > kept:  # the stored turns: one joined chunk (it has its end, as chunks do)
+            joined = b",".join([data for data in turns[kept:spliced] if data])
+            if joined:
+                chunks.append(orjson.Fragment(joined))
+                ends.append(spliced)
         singles = len(chunks)  # (only the chunks need their ends: the singles are joined)
         fragment = orjson.Fragment
-        chunks += [fragment(data) for data in turns[kept:] if data]
+        chunks += [fragment(data) for data in turns[spliced:] if data]
         walk: Walk[Any, Any] = Walk(
             state=state, turns=turns, fragments=chunks, facts=facts,
             afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
@@ -247,18 +266,109 @@ class WireCache:
                     return parsed[0]
         return encoder.facts(history[index])  # no form for this plan: decode the history
 
+    def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
+                       begin: int) -> list[TurnFacts]:
+        """The facts of the turns held as messages, ``tokens[begin:]`` (memoized per message)."""
+        memo, kind, of = self._fact_memo, type(encoder), encoder.facts
+        out: list[TurnFacts] = []
+        for message in itertools.islice(tokens, begin, None):
+            key = (id(message), kind)
+            hit = memo.get(key)
+            if hit is None or hit[0] is not message:
+                hit = memo[key] = (message, of(message))
+            out.append(hit[1])
+        return out
+
+    def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str, messages: list[Any],
+                 facts: Sequence[TurnFacts], begin: int, state: object, plan: ReplayPlan,
+                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> object:
+        """Walk the turns held as messages from ``begin`` (``_form``'s memo or encoded once, in
+        one loop: a cold request walks every turn here): the state after the last."""
+        turns, afters, contexts, states = into
+        memo, encode_turn = self._memo, encoder.encode_turn
+        context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
+        context: Context = ""
+        for index in range(begin, len(messages)):
+            message = messages[index]
+            if not flat:
+                fact = facts[index]
+                context = context_of(state, index, fact)
+            key = (id(message), digest, context if type(context) is str else context_key(context))
+            hit = memo.get(key)
+            if hit is not None and hit[0] is message:
+                data, after = hit[1], hit[2]
+            else:
+                data, after = encode_turn(message, plan, context)
+                memo[key] = (message, data, after)
+            if not flat:
+                state = advance(state, fact, context, after)
+                states.append(state)
+            turns.append(data)
+            afters.append(after)
+            contexts.append(context)
+        return state
+
+    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                      begin: int) -> list[TurnFacts]:
+        """The facts of the stored turns from ``begin`` on, from their forms' metas (each
+        distinct meta parsed once), up to the first turn with no form this encoder reads."""
+        parsed = self._metas(encoder)
+        out: list[TurnFacts] = []
+        for forms in itertools.islice(stored.rows(), begin, None):
+            found = None
+            for _, meta in forms.values():
+                found = parsed.get(meta) or self._parse(encoder, meta)
+                if found is not None:
+                    break
+            if found is None:
+                break
+            out.append(found[0])
+        return out
+
+    def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                 facts: Sequence[TurnFacts], begin: int, state: object,
+                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> tuple[int, object]:
+        """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
+        each has one for its context: where that stopped, and the state there."""
+        turns, afters, contexts, states = into
+        parsed = self._metas(encoder)
+        rows = stored.rows()
+        context_of, advance = encoder.context, encoder.advance
+        for index in range(begin, len(rows)):
+            fact = facts[index]
+            context = context_of(state, index, fact)
+            row = rows[index].get(context if type(context) is str else context_key(context))
+            if row is None:
+                return index, state
+            found = parsed.get(row[1]) or self._parse(encoder, row[1])
+            if found is None:
+                return index, state
+            after = found[1]
+            state = advance(state, fact, context, after)
+            states.append(state)
+            turns.append(row[0])
+            afters.append(after)
+            contexts.append(context)
+        return len(rows), state
+
+    def _metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, tuple[TurnFacts, Named] | None]:
+        found = self._parsed.get(type(encoder))
+        if found is None:
+            found = self._parsed[type(encoder)] = {}
+        return found
+
     def _parse(self, encoder: TurnEncoder[Any, Any],
                meta: str) -> tuple[TurnFacts, Named] | None:
         """A stored form's facts and after facts (None: not this encoder's: encode instead)."""
-        key = (type(encoder), meta)
-        if key not in self._parsed:
+        parsed = self._metas(encoder)
+        if meta not in parsed:
             try:
                 raw = orjson.loads(meta)
-                self._parsed[key] = (TurnFacts.from_json(raw, encoder.extra_type),
-                                     encoder.after_type.from_json(raw["after"]))
+                parsed[meta] = (TurnFacts.from_json(raw, encoder.extra_type),
+                                encoder.after_type.from_json(raw["after"]))
             except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
-                self._parsed[key] = None
-        return self._parsed[key]
+                parsed[meta] = None
+        return parsed[meta]
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
@@ -302,9 +412,13 @@ class WireCache:
         if done is not None and len(done) <= len(ids) and all(map(operator.is_, done, ids)):
             start = len(done)
         out: list[WireForm] = []
+        walks = []
         for view in views:
             walk = self.walk(codec, view, plan, spec)
+            walks.append(walk)
             out += self._unwritten(walk, _stored_of(view), ids, digest, start)
+        if not encoder.flat:
+            out += self._later(codec, encoder, walks[0], history, ids, digest, plan)
         if encoder.flat:
             self._flat_done[digest] = list(ids)
         return out
@@ -326,6 +440,34 @@ class WireCache:
             meta = {**walk.facts[index].to_json(), "after": walk.afters[index].to_json()}
             out.append(WireForm(message_id=mid, plan=digest, context=key,
                                 meta=orjson.dumps(meta).decode(), data=walk.turns[index]))
+        return out
+
+    def _later(self, codec: Codec, encoder: TurnEncoder[Any, Any], walk: Walk[Any, Any],
+               history: Sequence[Message], ids: Sequence[str], digest: str,
+               plan: ReplayPlan) -> list[WireForm]:
+        """The forms of the turns held as messages under the contexts a later request may put
+        them in (``Codec.later_contexts``); a stored turn's were written with it."""
+        stored = _stored_of(history)
+        out: list[WireForm] = []
+        written = self._written
+        for index in range(len(stored.ids) if stored is not None else 0, len(ids)):
+            for context in codec.later_contexts(walk.state, walk.contexts[index]):
+                key = context if isinstance(context, str) else context_key(context)
+                mid = ids[index]
+                if (mid, digest, key) in written:
+                    continue
+                written.add((mid, digest, key))  # (taken back by ``unwritten`` on a failure)
+                message = history[index]
+                memo = (id(message), digest, key)
+                hit = self._memo.get(memo)
+                if hit is not None and hit[0] is message:
+                    data, after = hit[1], hit[2]
+                else:
+                    data, after = encoder.encode_turn(message, plan, context)
+                    self._memo[memo] = (message, data, after)
+                meta = {**walk.facts[index].to_json(), "after": after.to_json()}
+                out.append(WireForm(message_id=mid, plan=digest, context=key,
+                                    meta=orjson.dumps(meta).decode(), data=data))
         return out
 
     def unwritten(self, forms: Sequence[WireForm]) -> None:

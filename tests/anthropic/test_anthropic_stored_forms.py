@@ -1,13 +1,14 @@
 """Issue 17 on the Anthropic API: a resumed session's request is spliced from each turn's stored
 wire form, byte-identical to what the ordinary load (decode, then encode) builds.
 
-An Anthropic turn's encoding depends on where it is (``codecs/anthropic/forms.py``): whether it
-keeps its thinking (the model's rule for earlier turns, the current tool loop, the last turn),
-and on a model that binds blocks the chain state and the prefix digest its stamp is checked
-against. So the properties draw histories with every native part (signed, empty-signed,
-redacted, unsigned and cut thinking, citations, server-tool blocks, incomplete turns, stamps
-right and wrong, system prompts early and late), models with each rule, tools, the mismatch
-setting, learned fingerprints and model changes, appended in chunks as turns are answered:
+An Anthropic turn's encoding depends on where it is (its context,
+``codecs/anthropic/turns.py``): whether it keeps its thinking (the model's rule for earlier
+turns, the current tool loop, the last turn), and on a model that binds blocks the chain state
+and the prefix digest its stamp is checked against. So the properties draw histories with every
+native part (signed, empty-signed, redacted, unsigned and cut thinking, citations, server-tool
+blocks, incomplete turns, stamps right and wrong, system prompts early and late), models with
+each rule, tools, the mismatch setting, learned fingerprints and model changes, appended in
+chunks as turns are answered:
 
 - spliced == ordinary bytes, on resume, on the next request of the same process, and after a
   turn appended by a resumed session (its forms written from the stored ones, not decoded);
@@ -30,7 +31,6 @@ from hypothesis import strategies as st
 from helpers_forms import FORM_FAILED, forge_stored_form
 from thoughtline import Session, ToolSpec, config, open_store
 from thoughtline.codecs.anthropic import binding, models, part_fingerprint
-from thoughtline.codecs.anthropic.codec import SplicedIndex
 from thoughtline.codecs.base import Lesson
 from thoughtline.events import Done
 from thoughtline.messages import (
@@ -80,8 +80,7 @@ def _prefix(session: Session, history: list[Message]) -> str:
     """The prefix digest a request of ``session`` with ``history`` has (what its answer is
     stamped with)."""
     encoded, _ = TurnEngine.build(replace(session._turn([]), history=history), stream=True)
-    index = encoded.index
-    return (index.index if isinstance(index, SplicedIndex) else index).prefix
+    return encoded.index.prefix
 
 
 def _part(kind: str, n: int, who: Origin) -> Any:
@@ -138,9 +137,7 @@ def _request(session: Session, pending: list[Message]) -> tuple[bytes, dict[str,
     """The bytes of the session's next request, what the log records of it, and the prefix
     digest its answer is stamped with (not in the bytes: it must come out right too)."""
     encoded, _ = TurnEngine.build(session._turn(pending), stream=True)
-    index = encoded.index
-    prefix = (index.index if isinstance(index, SplicedIndex) else index).prefix
-    return encoded.raw, session.codec.summary(encoded), prefix
+    return encoded.raw, session.codec.summary(encoded), encoded.index.prefix
 
 
 def _ordinary_request(store: Any, session_id: str,
@@ -241,14 +238,14 @@ def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
 
 def test_a_branch_ending_where_a_turn_was_last_falls_back_byte_identical(
         tmp_path: Path) -> None:
-    # Sonnet 4.5 keeps only the last assistant turn's thinking: the session's forms of its
-    # earlier turns were refreshed without it. A branch ending after turn 3 makes it the last
-    # again, so its shared form no longer fits there: the branch decodes, and sends it signed.
+    # Sonnet 4.5 keeps only the last assistant turn's thinking: the session's turns were
+    # stored at once, so only the last has a form with its thinking (the others were never
+    # last). A branch ending after turn 3 makes it the last, so no stored form of it fits
+    # there: the branch decodes, and sends it signed.
     history = _conversation()
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, PROVIDERS["sonnet"])
-        for at in range(0, len(history), 2):
-            session.append(history[at:at + 2])
+        session.append(history)
         branch = session.branch(at=4)
         resumed = Session.resume(store, branch.id)
         body = resumed.request_bytes([PENDING], stream=True)
@@ -296,21 +293,22 @@ def test_the_log_and_the_hooks_read_a_spliced_request_as_the_ordinary_one(
         encoded, plan = TurnEngine.build(session._turn([PENDING]), stream=True)
         resumed = Session.resume(store, session.id)
         spliced, _ = TurnEngine.build(resumed._turn([PENDING]), stream=True)
-        assert isinstance(spliced.index, SplicedIndex) and spliced.raw == encoded.raw
+        assert spliced.raw == encoded.raw
         codec = resumed.codec
-        # The log's counts come from the stored metas, not from the body or the turns.
+        # The log's counts come from the stored turns' after facts, not from the body or the
+        # turns.
         assert codec.summary(spliced) == codec.summary(encoded) == {
             "api": "anthropic", "blocks": {"text": 9, "thinking": 1}, "thinking_omitted": 3}
         assert resumed._history.decoded is False
-        # A rejection, or a report of a dropped block, is read against the ordinary request
-        # rebuilt from the decoded turns: the same bytes, the same lesson.
+        # A rejection, or a report of a dropped block, is read from the stored turns' after
+        # facts (nothing rebuilt, nothing decoded): the same lesson as the ordinary request's.
         rejection = orjson.dumps({"type": "error", "error": {
             "type": "invalid_request_error",
             "message": "messages.7.content.0: Invalid `signature` in `thinking` block"}}).decode()
         lesson = codec.classify(400, rejection, spliced, plan)
         assert lesson is not None and lesson == codec.classify(400, rejection, encoded, plan)
         assert lesson.fingerprints == {part_fingerprint(session.history[7].parts[0])}
-        assert spliced.index.rebuilt().raw == spliced.raw
+        assert resumed._history.decoded is False
         done = Done(message=Message(role="assistant", parts=(Text(text="ok"),)), usage=Usage(),
                     finish_reason="end_turn", reports=({"type": "thinking_dropped",
                                                         "path": "messages.7.content.0"},))
@@ -320,9 +318,11 @@ def test_the_log_and_the_hooks_read_a_spliced_request_as_the_ordinary_one(
 
 def test_a_chain_cut_that_moved_falls_back_byte_identical(tmp_path: Path) -> None:
     # Fable 5.1 after a rejection: a rejected block cuts the chain once a block has gone out
-    # before it (§5). The forms were stored with turn 1 kept; stamped under another prefix it
-    # is stale, so no block has gone out when turn 3's rejected block comes, and its next block
-    # does go: its stored form (cut) no longer fits, and the request is encoded from the turns.
+    # before it (§5). The forms were stored while the API could drop blocks itself (nothing
+    # stale): turn 1 kept, so turn 3's rejected block cut the chain. Now it may not: stamped
+    # under another prefix turn 1 is stale, so no block has gone out when turn 3's rejected
+    # block comes, and its next block does go: no stored form of turn 3 has that chain before
+    # it, and the request is encoded from the turns.
     with open_store(tmp_path / "state.db", tmp_path) as store:
         session = Session.create(store, PROVIDERS["fable"])
         session.append(_history(session, [("user",), ("assistant", ["signed"], 0, "wrong",
@@ -331,8 +331,10 @@ def test_a_chain_cut_that_moved_falls_back_byte_identical(tmp_path: Path) -> Non
                                                        "right", "fable", False)]))
         rejected = session.history[3].parts[0]
         session._learned(Lesson(notice="learned",
-                                fingerprints=frozenset({part_fingerprint(rejected)})))
+                                fingerprints=frozenset({part_fingerprint(rejected)}),
+                                settings={"anthropic": {"prefix_mismatch_behavior": "drop_block"}}))
         session.append([user("after the lesson")])
+        session.remember({"anthropic": {"prefix_mismatch_behavior": "error"}})
         resumed = Session.resume(store, session.id)
         body = resumed.request_bytes([PENDING], stream=True)
         assert resumed._history.decoded is True

@@ -152,8 +152,8 @@ def test_a_resumed_session_splices_its_stored_turns_byte_identical(
                                      RequestSpec(model=target))
         assert spliced.raw == orjson.dumps(fresh.body)
         assert CODEC.summary(spliced) == CODEC.summary(fresh)
-        sent = spliced.index.sent if hasattr(spliced.index, "sent") else spliced.index
-        assert tuple(sent) == tuple(fresh.index)  # classify finds each opaque block in place
+        sent = spliced.index.sent
+        assert tuple(sent) == tuple(fresh.index.sent)  # classify finds each opaque block in place
         if pending_user:  # every generated call is answered: nothing needs the canonical turns
             assert resumed._history.decoded is False
 

@@ -43,6 +43,7 @@ from thoughtline.messages import (
     ToolResult,
     ToolSpec,
 )
+from thoughtline.wirecache import WireCache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 ERRORS = Path(__file__).resolve().parents[1] / "fixtures" / "errors"
@@ -475,7 +476,7 @@ def test_the_wire_cache_gives_the_same_body_and_history_is_never_mutated() -> No
     history = _conversation("claude-fable-5-1")
     before = [msgs.dumps(m) for m in history]
     plan = plan_for("claude-fable-5-1", settings={"prefix_mismatch_behavior": "drop_block"})
-    cache = CODEC.new_cache()
+    cache = WireCache()  # the core's, which a session holds
     spec = RequestSpec(model="claude-fable-5-1", tools=(ToolSpec(name="f"),), stream=True)
     first = orjson.dumps(CODEC.encode_request(history, plan, spec, cache).body)
     second = orjson.dumps(CODEC.encode_request(history, plan, spec, cache).body)

@@ -36,6 +36,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
+from thoughtline.wirecache import WireCache
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BEDROCK = FIXTURES / "bedrock"
@@ -669,7 +670,7 @@ def test_the_wire_cache_gives_the_same_bytes_as_a_fresh_encode_as_the_history_gr
         target: str) -> None:
     turns = _turns()
     grown: list[Message] = []
-    cache = CODEC.new_cache()
+    cache = WireCache()
     plan = plan_for(target)
     spec = RequestSpec(model=target)
     steps: list[Message] = [user("first")]

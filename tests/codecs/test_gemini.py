@@ -47,6 +47,7 @@ from thoughtline.messages import (
 )
 from thoughtline.transport.http import _ArrayElements, _json_array
 from thoughtline.verdicts import Verdict
+from thoughtline.wirecache import WireCache
 
 DIR = FIXTURES / "gemini"
 SIG = "thoughtSignature"
@@ -605,13 +606,14 @@ def test_system_tools_and_results_shape() -> None:
 def test_encoding_never_mutates_history_and_shares_frozen_values() -> None:
     history = _own_history()
     before = [dumps(m) for m in history]
-    cache = CODEC.new_cache()
+    cache = WireCache()
     plan = plan_for()
     first = CODEC.encode_request(history, plan, RequestSpec(model="gemini-3-pro-preview"), cache)
     second = CODEC.encode_request(history, plan, RequestSpec(model="gemini-3-pro-preview"), cache)
     assert orjson.dumps(first.body) == orjson.dumps(second.body)
     assert [dumps(m) for m in history] == before
-    assert len(cache) == 1
+    # Each turn encoded once (the core's cache holds every turn's bytes, not only model turns).
+    assert len(cache) == len(history)
     assert CODEC.summary(first)["carriers"] == {SIG: 1}
     assert isinstance(history[1].tool_calls[0].native, FrozenDict)
 

@@ -1,14 +1,16 @@
-"""Issue 17 on Gemini: a resumed session splices each turn's stored wire form (``codecs/gemini/
-forms.py``), byte-identical to a fresh encode, and uses a form only in the context it records.
+"""Issue 17 on Gemini: a resumed session splices each turn's stored wire form (the core's wire
+cache over ``codecs/gemini/turns.py``), byte-identical to a fresh encode, and uses a form only in
+the context it was encoded under.
 
 - a property over random histories with Gemini's native parts and plan changes: the spliced
   request equals a fresh encode of the same history, and nothing was decoded unless something
-  forced it (an unanswered call, or a form shared with a turn of another context);
+  forced it (an unanswered call);
 - a corrupt stored form is reported and never sent;
-- a form whose recorded context is not the one here (a shared tool-result turn answering a call
-  of another name, or a call sent as text) is not used, and the request stays byte-identical;
-- the request log's summary of a spliced request comes from the stored metas (the body is not
-  parsed), and a rejection of it teaches exactly what it teaches for the unspliced request.
+- one tool-result turn (one content id) answering calls that differ in two sessions (another
+  name, or a call sent as text) has a form per context: each session sends its own, spliced,
+  and the request stays byte-identical;
+- the request log's summary of a spliced request comes from the stored after facts (the body is
+  not parsed), and a rejection of it teaches exactly what it teaches for the unspliced request.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from hypothesis import strategies as st
 
 from helpers_forms import FORM_FAILED, forge_stored_form
 from thoughtline import Session, open_store
-from thoughtline.codecs.gemini import forms
+from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import answered
 from thoughtline.stored import Joined
@@ -56,20 +58,11 @@ def fresh(session: Session, history: list[Message]) -> bytes:
 
 def splices(session: Session, history: list[Message]) -> bool:
     """Should a resume of ``history`` under the session's plan be spliced, nothing decoded? Not
-    when a call is unanswered (the view is rebuilt from decoded turns), nor when two turns with one
-    content id have different forms (the row is shared: one of them does not fit its context)."""
-    if not history or not isinstance(answered(history, [PENDING]), Joined):
-        return False  # (an empty stored history has nothing to decode: it counts as decoded)
-    if session.codec.turns is not None:
-        return True  # the core's cache keys each form by its context: every form fits
-    plan = TurnEngine.plan(session._turn([]))
-    ids = session._ids
-    assert ids is not None and len(ids) == len(history)
-    seen: dict[str, tuple[bytes, bytes]] = {}
-    for index, form in session.codec.wire_forms(history, 0, plan).items():
-        if seen.setdefault(ids[index], form) != form:
-            return False
-    return True
+    when a call is unanswered (the view is rebuilt from decoded turns). A turn shared by content
+    id with a turn of another context (a result answering a call of another name) has a stored
+    form of its own per context (the core's cache keys forms by context): it fits."""
+    # (an empty stored history has nothing to decode: it counts as decoded)
+    return bool(history) and isinstance(answered(history, [PENDING]), Joined)
 
 
 @SETTINGS
@@ -146,7 +139,7 @@ def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
 def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: str) -> None:
     # One tool-result turn (one content id, one stored row per plan) answers, in two sessions,
     # calls that differ: by name, or own (a functionResponse) against foreign and sent as text.
-    # The session written last owns the row; the other one must not send it.
+    # Each context has its own stored form: neither session sends the other's.
     setup = Setup("pro", "calls-as-text")  # foreign calls and their results go as text
     result = tool_results([ToolResult(call_id="call_1", content="sunny")])
     mine = [user("q"), _call("call_1", "weather", SIGNATURES[0]), result]
@@ -165,12 +158,12 @@ def test_a_form_encoded_in_another_context_is_not_used(tmp_path: Path, sides: st
         body = resumed.request_bytes([PENDING], stream=True)
         assert body == fresh(resumed, mine)
         assert b'"functionResponse":{"name":"weather"' in body
-        assert resumed._history.decoded  # the shared form did not fit: encoded from the turns
+        # One content id, two contexts, two stored forms: each session splices its own.
+        assert resumed._history.decoded is False
         other = Session.resume(store, sessions[1].id)
         assert other.request_bytes([PENDING], stream=True) == fresh(other, theirs)
         assert other._history.decoded is False  # its own context: spliced
-        # The session that had to decode writes its forms again with its next turn: its next
-        # resume splices (and the other session, whose row it took over, now falls back).
+        # And so does its next resume, with a turn more.
         resumed.append([PENDING])
         again = Session.resume(store, sessions[0].id)
         assert again.request_bytes([PENDING], stream=True) == fresh(again, [*mine, PENDING])
@@ -249,7 +242,7 @@ def test_summary_and_rejections_of_a_spliced_request_are_those_of_the_unspliced_
         session.append(history)
         resumed = Session.resume(store, session.id)
         spliced, plan = TurnEngine.build(resumed._turn([PENDING]), stream=True)
-        assert isinstance(spliced.index, forms.Spliced)
+        assert isinstance(spliced.index, Sent)  # what the request carried, read from its turns
         codec = resumed.codec
         summary = codec.summary(spliced, resumed.wire_cache)
         assert spliced._body is None  # the log's counts came from the metas, not the body

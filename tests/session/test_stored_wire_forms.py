@@ -42,12 +42,12 @@ PROVIDERS = st.sampled_from([
                    base_url="https://api.openai.com/v1", model="gpt-5.5"),
     ProviderConfig(id="xai-responses", api="openai-responses", base_url="https://api.x.ai/v1",
                    model="grok-4"),
-    # Bedrock Converse: turns merged by role, forms spliced into messages (codecs/bedrock/forms).
+    # Bedrock Converse: turns merged by role into messages (codecs/bedrock/turns, wirecache).
     ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
                    model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
                    model="openai.gpt-oss-120b-1:0"),
-    # Gemini: forms carry the call names they answer (codecs/gemini/forms; its own property in
+    # Gemini: a result depends on the call it answers (codecs/gemini/turns; its own property in
     # tests/gemini covers Gemini-shaped histories).
     ProviderConfig(id="gemini", api="gemini", auth="x-goog-api-key", model="gemini-3-pro-preview",
                    base_url="https://generativelanguage.googleapis.com/v1beta"),

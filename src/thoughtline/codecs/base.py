@@ -47,7 +47,6 @@ from typing import (
     Protocol,
     TypeAlias,
     TypeVar,
-    runtime_checkable,
 )
 
 import orjson
@@ -55,7 +54,7 @@ import orjson
 from thoughtline.events import Done, Event
 from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
 from thoughtline.facts import TurnFacts as TurnFacts
-from thoughtline.messages import Message, Origin, ToolSpec
+from thoughtline.messages import Message, Origin, ToolSpec, freeze
 from thoughtline.routes.resolve import Echo as Echo  # re-exported: the codecs' seam
 from thoughtline.routes.resolve import Profile as Profile
 from thoughtline.routes.resolve import Route
@@ -126,7 +125,7 @@ class Encoded:
     def body(self) -> Mapping[str, Any]:
         if self._body is None:
             assert self._raw is not None
-            self._body = orjson.loads(self._raw)
+            self._body = freeze(orjson.loads(self._raw))  # read-only, like a built body
         return self._body
 
     @property
@@ -222,6 +221,8 @@ class Codec(Protocol):
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None: ...
 
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]: ...
+
     def native_problem(self, namespace: str,
                        value: Mapping[str, Any]) -> tuple[str, str] | None: ...
 
@@ -234,25 +235,6 @@ class ChecksNative(Protocol):
         """``(path below the record, why)`` for a record of ``namespace`` it cannot encode;
         None when the record is fine or the namespace is not this codec's."""
         ...
-
-
-@runtime_checkable
-class StoresWireForms(Protocol):
-    """LEGACY (until Anthropic, Gemini and Bedrock have a ``TurnEncoder``): a codec whose turns'
-    wire forms it stores itself, so a resume splices bytes.
-
-    ``plan_digest`` names everything a stored form depends on (stable across processes).
-    ``wire_forms`` gives the forms of ``history[start:]`` under ``plan``: index -> (the turn's
-    bytes as they go into the request, its ``meta``: ``stored.meta_of`` plus the codec's own
-    keys). It may also give earlier turns whose form has changed since it was stored, and leave
-    out a turn that has no form of its own; the codec's cache splices what it finds and encodes
-    the rest.
-    """
-
-    def plan_digest(self, plan: ReplayPlan) -> str: ...
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> Mapping[int, tuple[bytes, bytes]]: ...
 
 
 
@@ -399,6 +381,13 @@ class CodecBase:
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:
         """What an accepted request's provider reports teach (learned without a retry)."""
         return None
+
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]:
+        """The other contexts a later request may put a turn in, given its ``context`` now and
+        the walk's final ``state`` (e.g. Anthropic: a turn that keeps its thinking loses it once
+        it is no longer the last, or once its prefix changes). The core's write-through stores
+        those forms too, while the turn is a message in memory, so a resume still splices."""
+        return ()
 
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         """``ChecksNative``: what is wrong with a stored native record of this codec's."""

@@ -6,44 +6,35 @@ the Anthropic API, Vertex (``:rawPredict`` / ``:streamRawPredict``), Foundry, Be
 API and Anthropic-compatible vendors, the ``anthropic-version`` / ``anthropic-beta`` headers, and
 the reading of rejections (``rejections``). What is sent in place of reasoning that cannot go
 signed is nothing at all (see ``encode``): never transcribed thinking the model would imitate.
-Each stored turn's wire form is stored too (``wire_forms``, ``plan_digest``: see ``forms``), so a
-resumed session's request is spliced from bytes; a rejection of such a request is read against
-the ordinary request of the decoded history, which has the same bytes.
+Requests are encoded turn by turn (``turns``: the ``TurnEncoder``), so the core's wire cache
+stores each turn's bytes and splices a resumed session's request from them; a rejection, a report
+and the log read the request as sent (``encode.Index``), never a rebuilt one.
 """
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Any
 
-import orjson
-
 from thoughtline import platforms
-from thoughtline.codecs.anthropic import binding, compaction, forms, models, rejections
+from thoughtline.codecs.anthropic import binding, compaction, models, rejections
 from thoughtline.codecs.anthropic.decode import decode_response
-from thoughtline.codecs.anthropic.encode import (
-    OWNED,
-    Index,
-    WireCache,
-    encode_request,
-    wire_summary,
-)
+from thoughtline.codecs.anthropic.encode import OWNED, Index, wire_summary
 from thoughtline.codecs.anthropic.fold import StreamFold
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
+from thoughtline.codecs.anthropic.turns import ENCODER
 from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
     BINDING_BETA,
     VERSION_HEADER,
 )
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Context, Encoded, Endpoint, Lesson
 from thoughtline.codecs.common import path_segment
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import ApiRow, Route, api_table, hostname_of, path_of
 
@@ -109,36 +100,9 @@ def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str)
     return headers
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SplicedIndex:
-    """A request spliced from stored wire forms: its index (counts and prefix, no wire
-    locations) and what it was built from (its first ``size`` messages), to rebuild the
-    ordinary request of the decoded history when a rejection or a report must be read."""
-
-    index: Index
-    history: Sequence[Message]
-    size: int
-    plan: ReplayPlan
-    spec: RequestSpec
-
-    def rebuilt(self) -> Encoded:
-        """The same request encoded from the decoded history (the same bytes), with its
-        ordinary index."""
-        history = list(itertools.islice(self.history, self.size))  # decodes the stored turns
-        return CODEC.encode_request(history, self.plan, self.spec)
-
-
 def _index(encoded: Encoded) -> Index | None:
     index = encoded.index
-    if isinstance(index, SplicedIndex):
-        return index.index
     return index if isinstance(index, Index) else None
-
-
-def _located(encoded: Encoded) -> Encoded:
-    """``encoded``, or the ordinary request with the same bytes when it was spliced."""
-    index = encoded.index
-    return index.rebuilt() if isinstance(index, SplicedIndex) else encoded
 
 
 class Anthropic(CodecBase):
@@ -146,39 +110,13 @@ class Anthropic(CodecBase):
 
     api = API
     owned = OWNED
+    turns = ENCODER
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = route_row(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.strip().lower(),
                      host=hostname_of(base_url), model=model, profile=_profile(row.id),
                      path=path_of(base_url), explain=row.explain)
-
-    def new_cache(self) -> WireCache:
-        return WireCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded:
-        body, index = encode_request(history, plan, model=spec.model, tools=spec.tools,
-                                     params_=spec.params, settings=spec.settings,
-                                     stream=spec.stream, cache=cache)
-        if index.spliced:
-            # Spliced from stored wire forms: the bytes are the request; a dict view of them is
-            # parsed only if something asks for it.
-            return Encoded(raw=orjson.dumps(body), index=SplicedIndex(
-                index=index, history=history, size=len(history), plan=plan, spec=spec))
-        if cache is not None:  # the messages earlier requests carried go in as their bytes
-            parts = cache.prefix.parts
-            return Encoded(body=body, index=index, dump=lambda: orjson.dumps(
-                {**body, "messages": parts(body["messages"])}))
-        return Encoded(body=body, index=index)
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
-        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
-        return forms.wire_forms(history, start, plan)
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        return forms.plan_digest(plan)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -205,20 +143,22 @@ class Anthropic(CodecBase):
         endpoint = profile_for(provider.route_id, provider.base_url).endpoint
         return provider.auth or platforms.facts(endpoint).auth
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
         return wire_summary(_index(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        if rejections.wording_of(status, body) is None:
-            return None  # (without rebuilding a spliced request to read it)
-        return rejections.classify(status, body, _located(encoded), plan)
+        return rejections.classify(status, body, encoded, plan)
 
     def stamp(self, done: Done, encoded: Encoded) -> Done:
         """Hook: the answer stamped with its request's prefix digest (binding models only)."""
         index = _index(encoded)
         prefix = index.prefix if index is not None else ""
         return binding.stamped(done, prefix) if prefix else done
+
+    def later_contexts(self, state: Any, context: Context) -> tuple[Context, ...]:
+        """Hook: a turn kept now is dropped later (``turns.Encoder.later``)."""
+        return ENCODER.later(state, context)
 
     def position_critical(self, value: Mapping[str, Any]) -> bool:
         """Hook: a block that must stay where it is (a compaction block, §4c)."""
@@ -232,7 +172,7 @@ class Anthropic(CodecBase):
         """Hook: what a successful response's reports teach (blocks the API dropped)."""
         if not done.reports:
             return None
-        return rejections.reported(done.reports, _located(encoded))
+        return rejections.reported(done.reports, encoded)
 
 
 CODEC = Anthropic()

@@ -14,150 +14,38 @@ The policy (one table, README "Anthropic"; facts provider-contracts §5, provide
   unsigned to a route that checks signatures. Only routes documented to take unsigned thinking
   (DeepSeek, Kimi) get the stored text as an unsigned ``thinking`` block.
 
-The encoder records where each wire block came from (``Index``), so a 400 naming
-``messages.N.content.M`` maps back to the canonical part. Stored history is never mutated: the
-body shares frozen values and cached wire turns; serialize it, never edit it. The turn by turn
-rules are ``walk``'s; a resumed history that was not decoded is spliced from its stored wire
-forms (``forms``) when every form fits the request, else decoded and walked here.
+The rules are ``walk``'s; ``turns`` encodes a history turn by turn with them (the core's wire
+cache stores and splices each turn's bytes). Here: the request body around the turns' bytes, and
+the ``Index`` of the request as sent — where each wire block came from and the fingerprint of each
+thinking block, so a 400 naming ``messages.N.content.M`` maps back to the canonical part without
+rebuilding anything; the blocks per kind and the thinking left out, for the request log.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from thoughtline.codecs.anthropic import binding, forms, models, params
-from thoughtline.codecs.anthropic.profile import AnthropicProfile
-from thoughtline.codecs.anthropic.walk import (
-    Chain,
-    Counts,
-    Rules,
-    Turn,
-    Walk,
-    WireCache,
-    keeps_prior,
-    part_fingerprint,
-    step,
-    system_blocks,
-    target_model,
-)
-from thoughtline.codecs.anthropic.wire import API, NS, SETTING_MISMATCH
+from thoughtline.codecs.anthropic import params
+from thoughtline.codecs.anthropic.walk import target_model
+from thoughtline.codecs.anthropic.wire import API, NS
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import merge_params
-from thoughtline.messages import Message, ToolSpec
-from thoughtline.replay import ReplayPlan, loop_start
+from thoughtline.messages import ToolSpec
+from thoughtline.replay import ReplayPlan
 
-__all__ = ["Index", "WireCache", "encode_messages", "encode_request", "encode_tools",
-           "part_fingerprint", "wire_summary"]
+if TYPE_CHECKING:
+    from thoughtline.codecs.anthropic.turns import State, TurnAfter
 
 Location = tuple[int, int]  # (wire message index, block index) = ``messages.N.content.M``
 
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Index:
-    """Wire block → canonical (history index, part index), and the fingerprint of thinking ones.
-
-    Kept per wire message (one entry per message, the turns' own tuples shared with the cache);
-    the per-block maps are derived when a rejection or the request log asks. A request spliced
-    from stored wire forms has ``counts`` (its stored turns' blocks per kind) and no wire
-    locations: reading a rejection of it needs the ordinary index of the decoded history.
-    """
-
-    turns: tuple[tuple[int, Turn], ...] = ()
-    #: Thinking blocks left out of this request (scope, rejection, incomplete, earlier turns).
-    omitted: int = 0
-    #: Binding models: the digest of this request's whole prefix (the stamp of its answer), and
-    #: how many stored turns were stamped under another prefix (their blocks left out).
-    prefix: str = ""
-    stale: int = 0
-    counts: Counts | None = None
-
-    @property
-    def spliced(self) -> bool:
-        return self.counts is not None
-
-    @property
-    def parts(self) -> dict[Location, tuple[int, int]]:
-        self._located()
-        return {(n, m): (history, position) for n, (history, turn) in enumerate(self.turns)
-                for m, position in enumerate(turn.parts)}
-
-    @property
-    def fingerprints(self) -> dict[Location, str]:
-        self._located()
-        return {(n, m): part_fingerprint(part) for n, (_, turn) in enumerate(self.turns)
-                for m, part in enumerate(turn.reasoning) if part is not None}
-
-    @property
-    def sent(self) -> dict[str, int]:
-        counts = dict(self.counts.get()[0]) if self.counts is not None else {}
-        for _, turn in self.turns:
-            for block in turn.blocks:
-                kind = block["type"]
-                counts[kind] = counts.get(kind, 0) + 1
-        return counts
-
-    @property
-    def left_out(self) -> int:
-        """Thinking blocks left out, spliced turns' included."""
-        return self.omitted + (self.counts.get()[1] if self.counts is not None else 0)
-
-    def _located(self) -> None:
-        if self.spliced:
-            raise ValueError("a spliced request has no wire locations: index the decoded "
-                             "history's request instead")
-
-
-def _last_assistant(history: Sequence[Message]) -> int:
-    for index in range(len(history) - 1, -1, -1):
-        if history[index].role == "assistant":
-            return index
-    return -1
-
-
-def encode_messages(history: Sequence[Message], plan: ReplayPlan, model: str,
-                    cache: WireCache | None = None, tools: Sequence[Any] = (),
-                    behavior: str | None = None) -> tuple[list[Any], list[Any], Index]:
-    """The ``system`` blocks, the ``messages`` list and the index for ``history`` under ``plan``.
-
-    On a binding model, a turn stamped under another prefix has its blocks left out — they could
-    only fail the prefix check — unless the session lets the API drop them (``drop_block``), which
-    it then reports.
-    """
-    target = target_model(plan, model)
-    keep_prior = keeps_prior(target)
-    binds = models.binds_blocks(target)
-    memo = cache if cache is not None else WireCache()
-    entries = memo.for_plan(plan.key)
-    context = (target, behavior, orjson.dumps(tools))
-    base = getattr(history, "base", history)
-    if not getattr(base, "decoded", True):
-        spliced = forms.splice(history, base, plan, memo, context=context, tools=tools)
-        if spliced is not None:
-            return spliced.system, spliced.messages, _index(spliced, binds)
-    rules = Rules(plan=plan, loop=loop_start(history), last=_last_assistant(history),
-                  keep_prior=keep_prior, binds=binds, behavior=behavior)
-    # Continuing the last walk is exact only when an earlier turn's wire form cannot depend on
-    # where the history now ends: every turn keeps its thinking, and no system message was added.
-    walk = memo.resume(history, context) if keep_prior else None
-    if walk is not None and any(m.role == "system" for m in history[len(walk.history):]):
-        walk = None
-    if walk is None:
-        walk = Walk(context=context, chain=Chain(binds=binds), system=system_blocks(history))
-        walk.running = binding.seed(walk.system, tools) if binds else b""
-    for index in range(len(walk.history), len(history)):
-        step(walk, index, history[index], rules, memo, entries)
-    walk.history = list(history)
-    if cache is not None and keep_prior:
-        cache.remember(walk)
-    return walk.system, walk.messages, _index(walk, binds)
-
-
-def _index(walk: Walk, binds: bool) -> Index:
-    return Index(turns=tuple(walk.turns), omitted=walk.omitted, stale=walk.stale,
-                 prefix=walk.running.hex() if binds else "", counts=walk.counts)
+#: The body fields ``request`` writes itself: a param naming one is left out (``thinking``
+#: and ``max_tokens`` are read as parameters by ``params`` and never merged raw).
+OWNED = frozenset({"anthropic_version", "model", "system", "messages", "tools", "stream",
+                   "output_config.effort"})
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
@@ -174,39 +62,79 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
     return out
 
 
-#: The body fields encode_request writes itself: a param naming one is left out (``thinking``
-#: and ``max_tokens`` are read as parameters by ``params`` and never merged raw).
-OWNED = frozenset({"anthropic_version", "model", "system", "messages", "tools", "stream",
-                   "output_config.effort"})
+def system_json(system: Sequence[str]) -> bytes:
+    """The ``system`` array from each top-level system message's blocks (comma-joined JSON)."""
+    return b"[" + ",".join(s for s in system if s).encode() + b"]"
 
 
-def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
-                   tools: Sequence[ToolSpec] = (), params_: Mapping[str, Any] | None = None,
-                   settings: Mapping[str, Any] | None = None, stream: bool = False,
-                   cache: WireCache | None = None) -> tuple[dict[str, Any], Index]:
-    """The request body for ``history`` on a route, shaped by ``plan``, and its index map."""
-    profile: AnthropicProfile = plan.profile
-    given = dict(params_ or {})
-    merged = {**(settings or {}), **plan.settings}
-    wire_tools = encode_tools(tools) if tools else []
-    system, messages, index = encode_messages(history, plan, model, cache, wire_tools,
-                                              merged.get(SETTING_MISMATCH,
-                                                         given.get(SETTING_MISMATCH)))
+def request(walk: Walk[State, TurnAfter], spec: RequestSpec, plan: ReplayPlan) -> Encoded:
+    """The request body around the turns' bytes, serialized, with its index."""
+    profile = plan.profile
+    given = dict(spec.params)
+    merged = {**spec.settings, **plan.settings}
     body: dict[str, Any] = {}
     if profile.body_version:
         body["anthropic_version"] = profile.body_version
     if not profile.model_in_url:
-        body["model"] = model
-    body.update(params.thinking_fields(target_model(plan, model), given, merged))
-    if system:
-        body["system"] = system
-    body["messages"] = messages
-    if wire_tools:
-        body["tools"] = wire_tools
-    if stream:
+        body["model"] = spec.model
+    body.update(params.thinking_fields(target_model(plan, spec.model), given, merged))
+    if any(walk.state.system):
+        body["system"] = orjson.Fragment(system_json(walk.state.system))
+    body["messages"] = walk.fragments
+    if spec.tools:
+        body["tools"] = encode_tools(spec.tools)
+    if spec.stream:
         body["stream"] = True
     merge_params(body, params.passthrough(given), OWNED)
-    return body, index
+    return Encoded(raw=orjson.dumps(body), index=Index(walk=walk))
+
+
+@dataclass(frozen=True, slots=True)
+class Index:
+    """A request as sent, turn by turn (``turns.TurnAfter``): wire block → canonical (history
+    index, part index), the fingerprint of each thinking block, blocks per kind, prefix digest."""
+
+    walk: Walk[State, TurnAfter]
+
+    def _sent(self) -> list[tuple[int, TurnAfter]]:
+        """(history index, after) of each turn that went into ``messages``, in order."""
+        walk = self.walk
+        return [(i, after) for i, (data, after) in enumerate(zip(walk.turns, walk.afters,
+                                                                 strict=True)) if data]
+
+    @property
+    def parts(self) -> dict[Location, tuple[int, int]]:
+        return {(n, m): (i, part) for n, (i, after) in enumerate(self._sent())
+                for m, part in enumerate(after.parts)}
+
+    @property
+    def fingerprints(self) -> dict[Location, str]:
+        return {(n, m): fp for n, (_, after) in enumerate(self._sent())
+                for m, fp in after.thinking}
+
+    @property
+    def sent(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for after in self.walk.afters:
+            for kind in after.kinds:
+                counts[kind] = counts.get(kind, 0) + 1
+        return counts
+
+    @property
+    def left_out(self) -> int:
+        """Thinking blocks left out (scope, rejection, incomplete, earlier turns)."""
+        return sum(after.omitted for after in self.walk.afters)
+
+    @property
+    def prefix(self) -> str:
+        """Binding models: the digest of this request's whole prefix (its answer's stamp)."""
+        state = self.walk.state
+        return state.running.hex() if state.binds else ""
+
+    @property
+    def stale(self) -> int:
+        """Stored turns stamped under another prefix (their thinking left out)."""
+        return self.walk.state.stale
 
 
 def wire_summary(index: Index | None) -> dict[str, Any]:

@@ -1,18 +1,18 @@
-"""One stored turn on the wire, and the walk that encodes a history turn by turn.
+"""The replay rules, turn by turn: one turn on the wire, and what it depends on besides itself.
 
 Owns the replay policy block by block (README "Anthropic"; provider-contracts §5,
 provider-updates §1a) and what an assistant turn's blocks depend on besides the turn: whether
-it keeps its thinking (``Rules.keep``: the current tool loop, the model's rule for earlier
-turns, the last assistant turn; never a turn stamped under another prefix) and the binding
-chain state carried from turn to turn (``Chain``). ``encode`` walks a decoded history with it;
-``forms`` walks a resumed one from its stored wire forms and continues here for the turns that
-have none. Nothing here builds a request body.
+it keeps its thinking (``keeps``: the current tool loop, the model's rule for earlier turns, the
+last assistant turn; never a turn stamped under another prefix, ``stale``) and the binding chain
+state carried from turn to turn (``Chain``). These are the only replay rules: ``turns`` (the
+``TurnEncoder``) names which of them a turn's bytes depend on and walks a history with them,
+whether its turns are messages or stored wire forms. Nothing here builds a request body.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -30,10 +30,7 @@ from thoughtline.codecs.anthropic.wire import (
     TOOL_RESULT,
     TOOL_USE,
 )
-from thoughtline.codecs.common import SerializedPrefix
 from thoughtline.messages import (
-    FrozenDict,
-    FrozenList,
     Message,
     Opaque,
     Origin,
@@ -42,7 +39,6 @@ from thoughtline.messages import (
     ToolCall,
     ToolResult,
     fingerprint,
-    freeze,
 )
 from thoughtline.replay import ReplayPlan
 
@@ -63,7 +59,8 @@ class Turn:
 
     wire: Any
     parts: tuple[int, ...]
-    reasoning: tuple[Reasoning | None, ...]  # the thinking part behind each block, if any
+    #: The thinking part behind each block, if any (empty: no block is made from thinking).
+    reasoning: tuple[Reasoning | None, ...] = ()
     omitted: int = 0
     chain_after: tuple[bool, bool] = (False, False)  # the binding chain (started, cut) after
 
@@ -74,11 +71,12 @@ class Turn:
 
 def make_turn(role: str, message: Message, blocks: list[Any], parts: list[int], omitted: int = 0,
               chain_after: tuple[bool, bool] = (False, False)) -> Turn:
-    reasoning = tuple(p if isinstance(p := message.parts[i], Reasoning) else None for i in parts)
-    # Cached and shared by later requests: read-only. Blocks hold strings and values that are
-    # frozen already (native blocks, tool input), so a shallow freeze is a whole one.
-    wire = FrozenDict({"role": role, "content": FrozenList(
-        b if type(b) is FrozenDict else FrozenDict(b) for b in blocks)}) if blocks else None
+    reasoning: tuple[Reasoning | None, ...] = ()
+    if role == "assistant" and any(type(message.parts[i]) is Reasoning for i in parts):
+        reasoning = tuple([p if type(p := message.parts[i]) is Reasoning else None
+                           for i in parts])
+    # Serialized at once (``turns``), never kept: its values are shared with the message.
+    wire = {"role": role, "content": blocks} if blocks else None
     return Turn(wire=wire, parts=tuple(parts), reasoning=reasoning, omitted=omitted,
                 chain_after=chain_after)
 
@@ -90,9 +88,6 @@ class Chain:
     binds: bool
     started: bool = False
     cut: bool = False
-
-    def copy(self) -> Chain:
-        return Chain(self.binds, self.started, self.cut)
 
 
 def thinking_block(part: Reasoning, plan: ReplayPlan, profile: AnthropicProfile,
@@ -113,12 +108,6 @@ def thinking_block(part: Reasoning, plan: ReplayPlan, profile: AnthropicProfile,
             and (part.text or "").strip() and not rejected):
         return {"type": THINKING, THINKING: part.text}
     return None
-
-
-def signed_and_rejected(part: Reasoning, plan: ReplayPlan) -> bool:
-    """Would this block cut a started chain (``thinking_block``'s second rule)?"""
-    return (bool(part.signature or part.data) and part.complete and bool(plan.fingerprints)
-            and plan.rejected(part_fingerprint(part)))
 
 
 def _tool_input(arguments: str) -> Any:
@@ -148,7 +137,7 @@ def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain)
                     block["citations"] = citations
             case ToolCall() if not message.incomplete:
                 block = {"type": TOOL_USE, "id": part.id, "name": part.name,
-                         "input": freeze(_tool_input(part.arguments))}
+                         "input": _tool_input(part.arguments)}
             case Opaque() if part.namespace == NS and not message.incomplete:
                 if profile.replay == "signed" or plan.may_replay(part.origin):
                     block = part.native[NS]
@@ -174,12 +163,11 @@ def system_turn(message: Message, fields: Mapping[str, Any]) -> Turn:
     verbatim = fields.get(CONTENT)
     texts = [(i, p) for i, p in enumerate(message.parts) if isinstance(p, Text) and p.text]
     if not texts:
-        return Turn(wire=None, parts=(), reasoning=())
-    content = verbatim if isinstance(verbatim, str) else FrozenList(
-        freeze(_text(p)) for _, p in texts)
-    wire = FrozenDict({"role": "system", "content": content,
-                       **{k: v for k, v in fields.items() if k not in (IN_PLACE, CONTENT)}})
-    return Turn(wire=wire, parts=tuple(i for i, _ in texts), reasoning=(None,) * len(texts))
+        return Turn(wire=None, parts=())
+    content = verbatim if isinstance(verbatim, str) else [_text(p) for _, p in texts]
+    wire = {"role": "system", "content": content,
+            **{k: v for k, v in fields.items() if k not in (IN_PLACE, CONTENT)}}
+    return Turn(wire=wire, parts=tuple(i for i, _ in texts))
 
 
 def compaction_turn(message: Message, plan: ReplayPlan) -> Turn | None:
@@ -204,12 +192,12 @@ def _made_by(origin: Origin | None, plan: ReplayPlan) -> bool:
 def user_turn(message: Message) -> Turn:
     found = message.native.get(NS)
     if isinstance(found, Mapping) and found.get(CARRIED):
-        return Turn(wire=None, parts=(), reasoning=())  # sent with the turn before it
+        return Turn(wire=None, parts=())  # sent with the turn before it
     verbatim = found.get(CONTENT) if isinstance(found, Mapping) else None
     if isinstance(verbatim, str | list):  # the client's message as sent (images, cache_control)
-        wire = FrozenDict({"role": "user", "content": freeze(verbatim)})
+        wire = {"role": "user", "content": verbatim}
         count = len(binding.blocks_of(wire))
-        return Turn(wire=wire, parts=tuple(range(count)), reasoning=(None,) * count)
+        return Turn(wire=wire, parts=tuple(range(count)))
     blocks: list[Any] = []
     parts: list[int] = []
     for position, part in enumerate(message.parts):
@@ -242,157 +230,14 @@ def keeps_prior(target: str) -> bool:
     return not models.is_claude(target) or models.keeps_prior_thinking(target)
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Rules:
-    """What one request's assistant turns depend on besides themselves."""
-
-    plan: ReplayPlan
-    loop: int  # the first turn of the current tool loop (``replay.loop_start``)
-    last: int  # the last assistant turn (-1: none)
-    keep_prior: bool  # the target model keeps earlier turns' thinking
-    binds: bool  # the target model binds blocks to their prefix
-    behavior: str | None = None  # prefix_mismatch_behavior
-
-    def stale(self, stamp: str | None, running: bytes) -> bool:
-        """Was the turn stamped under a prefix other than the one it has now?"""
-        return (self.binds and self.behavior != DROP_BLOCK and stamp is not None
-                and stamp != running.hex())
-
-    def keep(self, index: int, stale: bool) -> bool:
-        return (index >= self.loop or self.keep_prior or index == self.last) and not stale
-
-    @property
-    def chain_matters(self) -> bool:
-        """Can the chain state change a block? Only a rejected block can cut it (§5)."""
-        return self.binds and bool(self.plan.fingerprints)
+def keeps(index: int, *, loop: int, last: int, keep_prior: bool, stale: bool) -> bool:
+    """Does the assistant turn at ``index`` keep its thinking? The current tool loop's turns
+    (from ``loop``: ``replay.loop_start``) and the last assistant turn always do; earlier ones
+    when the target model keeps prior thinking; never one stamped under another prefix."""
+    return (index >= loop or keep_prior or index == last) and not stale
 
 
-class Counts:
-    """The blocks per kind, and the thinking blocks left out, of a request's spliced turns:
-    known while splicing, or read from the stored forms' meta on first need (the request log
-    asks after the request is sent)."""
-
-    __slots__ = ("_known", "_read")
-
-    def __init__(self, known: tuple[dict[str, int], int] | None = None,
-                 read: Callable[[], tuple[dict[str, int], int]] | None = None) -> None:
-        self._known, self._read = known, read
-
-    def get(self) -> tuple[dict[str, int], int]:
-        if self._known is None:
-            assert self._read is not None
-            self._known, self._read = self._read(), None
-        return self._known
-
-
-@dataclass(slots=True)
-class Walk:
-    """The state of encoding a history, message by message (and what the next request reuses).
-
-    ``messages`` may hold stored wire forms as ``orjson.Fragment`` (spliced, see ``forms``);
-    ``counts`` then counts those (``turns`` holds only the turns encoded from messages).
-    """
-
-    context: tuple[Any, ...]
-    chain: Chain
-    history: list[Message] = field(default_factory=list)
-    system: list[Any] = field(default_factory=list)
-    messages: list[Any] = field(default_factory=list)
-    turns: list[tuple[int, Turn]] = field(default_factory=list)
-    omitted: int = 0
-    stale: int = 0
-    running: bytes = b""
-    counts: Counts | None = None
-
-    def copy(self) -> Walk:
-        return Walk(context=self.context, chain=self.chain.copy(), history=list(self.history),
-                    system=list(self.system), messages=list(self.messages),
-                    turns=list(self.turns), omitted=self.omitted, stale=self.stale,
-                    running=self.running, counts=self.counts)
-
-
-Entries = dict[int, tuple[Message, tuple[bool, ...], Turn]]
-
-
-class WireCache:
-    """Per-session memo of stored turns' wire messages (turns are immutable).
-
-    Entries are kept per replay plan (a learned fingerprint makes a new plan, whose turns are
-    derived afresh), keyed by the message's identity and what else its wire form depends on.
-    """
-
-    __slots__ = ("_last", "_plan", "_turns", "_visible", "prefix", "spliced")
-
-    def __init__(self) -> None:
-        self._plan: tuple[Any, ...] | None = None
-        self._turns: Entries = {}
-        self._visible: dict[int, tuple[Turn, bytes]] = {}
-        #: What encoding the last history left behind: a history that only grew since (one turn
-        #: per request) continues from it instead of walking every stored turn again.
-        self._last: Walk | None = None
-        #: A resumed history's walk over its stored forms, kept for the next request (``forms``).
-        self.spliced: Any = None
-        #: The messages earlier requests carried, serialized once (``codecs.common``).
-        self.prefix = SerializedPrefix()
-
-    def __len__(self) -> int:
-        return len(self._turns)
-
-    def for_plan(self, key: tuple[Any, ...]) -> Entries:
-        """The entries valid under the plan ``key`` (all entries are dropped when it changes)."""
-        if self._plan != key:
-            self._plan, self._turns, self._last, self.spliced = key, {}, None, None
-        return self._turns
-
-    def resume(self, history: Sequence[Message], context: tuple[Any, ...]) -> Walk | None:
-        """A copy of the last walk when ``history`` extends its history under ``context``."""
-        last = self._last
-        if last is None or last.context != context or len(last.history) > len(history):
-            return None
-        if list(history[:len(last.history)]) != last.history:  # identity first, in C
-            return None
-        return last.copy()
-
-    def remember(self, walk: Walk) -> None:
-        self._last = walk.copy()
-
-    def visible(self, turn: Turn) -> bytes:
-        found = self._visible.get(id(turn))
-        if found is not None and found[0] is turn:
-            return found[1]
-        digest = binding.visible(turn.wire)
-        self._visible[id(turn)] = (turn, digest)
-        return digest
-
-
-def step(walk: Walk, index: int, message: Message, rules: Rules, memo: WireCache,
-         entries: Entries) -> None:
-    """Encode ``message`` (at ``index`` of the history) onto ``walk``: the one rule for every
-    turn the encoder meets as a message (a decoded history, a resumed one's new turns)."""
-    role = message.role
-    if role == "system" and in_place(message) is None:
-        return
-    chain = walk.chain
-    key: tuple[bool, ...] = ()
-    keep = False
-    if role == "assistant":
-        old = rules.stale(binding.stamp_of(message), walk.running)
-        walk.stale += old
-        keep = rules.keep(index, old)
-        key = (keep, chain.started, chain.cut)
-    found = entries.get(id(message))
-    if found is not None and found[0] is message and found[1] == key:
-        turn = found[2]
-        if role == "assistant":
-            chain.started, chain.cut = turn.chain_after
-    else:
-        turn = (assistant_turn(message, rules.plan, keep, chain) if role == "assistant"
-                else system_turn(message, in_place(message) or {}) if role == "system"
-                else compaction_turn(message, rules.plan) or user_turn(message))
-        entries[id(message)] = (message, key, turn)
-    walk.omitted += turn.omitted
-    if turn.wire is not None:
-        walk.messages.append(turn.wire)
-        walk.turns.append((index, turn))
-        if rules.binds:
-            walk.running = binding.chain(walk.running, memo.visible(turn))
+def stale(stamp: str | None, running: bytes, *, binds: bool, behavior: str | None) -> bool:
+    """Was the turn stamped under a prefix other than the one it has now (``running``, the
+    prefix digest)? Only on a model that binds blocks, unless the API may drop them itself."""
+    return binds and behavior != DROP_BLOCK and stamp is not None and stamp != running.hex()

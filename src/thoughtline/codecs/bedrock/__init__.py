@@ -8,14 +8,15 @@ globals (the endpoint, the AWS region and the signing scheme come from ``thought
 - ``policy``: which reasoning of a stored turn each model receives (as neutral decisions);
 - ``decode``: a whole response → canonical Message (Claude thinking in the shared shape);
 - ``fold``: ConverseStream events → the whole content → ``decode``, so stream and whole agree;
-- ``encode``: history + replay plan → Converse body, with the per-turn wire cache;
+- ``encode``: one turn's Converse blocks, and the body around the turns;
+- ``turns``: the request turn by turn (``TurnEncoder``): same-role turns merged, opaque blocks
+  located for ``rejections``;
 - ``rejections``: the documented ValidationException wordings → what to learn;
 - ``codec``: the ``Codec`` object (``CODEC``).
 """
 
 from thoughtline.codecs.bedrock.codec import CODEC, Bedrock
 from thoughtline.codecs.bedrock.decode import decode_response, parts_from_content
-from thoughtline.codecs.bedrock.encode import WireCache, encode_request, wire_summary
 from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import (
     BedrockProfile,
@@ -33,13 +34,10 @@ __all__ = [
     "Bedrock",
     "BedrockProfile",
     "StreamFold",
-    "WireCache",
     "claude_key",
     "decode_response",
-    "encode_request",
     "model_id",
     "parts_from_content",
     "profile_for",
     "resolve",
-    "wire_summary",
 ]

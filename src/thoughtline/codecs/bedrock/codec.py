@@ -1,7 +1,8 @@
 """The Bedrock Converse codec object the core talks to (``thoughtline.codecs.base.Codec``).
 
 Binds the pure modules to the protocol: routes from ``routes/bedrock.toml`` (``profile``), the
-Converse body (``encode``), whole responses (``decode``), ConverseStream events (``fold``), the
+Converse body turn by turn (``turns``, on ``encode``; the core's wire cache stores and splices each
+turn's blocks), whole responses (``decode``), ConverseStream events (``fold``), the
 endpoint ``POST {endpoint_url}/model/{modelId}/converse`` (``/converse-stream``, AWS event-stream
 framing decoded by botocore in the transport), SigV4 authentication and the reading of
 ValidationExceptions (``rejections``).
@@ -9,31 +10,21 @@ ValidationExceptions (``rejections``).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
-import orjson
-
 from thoughtline import platforms
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
-from thoughtline.codecs.bedrock import forms, rejections
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
+from thoughtline.codecs.bedrock import rejections
 from thoughtline.codecs.bedrock.decode import decode_response
-from thoughtline.codecs.bedrock.encode import (
-    OWNED,
-    WireCache,
-    encode_request,
-    request_body,
-    summary_of,
-    wire_summary,
-)
+from thoughtline.codecs.bedrock.encode import OWNED, summary_of
 from thoughtline.codecs.bedrock.fold import StreamFold
 from thoughtline.codecs.bedrock.profile import resolve
+from thoughtline.codecs.bedrock.turns import TURNS, Carried
 from thoughtline.codecs.bedrock.wire import API, CARRIERS, REASONING
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
@@ -48,35 +39,10 @@ class Bedrock(CodecBase):
 
     api = API
     owned = OWNED
+    turns = TURNS
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         return resolve(provider, base_url, model)
-
-    def new_cache(self) -> WireCache:
-        return WireCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded:
-        base = getattr(history, "base", None)
-        if base is not None and not getattr(base, "decoded", True):
-            found = forms.spliced_messages(history, base, plan, cache)
-            if found is not None:  # a resumed history: its turns' stored bytes, spliced
-                system, messages, spliced = found
-                body = request_body(system, messages, plan, tools=spec.tools,
-                                    params=spec.params)
-                extras = tuple(body.get("additionalModelRequestFields", {}))
-                return Encoded(raw=orjson.dumps(body), index=replace(spliced, extras=extras))
-        body, sent = encode_request(history, plan, tools=spec.tools, params=spec.params,
-                                    cache=cache)
-        return Encoded(body=body, index=tuple(sent))
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
-        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
-        return forms.wire_forms(history, start, plan)
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        return forms.digest_of(plan)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -100,18 +66,15 @@ class Bedrock(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
-        index = encoded.index
-        if isinstance(index, forms.Spliced):
-            return summary_of(index.assistant_turns, index.carriers, index.extras)
-        return wire_summary(encoded.body)
+    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
+        carried = _carried(encoded)
+        return summary_of(carried.assistant_turns, carried.carriers, carried.extras)
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
         target = plan.target
-        index = encoded.index
-        sent = index.sent if isinstance(index, forms.Spliced) else (index or ())
-        reading = rejections.read(status, body, sent)
+        carried = _carried(encoded)
+        reading = rejections.read(status, body, carried.sent)
         if reading is None or target is None:
             return None
         notice = rejections.describe(reading, target.model)
@@ -120,11 +83,17 @@ class Bedrock(CodecBase):
             return Lesson(notice=notice, fingerprints=fresh, wording=reading.wording) \
                 if fresh else None
         named = CARRIERS if REASONING in reading.drop else reading.drop
-        if not set(wire_summary(encoded.body)["carriers"]) & named:
+        if not set(carried.carriers) & named:
             return None  # nothing it names was sent: a second request would fail the same way
         verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
                           drop=reading.drop, reason=body[:300])
         return Lesson(notice=notice, verdict=verdict, wording=reading.wording)
+
+
+def _carried(encoded: Encoded) -> Carried:
+    """What the request carried, read from its turns as sent (``turns.Carried``)."""
+    index = encoded.index
+    return index if isinstance(index, Carried) else Carried()
 
 
 CODEC = Bedrock()

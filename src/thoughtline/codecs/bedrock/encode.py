@@ -10,15 +10,15 @@ the conversation to start and end with a user message and rejects empty text blo
 calls of a turn cut off mid-stream are left out: none was run, so none has a ``toolResult``, and
 Converse rejects a ``toolUse`` without one ("Expected toolResult blocks at messages.N.content").
 
-Each stored turn's wire form is derived once per (plan, inside-the-loop) and reused
-(``WireCache``); request bodies share those read-only blocks.
+Each function here encodes one turn, or the body around the turns; ``turns`` walks a history with
+them, merging same-role turns (the core's wire cache stores each turn's blocks under the context
+they depend on: inside the current tool loop or not).
 """
 
 from __future__ import annotations
 
 import base64
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -36,64 +36,13 @@ from thoughtline.codecs.bedrock.wire import (
     TEXT,
     TOOL_RESULT,
     TOOL_USE,
-    USER_FIRST,
     USER_LAST,
 )
 from thoughtline.messages import Message, Opaque, Reasoning, Text, ToolCall, ToolResult, ToolSpec
-from thoughtline.replay import ReplayPlan, loop_start
+from thoughtline.replay import ReplayPlan
 
 #: One turn on the wire: its Converse role, its blocks, and the fingerprint of each opaque block.
 Blocks = tuple[str, tuple[dict[str, Any], ...], tuple[str, ...]]
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Sent:
-    """Where an opaque value went: ``messages[message].content[block]``, and its fingerprint."""
-
-    message: int
-    block: int
-    fingerprint: str
-
-
-class WireCache:
-    """Each stored turn's blocks per (plan, inside-the-loop), derived once (turns are immutable),
-    and per plan the assembled messages of the turns before the last request's tool loop.
-
-    Turns are keyed by object identity (the cache holds each message so its identity stays
-    valid). A turn before the loop keeps its wire form for every later request (the loop only
-    moves forward), so a history that only grew reuses that prefix and assembles just the rest.
-    """
-
-    def __init__(self) -> None:
-        self._entries: dict[tuple[Any, bool], dict[int, tuple[Message, Blocks]]] = {}
-        self._marks: dict[Any, _Mark] = {}
-        #: A resumed history's turns before the loop, spliced from their stored forms
-        #: (``forms``): (plan key, id of the stored history) -> (it, how many, the assembly).
-        self.spliced: dict[Any, tuple[Any, int, Any]] = {}
-
-    def __len__(self) -> int:
-        return sum(len(turns) for turns in self._entries.values())
-
-    def turns(self, plan: ReplayPlan, in_loop: bool) -> dict[int, tuple[Message, Blocks]]:
-        return self._entries.setdefault((plan.key, in_loop), {})
-
-    def mark(self, plan: ReplayPlan) -> _Mark | None:
-        return self._marks.get(plan.key)
-
-    def remember(self, plan: ReplayPlan, mark: _Mark) -> None:
-        self._marks[plan.key] = mark
-
-
-def blocks_of(message: Message, plan: ReplayPlan, in_loop: bool,
-               memo: dict[int, tuple[Message, Blocks]] | None) -> Blocks:
-    if memo is None:
-        return turn_blocks(message, plan, in_loop=in_loop)
-    hit = memo.get(id(message))
-    if hit is not None and hit[0] is message:
-        return hit[1]
-    blocks = turn_blocks(message, plan, in_loop=in_loop)
-    memo[id(message)] = (message, blocks)
-    return blocks
 
 
 # --- one turn -----------------------------------------------------------------------------------
@@ -181,102 +130,7 @@ def turn_blocks(message: Message, plan: ReplayPlan, *, in_loop: bool) -> Blocks:
     return (role, tuple(blocks), ("",) * len(blocks))
 
 
-# --- the request --------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Mark:
-    """The assembly after the turns before a request's tool loop (see ``WireCache``)."""
-
-    turns: tuple[Message, ...]
-    system: tuple[dict[str, Any], ...]
-    out: tuple[dict[str, Any], ...]
-    sent: tuple[Sent, ...]
-    last_len: int  # how many blocks the last message had at the mark (it may grow after)
-
-
-class Assembly:
-    """Converse messages being put together: same-role turns merged, opaque positions noted.
-    ``sizes`` counts each message's blocks (a spliced stored form stands for several)."""
-
-    __slots__ = ("out", "sent", "sizes", "system")
-
-    def __init__(self, mark: _Mark | None = None) -> None:
-        self.system = list(mark.system) if mark else []
-        self.out = list(mark.out) if mark else []
-        self.sent = list(mark.sent) if mark else []
-        self.sizes = [len(m["content"]) for m in self.out]
-        if mark is not None and self.out:  # the last message may grow: never edit a shared one
-            last = self.out[-1]
-            self.out[-1] = {"role": last["role"], "content": last["content"][:mark.last_len]}
-            self.sizes[-1] = mark.last_len
-
-    def open(self, role: str) -> list[Any]:
-        """The content of the message the next ``role`` turn goes into (a new one if needed)."""
-        out = self.out
-        if not out or out[-1]["role"] != role:
-            if not out and role == "assistant":
-                out.append({"role": "user", "content": [{TEXT: USER_FIRST}]})
-                self.sizes.append(1)
-            out.append({"role": role, "content": []})
-            self.sizes.append(0)
-        return out[-1]["content"]
-
-    def add(self, blocks: Blocks) -> None:
-        role, content_blocks, fps = blocks
-        if role == "system":
-            self.system.extend(content_blocks)
-            return
-        if not content_blocks:
-            return
-        content = self.open(role)
-        for block, fp in zip(content_blocks, fps, strict=True):
-            if fp:
-                self.sent.append(Sent(message=len(self.out) - 1, block=self.sizes[-1],
-                                      fingerprint=fp))
-            content.append(block)
-            self.sizes[-1] += 1
-
-    def mark(self, turns: Sequence[Message]) -> _Mark:
-        return _Mark(turns=tuple(turns), system=tuple(self.system), out=tuple(self.out),
-                     sent=tuple(self.sent),
-                     last_len=len(self.out[-1]["content"]) if self.out else 0)
-
-
-def _reusable(mark: _Mark | None, view: Sequence[Message], start: int) -> bool:
-    if mark is None or len(mark.turns) > start:
-        return False
-    # Equal turns have equal wire forms: a turn re-made with the same content still matches.
-    return all(a is b or a == b for a, b in zip(mark.turns, view, strict=False))
-
-
-def messages_of(history: Sequence[Message], plan: ReplayPlan,
-                cache: WireCache | None = None) -> tuple[list[dict[str, Any]],
-                                                         list[dict[str, Any]], list[Sent]]:
-    """(system blocks, Converse messages, where each opaque value went).
-
-    ``history`` is the turn engine's view (``replay.answered``: every tool call answered), as
-    Converse requires; it is not walked a second time here.
-    """
-    view = history
-    start = loop_start(view)
-    mark = cache.mark(plan) if cache is not None else None
-    if not _reusable(mark, view, start):
-        mark = None
-    assembly = Assembly(mark)
-    prior = cache.turns(plan, False) if cache is not None else None
-    looped = cache.turns(plan, True) if cache is not None else None
-    for index in range(len(mark.turns) if mark else 0, len(view)):
-        if index == start and cache is not None:
-            cache.remember(plan, assembly.mark(view[:start]))
-        in_loop = index >= start
-        assembly.add(blocks_of(view[index], plan, in_loop, looped if in_loop else prior))
-    if start == len(view) and cache is not None:
-        cache.remember(plan, assembly.mark(view))
-    out = assembly.out
-    if out and out[-1]["role"] == "assistant":
-        out.append({"role": "user", "content": [{TEXT: USER_LAST}]})
-    return assembly.system, out, assembly.sent
+# --- the request around the turns -------------------------------------------------------------
 
 
 def _set_path(target: dict[str, Any], path: str, value: Any) -> None:
@@ -328,14 +182,6 @@ def tool_config(tools: Sequence[ToolSpec]) -> dict[str, Any]:
     return {"tools": specs}
 
 
-def encode_request(history: Sequence[Message], plan: ReplayPlan, *,
-                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
-                   cache: WireCache | None = None) -> tuple[dict[str, Any], list[Sent]]:
-    """The Converse body for ``history`` and where its opaque values sit (for ``classify``)."""
-    system, messages, sent = messages_of(history, plan, cache)
-    return request_body(system, messages, plan, tools=tools, params=params), sent
-
-
 #: The body fields request_body writes. No param is merged raw into a Converse body (the
 #: neutral ones are read into ``inferenceConfig``, ``additional_fields`` goes under
 #: ``additionalModelRequestFields`` with the thinking fields written over it): listed so a
@@ -344,7 +190,7 @@ OWNED = frozenset({"messages", "system", "inferenceConfig", "toolConfig",
                    "additionalModelRequestFields"})
 
 
-def request_body(system: Sequence[Any], messages: list[dict[str, Any]], plan: ReplayPlan, *,
+def request_body(system: Sequence[Any], messages: list[Any], plan: ReplayPlan, *,
                  tools: Sequence[ToolSpec] = (),
                  params: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The Converse body around ``system`` blocks and ``messages``."""
@@ -385,16 +231,3 @@ def summary_of(assistant_turns: int, counts: Mapping[str, int],
     return {"assistant_turns": assistant_turns,
             "carriers": {k: counts[k] for k in sorted(CARRIERS) if counts.get(k)},
             "body_extras": sorted(extras)}
-
-
-def wire_summary(body: Mapping[str, Any]) -> dict[str, Any]:
-    """Which reasoning went on the wire, on how many assistant turns (for the request log)."""
-    counts: dict[str, int] = {}
-    turns = 0
-    for message in body.get("messages", ()):
-        if message.get("role") != "assistant":
-            continue
-        turns += 1
-        for key, count in block_carriers(message.get("content", ())).items():
-            counts[key] = counts.get(key, 0) + count
-    return summary_of(turns, counts, body.get("additionalModelRequestFields", {}))

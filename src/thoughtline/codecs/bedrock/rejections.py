@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from thoughtline.codecs.bedrock.encode import Sent
+from thoughtline.codecs.bedrock.turns import Sent
 from thoughtline.codecs.bedrock.wire import CARRIERS, REASONING, REASONING_TEXT, REDACTED, SIGNATURE
 
 _UNSUPPORTED_FIELD = re.compile(r"doesn't support the ([\w.]+) field")

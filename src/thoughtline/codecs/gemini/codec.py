@@ -1,41 +1,29 @@
 """The Gemini codec object the core talks to (``thoughtline.codecs.base.Codec``).
 
 Binds the pure modules to the protocol: routes from ``routes/gemini.toml``, the AI Studio and
-Vertex endpoint shapes, the authentication each expects, the reading of a rejection, and the
-stored wire forms a resumed session splices (``forms``; ``codecs.base.StoresWireForms``).
+Vertex endpoint shapes, the authentication each expects, the request turn by turn (``turns``: the
+core's wire cache stores and splices each turn's bytes) and the reading of a rejection.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import cache
 from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
 from thoughtline import platforms
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
 from thoughtline.codecs.common import path_segment
-from thoughtline.codecs.gemini import forms, rejections
+from thoughtline.codecs.gemini import rejections
 from thoughtline.codecs.gemini.decode import decode_response
-from thoughtline.codecs.gemini.encode import (
-    OWNED,
-    Sent,
-    WireCache,
-    body_extras,
-    encode_request,
-    request_body,
-    sign_every_of,
-    summary,
-    summary_of,
-)
+from thoughtline.codecs.gemini.encode import OWNED
 from thoughtline.codecs.gemini.fold import StreamFold
 from thoughtline.codecs.gemini.profile import GeminiProfile
+from thoughtline.codecs.gemini.turns import TURNS, Sent, summary
 from thoughtline.codecs.gemini.wire import API
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done
-from thoughtline.messages import Message, Origin
+from thoughtline.messages import Origin
 from thoughtline.replay import ReplayPlan
 from thoughtline.routes.resolve import Route, api_table, hostname_of, path_of
 
@@ -74,41 +62,13 @@ class Gemini(CodecBase):
 
     api = API
     owned = OWNED
+    turns = TURNS
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = api_table(API).match(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.strip().lower(),
                      host=hostname_of(base_url), model=model, profile=_profile(row.id),
                      path=path_of(base_url), explain=row.explain)
-
-    def new_cache(self) -> WireCache:
-        return WireCache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded:
-        settings = {**plan.settings, **spec.settings}
-        if cache is not None:
-            built = forms.splice(history, plan, sign_every_of(settings), cache)
-            if built is not None:
-                # Spliced from stored wire forms: the bytes are the request; a dict view of them
-                # is parsed only if something asks for it (a test).
-                body = request_body(built.contents, built.system, plan, model=spec.model,
-                                    tools=spec.tools, params=spec.params)
-                index = forms.Spliced(counts=built.tally(), extras=body_extras(body),
-                                      history=history, size=len(history), plan=plan,
-                                      sign_every=sign_every_of(settings))
-                return Encoded(raw=orjson.dumps(body), index=index)
-        body, sent = encode_request(history, plan, model=spec.model, tools=spec.tools,
-                                    params=spec.params, settings=settings, cache=cache)
-        return Encoded(body=body, index=sent)
-
-    def wire_forms(self, history: Sequence[Message], start: int,
-                   plan: ReplayPlan) -> dict[int, tuple[bytes, bytes]]:
-        """The stored forms of ``history[start:]`` (``codecs.base.StoresWireForms``)."""
-        return forms.wire_forms(history, start, plan)
-
-    def plan_digest(self, plan: ReplayPlan) -> str:
-        return forms.digest(plan, sign_every_of(plan.settings))
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return decode_response(body, origin, seed=seed)
@@ -123,22 +83,18 @@ class Gemini(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(platform_of(provider)).auth
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
-        index = encoded.index
-        if isinstance(index, forms.Spliced):  # counted from the stored metas: nothing parsed
-            return summary_of(index.counts, index.extras)
-        return summary(index if isinstance(index, Sent) else Sent(), encoded.body)
+    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
+        return summary(_sent(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
                  plan: ReplayPlan) -> Lesson | None:
-        index = encoded.index
-        if isinstance(index, forms.Spliced):
-            if rejections.wording_of(status, body, plan) is None:
-                return None
-            sent = index.resent()  # rare: decodes the history to know the signatures it sent
-        else:
-            sent = index if isinstance(index, Sent) else Sent()
-        return rejections.lesson(status, body, sent, plan)
+        return rejections.lesson(status, body, _sent(encoded), plan)
+
+
+def _sent(encoded: Encoded) -> Sent:
+    """What the request carried, read from its turns as sent (``turns.Sent``)."""
+    index = encoded.index
+    return index if isinstance(index, Sent) else Sent((), (), sign_every=False, extras=())
 
 
 CODEC = Gemini()

@@ -11,15 +11,13 @@ Rules (provider-contracts §6, provider-updates §1b):
   its calls and their results travel as plain text;
 - tool results answer their call by name (and by id when Gemini issued one).
 
-``WireCache`` keeps each stored turn's wire form per plan: turns are immutable. A resumed history
-is spliced from the forms stored with it instead (``forms``), through the same ``Built`` and
-``Contents``: results answer calls by ``(name, sent as text)``, whichever way the call was read.
+Each function here encodes one turn, or the body around the turns; ``turns`` walks a history
+with them (the core's wire cache stores each turn's bytes under the context they depend on).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -66,29 +64,6 @@ _GENERATION = {"max_tokens": "maxOutputTokens", "max_output_tokens": "maxOutputT
 _BUDGETS = {"minimal": 0, "low": 1024, "medium": 8192, "high": 24576}
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Sent:
-    """What one request carried, for ``classify`` and the request log."""
-
-    signatures: tuple[str, ...] = ()
-    dummies: int = 0
-    thoughts: int = 0
-    model_turns: int = 0
-    as_text: int = 0
-    sign_every: bool = False
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Counts:
-    """What the request log records about a request: counts only (``summary_of``)."""
-
-    signatures: int = 0
-    dummies: int = 0
-    thoughts: int = 0
-    model_turns: int = 0
-    as_text: int = 0
-
-
 def sign_every_of(settings: Mapping[str, Any] | None) -> bool:
     return bool((settings or {}).get(SIGN_EVERY_CALL, False))
 
@@ -97,8 +72,9 @@ def signatures_of(message: Message) -> list[str]:
     """Every Gemini signature a turn holds, in part order."""
     out = []
     for part in message.parts:
-        native = getattr(part, "native", None)
-        record = native.get(NS) if native else None
+        if isinstance(part, ToolResult):  # the one part with no native record
+            continue
+        record = part.native.get(NS) if part.native else None
         if record is not None and isinstance(record.get(SIG), str):
             out.append(record[SIG])
     return out
@@ -184,190 +160,46 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
     return parts
 
 
-class Built:
-    """The contents built for one history prefix, and what they carried (extended in place).
-
-    ``contents`` and ``system`` may hold ``orjson.Fragment`` values (turns spliced from their
-    stored wire forms, ``forms``); the signatures of those turns are known by count only.
-    """
-
-    __slots__ = ("calls", "contents", "counts", "signatures", "system")
-
-    def __init__(self) -> None:
-        self.contents: list[Any] = []
-        self.system: list[Any] = []
-        self.signatures: list[str] = []
-        # signatures known by count only, dummies, thoughts, model turns, calls sent as text
-        self.counts = [0, 0, 0, 0, 0]
-        self.calls: dict[str, tuple[str, bool]] = {}  # call id -> (name, sent as text)
-
-    def copy(self) -> Built:
-        other = Built()
-        other.contents, other.system = self.contents.copy(), self.system.copy()
-        other.signatures, other.counts = self.signatures.copy(), self.counts.copy()
-        other.calls = self.calls.copy()
-        return other
-
-    def sent(self, sign_every: bool) -> Sent:
-        _, dummies, thoughts, turns, as_text = self.counts
-        return Sent(signatures=tuple(self.signatures), dummies=dummies, thoughts=thoughts,
-                    model_turns=turns, as_text=as_text, sign_every=sign_every)
-
-    def tally(self) -> Counts:
-        """The request log's counts (``summary_of``)."""
-        stored, dummies, thoughts, turns, as_text = self.counts
-        return Counts(signatures=stored + len(self.signatures), dummies=dummies,
-                      thoughts=thoughts, model_turns=turns, as_text=as_text)
+def model_turn(message: Message, plan: ReplayPlan,
+               sign_every: bool) -> tuple[dict[str, Any], bool]:
+    """A model turn's ``contents`` entry, and whether it went back whole (``own_turn``)."""
+    own = own_turn(message, plan)
+    if own:
+        parts = _own_parts(message, sign_every)
+    else:
+        parts = _foreign_parts(message, plan.profile, sign_every)
+    return {"role": "model", "parts": parts or [{"text": ""}]}, own
 
 
-class WireCache:
-    """Each stored turn's wire content per plan, derived once (turns are immutable).
-
-    Per plan it also keeps the last history it encoded and what that built: a history that only
-    grew since (one turn per request, the normal case) reuses it and encodes just the new turns.
-    Equal messages have equal wire forms, so a prefix that compares equal is safe to reuse.
-    A resumed history is spliced from its stored forms instead (``forms``), which keeps here,
-    per plan, what it built from them and the plan's digest.
-    """
-
-    def __init__(self) -> None:
-        self._turns: dict[tuple[int, int], tuple[Message, dict[str, Any], Sent, bool]] = {}
-        self._last: dict[Any, tuple[list[Message], Built]] = {}
-        self._tokens: dict[Any, int] = {}
-        #: plan key -> (the stored history spliced, how many turns it stores, what they built)
-        self.spliced: dict[Any, tuple[Any, int, Built]] = {}
-        self.digests: dict[Any, str] = {}
-
-    def token(self, key: Any) -> int:
-        """A small int standing for a plan key (hashed once per request, not once per turn)."""
-        return self._tokens.setdefault(key, len(self._tokens))
-
-    def turn(self, message: Message, key: int,
-             build: Any) -> tuple[dict[str, Any], Sent, bool]:
-        hit = self._turns.get((id(message), key))
-        if hit is not None and hit[0] is message:
-            return hit[1], hit[2], hit[3]
-        wire, sent, own = build()
-        self._turns[(id(message), key)] = (message, wire, sent, own)
-        return wire, sent, own
-
-    def resume(self, key: Any, turns: list[Message]) -> tuple[int, Built]:
-        last = self._last.get(key)
-        if last is not None and len(last[0]) <= len(turns) and turns[:len(last[0])] == last[0]:
-            return len(last[0]), last[1].copy()
-        return 0, Built()
-
-    def remember(self, key: Any, turns: list[Message], built: Built) -> None:
-        self._last[key] = (turns, built)
-
-    def __len__(self) -> int:
-        return len(self._turns)
+def user_turn(message: Message,
+              answering: Mapping[str, tuple[str, bool]]) -> dict[str, Any] | None:
+    """A user or tool turn's ``contents`` entry (None: it has nothing to send). ``answering``:
+    call id -> (the call's name, sent as text), for the calls its results answer; a result for
+    a call not in it answers by the id itself, as a function response."""
+    parts: list[dict[str, Any]] = []
+    for part in message.parts:
+        if isinstance(part, Text) and part.text:
+            parts.append({"text": part.text})
+        elif isinstance(part, ToolResult):
+            name, as_text = answering.get(part.call_id, (part.call_id, False))
+            parts.append(_result(part, name, as_text))
+    return {"role": "user", "parts": parts} if parts else None
 
 
-class Contents:
-    """Encodes one turn at a time into a ``Built``: names calls so results can answer them."""
-
-    def __init__(self, plan: ReplayPlan, sign_every: bool, built: Built) -> None:
-        self.plan = plan
-        self.profile: GeminiProfile = plan.profile
-        self.sign_every = sign_every
-        self.built = built
-
-    def model_turn(self, message: Message) -> tuple[dict[str, Any], Sent, bool]:
-        own = own_turn(message, self.plan)
-        if own:
-            parts = _own_parts(message, self.sign_every)
-            sent = Sent(signatures=tuple(p[SIG] for p in parts if SIG in p), model_turns=1,
-                        thoughts=sum(1 for p in parts if p.get(THOUGHT) is True))
-        else:
-            parts = _foreign_parts(message, self.profile, self.sign_every)
-            dummies = sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE)
-            as_text = len(message.tool_calls) if self.profile.foreign_calls == "text" else 0
-            sent = Sent(dummies=dummies, model_turns=1, as_text=as_text)
-        return {"role": "model", "parts": parts or [{"text": ""}]}, sent, own
-
-    def add(self, message: Message, key: int, cache: WireCache | None) -> None:
-        built = self.built
-        if message.role == "system":
-            built.system.extend(system_parts(message))
-            return
-        if message.role != "assistant":
-            wire = self.user_turn(message)
-            if wire is not None:
-                built.contents.append(wire)
-            return
-        if cache is not None:
-            wire, sent, own = cache.turn(message, key, lambda: self.model_turn(message))
-        else:
-            wire, sent, own = self.model_turn(message)
-        built.contents.append(wire)
-        built.signatures.extend(sent.signatures)
-        self.count(sent)
-        self.offer(message, own)
-
-    def count(self, sent: Sent) -> None:
-        counts = self.built.counts
-        counts[1] += sent.dummies
-        counts[2] += sent.thoughts
-        counts[3] += sent.model_turns
-        counts[4] += sent.as_text
-
-    def offer(self, message: Message, own: bool) -> None:
-        """Make a model turn's calls answerable by the results that follow."""
-        if not message.incomplete:  # an interrupted turn's calls were never sent
-            text_mode = self.profile.foreign_calls == "text" and not own
-            calls = self.built.calls
-            for call in message.tool_calls:
-                calls[call.id] = (call.name, text_mode)
-
-    def answering(self, call_id: str) -> tuple[str, bool]:
-        """``(name, as text)`` a result for ``call_id`` is sent with: its call's, found in an
-        earlier model turn, or the id itself (sent as a function response) when there is none."""
-        return self.built.calls.get(call_id, (call_id, False))
-
-    def user_turn(self, message: Message) -> dict[str, Any] | None:
-        parts: list[dict[str, Any]] = []
-        for part in message.parts:
-            if isinstance(part, Text) and part.text:
-                parts.append({"text": part.text})
-            elif isinstance(part, ToolResult):
-                parts.append(self._result(part))
-        return {"role": "user", "parts": parts} if parts else None
-
-    def _result(self, result: ToolResult) -> dict[str, Any]:
-        name, as_text = self.answering(result.call_id)
-        if as_text:
-            label = "error" if result.is_error else "result"
-            return {"text": f"[{label} of tool {name}: {result.content}]"}
-        response = {"error" if result.is_error else "output": result.content}
-        wire: dict[str, Any] = {"name": name, "response": response}
-        if result.call_id and not result.call_id.startswith(SYNTHETIC_ID):
-            wire["id"] = result.call_id
-        return {FR: wire}
+def _result(result: ToolResult, name: str, as_text: bool) -> dict[str, Any]:
+    if as_text:
+        label = "error" if result.is_error else "result"
+        return {"text": f"[{label} of tool {name}: {result.content}]"}
+    response = {"error" if result.is_error else "output": result.content}
+    wire: dict[str, Any] = {"name": name, "response": response}
+    if result.call_id and not result.call_id.startswith(SYNTHETIC_ID):
+        wire["id"] = result.call_id
+    return {FR: wire}
 
 
 def system_parts(message: Message) -> list[dict[str, Any]]:
     """A system turn's parts in ``systemInstruction`` (it is not one of the contents)."""
     return [{"text": p.text} for p in message.parts if isinstance(p, Text) and p.text]
-
-
-def encode_contents(history: Sequence[Message], plan: ReplayPlan, *, sign_every: bool = False,
-                    cache: WireCache | None = None
-                    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], Sent]:
-    """``(contents, system parts, what was sent)`` for ``history`` under ``plan``.
-
-    The lists are shared with the cache: serialize them, never edit them.
-    """
-    key = (plan.key, sign_every)
-    turns = list(history)
-    start, built = cache.resume(key, turns) if cache is not None else (0, Built())
-    builder = Contents(plan, sign_every, built)
-    token = cache.token(key) if cache is not None else 0
-    for message in turns[start:]:
-        builder.add(message, token, cache)
-    if cache is not None:
-        cache.remember(key, turns, built)
-    return built.contents, built.system, built.sent(sign_every)
 
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
@@ -423,38 +255,6 @@ def request_body(contents: list[Any], system: list[Any], plan: ReplayPlan, *, mo
     return body
 
 
-def encode_request(history: Sequence[Message], plan: ReplayPlan, *, model: str,
-                   tools: Sequence[ToolSpec] = (), params: Mapping[str, Any] | None = None,
-                   settings: Mapping[str, Any] | None = None,
-                   cache: WireCache | None = None) -> tuple[dict[str, Any], Sent]:
-    """The request body for ``history`` on a Gemini route, and what it carried.
-
-    The body shares read-only native values with the history: serialize it, never edit it.
-    """
-    contents, system, sent = encode_contents(history, plan, sign_every=sign_every_of(settings),
-                                             cache=cache)
-    return request_body(contents, system, plan, model=model, tools=tools, params=params), sent
-
-
 def body_extras(body: Mapping[str, Any]) -> tuple[str, ...]:
     """The caller's top-level body keys the request carried (``generationConfig`` …)."""
     return tuple(sorted(k for k in body if k in _BODY_KEYS))
-
-
-def counts_of(sent: Sent) -> Counts:
-    return Counts(signatures=len(sent.signatures), dummies=sent.dummies, thoughts=sent.thoughts,
-                  model_turns=sent.model_turns, as_text=sent.as_text)
-
-
-def summary_of(counts: Counts, extras: Sequence[str]) -> dict[str, Any]:
-    """What the request log records about the reasoning a request carried."""
-    return {"assistant_turns": counts.model_turns,
-            "carriers": {SIG: counts.signatures} if counts.signatures else {},
-            "pads": counts.dummies,
-            "native": {"thought": counts.thoughts} if counts.thoughts else {},
-            "calls_as_text": counts.as_text, "body_extras": list(extras)}
-
-
-def summary(sent: Sent, body: Mapping[str, Any]) -> dict[str, Any]:
-    """``summary_of`` a request encoded from decoded turns."""
-    return summary_of(counts_of(sent), body_extras(body))

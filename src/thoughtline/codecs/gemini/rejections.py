@@ -19,9 +19,9 @@ from typing import Literal
 import orjson
 
 from thoughtline.codecs.base import Lesson
-from thoughtline.codecs.gemini.encode import SIGN_EVERY_CALL, Sent
-from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER, SIG
-from thoughtline.messages import fingerprint
+from thoughtline.codecs.gemini.encode import SIGN_EVERY_CALL
+from thoughtline.codecs.gemini.turns import Sent
+from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER
 from thoughtline.replay import ReplayPlan
 from thoughtline.verdicts import Verdict
 
@@ -87,10 +87,10 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
     dummy_on = plan.profile.foreign_calls == "dummy"
     if wording.kind == "invalid":
         verdict = None
-        if sent.dummies and dummy_on:
+        if sent.totals.dummies and dummy_on:
             verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
                               reason="rejects the placeholder thought signature")
-        prints = frozenset(fingerprint(SIG, s) for s in sent.signatures)
+        prints = frozenset(sent.totals.prints)
         if verdict is None and not prints:
             return None
         return Lesson(notice=_invalid_notice(target.model, len(prints), verdict is not None),
@@ -99,7 +99,7 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
         return Lesson(notice=f"{target.model} wants a thought signature on every replayed "
                              "function call — retrying with the placeholder signature on each",
                       settings={API: {SIGN_EVERY_CALL: True}}, wording=wording.id)
-    if dummy_on and sent.dummies:
+    if dummy_on and sent.totals.dummies:
         verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
                           reason="does not take the placeholder thought signature")
         return Lesson(notice=_invalid_notice(target.model, 0, True), verdict=verdict,

@@ -1,0 +1,268 @@
+"""Anthropic's turn encoder (``codecs.base.TurnEncoder``): a request built turn by turn, so the
+core's wire cache stores each turn's bytes under what they depend on and splices them later.
+
+The rules are ``walk``'s, and only there; this module says which of them a turn's bytes depend on
+besides the turn and the plan (its *context*), and carries the rest from turn to turn:
+
+- a user, tool or in-place system turn, a compaction checkpoint and an assistant turn without
+  thinking: nothing (context ``""``); a top-level system message adds no bytes of its own (its
+  blocks are a ``TurnExtra`` fact: the request's ``system`` and the binding seed are made from
+  every one of them before the first turn);
+- an assistant turn with thinking: whether it keeps it (``keep``/``drop``: the current tool loop,
+  the model's rule for earlier turns, the last assistant turn; never a turn stamped under another
+  prefix nor one cut short) and, on a model that binds blocks after a rejection, the binding chain
+  before it (``chain=new|started|cut``: a rejected block cuts a started chain, §5).
+
+The walk state carries the prefix digest (each sent turn's ``visible`` digest chained on the seed:
+``binding``), the chain, and the count of stale turns; a turn's ``TurnAfter`` says what it sent
+(block kinds and parts, the fingerprint of each thinking block, how much thinking it left out), so
+the request log and a rejection are read from the request as sent (``Index``), never rebuilt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.anthropic import binding, models
+from thoughtline.codecs.anthropic.encode import encode_tools, request, system_json
+from thoughtline.codecs.anthropic.walk import (
+    Chain,
+    Turn,
+    assistant_turn,
+    compaction_turn,
+    in_place,
+    keeps,
+    keeps_prior,
+    part_fingerprint,
+    stale,
+    system_blocks,
+    system_turn,
+    target_model,
+    user_turn,
+)
+from thoughtline.codecs.anthropic.wire import SETTING_MISMATCH
+from thoughtline.codecs.base import Context, Encoded, Named, RequestSpec, TurnFacts, Walk
+from thoughtline.messages import Message, Reasoning
+from thoughtline.replay import ReplayPlan
+
+KEEP, DROP = "keep", "drop"  # an assistant turn's thinking goes out, or is left out
+_CHAIN = " chain="  # the binding chain before the turn, when it can change a block
+
+
+@dataclass(frozen=True, slots=True)
+class TurnExtra(Named):
+    """Anthropic's facts of a turn beside the neutral ones (``TurnFacts.extra``)."""
+
+    #: An assistant turn's prefix stamp (``binding.stamp_of``): stale when it differs from the
+    #: prefix digest the turn has now, on a model that binds blocks.
+    stamp: str | None = None
+    #: How many thinking parts an assistant turn has (none: nothing in it depends on keeping).
+    thinking: int = 0
+    #: A top-level system message's ``system`` blocks, as comma-joined JSON.
+    system: str | None = None
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> TurnExtra:
+        """``Named.from_json``, field by field (read for every stored turn of a resume)."""
+        return cls.of_fields(raw.get("stamp"), raw.get("thinking", 0), raw.get("system"))
+
+
+@dataclass(frozen=True, slots=True)
+class TurnAfter(Named):
+    """What one turn sent, as the walk, the request log and a rejection read it."""
+
+    #: Each block's type, in order.
+    kinds: tuple[str, ...] = ()
+    #: The message part behind each block.
+    parts: tuple[int, ...] = ()
+    #: (block position, fingerprint) of each thinking block sent (``walk.part_fingerprint``).
+    thinking: tuple[tuple[int, str], ...] = ()
+    #: Thinking parts left out (scope, rejection, incomplete, earlier turns).
+    omitted: int = 0
+    #: The digest of the wire message without its thinking (``binding.visible``), hex; "" when
+    #: nothing was sent or the target does not bind blocks.
+    visible: str = ""
+    #: The binding chain after the turn: has a block gone out, has the chain been cut.
+    started: bool = False
+    cut: bool = False
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> TurnAfter:
+        """``Named.from_json``, field by field (read for every stored turn of a resume)."""
+        get = raw.get
+        thinking = get("thinking")
+        return cls.of_fields(tuple(get("kinds", ())), tuple(get("parts", ())),
+                             tuple(map(tuple, thinking)) if thinking else (), get("omitted", 0),
+                             get("visible", ""), get("started", False), get("cut", False))
+
+
+@dataclass(frozen=True, slots=True)
+class State:
+    """The walk state: the rules of the request and what the turns so far carried."""
+
+    loop: int  # the first turn of the current tool loop (0 when every turn keeps its thinking)
+    last: int  # the last assistant turn (-1: none, or it does not matter)
+    keep_prior: bool  # the target model keeps earlier turns' thinking
+    binds: bool  # the target model binds blocks to their prefix
+    behavior: str | None  # prefix_mismatch_behavior
+    chain_matters: bool  # binds and a fingerprint was rejected: the chain can change a block
+    system: tuple[str, ...]  # the top-level system messages' blocks (``TurnExtra.system``)
+    running: bytes  # the prefix digest so far (binding models)
+    started: bool = False
+    cut: bool = False
+    stale: int = 0  # turns stamped under another prefix
+
+
+def _behavior(plan: ReplayPlan, spec: RequestSpec) -> Any:
+    merged = {**spec.settings, **plan.settings}
+    return merged.get(SETTING_MISMATCH, spec.params.get(SETTING_MISMATCH))
+
+
+def _loop_and_last(facts: Sequence[TurnFacts]) -> tuple[int, int]:
+    """``replay.loop_start`` and the last assistant turn, from the turns' facts."""
+    loop = next((i + 1 for i in range(len(facts) - 1, -1, -1) if facts[i].opens), 0)
+    last = next((i for i in range(len(facts) - 1, -1, -1) if facts[i].role == "assistant"), -1)
+    return loop, last
+
+
+def _stale(state: State, facts: TurnFacts) -> bool:
+    extra = facts.extra
+    return (facts.role == "assistant" and isinstance(extra, TurnExtra)
+            and stale(extra.stamp, state.running, binds=state.binds, behavior=state.behavior))
+
+
+def _binds(plan: ReplayPlan) -> bool | None:
+    """Does the plan's target bind blocks (None: the plan names no model, the spec does)?"""
+    target = plan.target
+    return _binds_model(target.model) if target is not None and target.model else None
+
+
+_binds_model = lru_cache(maxsize=64)(models.binds_blocks)
+
+
+class Encoder:
+    """``TurnEncoder[State, TurnAfter]`` for Anthropic Messages."""
+
+    version = "anthropic-turns-1"  # bump when a turn's bytes or its facts change
+    flat = False
+    extra_type = TurnExtra
+    after_type = TurnAfter
+
+    def facts(self, message: Message) -> TurnFacts:
+        role = message.role
+        extra: TurnExtra | None = None
+        if role == "assistant":
+            thinking = sum(1 for p in message.parts if isinstance(p, Reasoning))
+            stamp = binding.stamp_of(message)
+            if thinking or stamp is not None:
+                extra = TurnExtra(stamp=stamp, thinking=thinking)
+        elif role == "system" and in_place(message) is None:
+            extra = TurnExtra(system=",".join(
+                orjson.dumps(b).decode() for b in system_blocks([message])))
+        return TurnFacts.of(message, extra)
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> State:
+        target = target_model(plan, spec.model)
+        keep_prior, binds = keeps_prior(target), models.binds_blocks(target)
+        system = tuple(f.extra.system for f in facts if f.role == "system"
+                       and isinstance(f.extra, TurnExtra) and f.extra.system)
+        loop, last = (0, -1) if keep_prior else _loop_and_last(facts)
+        running = b""
+        if binds:
+            running = binding.seed(orjson.loads(system_json(system)), encode_tools(spec.tools))
+        return State(loop=loop, last=last, keep_prior=keep_prior, binds=binds,
+                     behavior=_behavior(plan, spec),
+                     chain_matters=binds and bool(plan.fingerprints), system=system,
+                     running=running)
+
+    def context(self, state: State, index: int, facts: TurnFacts) -> Context:
+        extra = facts.extra
+        if facts.role != "assistant" or not isinstance(extra, TurnExtra) or not extra.thinking:
+            return ""
+        keep = not facts.incomplete and keeps(index, loop=state.loop, last=state.last,
+                                              keep_prior=state.keep_prior,
+                                              stale=_stale(state, facts))
+        context = KEEP if keep else DROP
+        if state.chain_matters:
+            context += _CHAIN + ("cut" if state.cut else "started" if state.started else "new")
+        return context
+
+    def later(self, state: State, context: Context) -> tuple[Context, ...]:
+        """A turn that keeps its thinking now loses it in a later request once a new user turn
+        opens a loop (a model that keeps only the loop's and the last turn's), or once its prefix
+        changes (a model that binds blocks): that form is written with it."""
+        keep, chain, rest = str(context).partition(_CHAIN)
+        if keep != KEEP or (state.keep_prior and not state.binds):
+            return ()
+        return (DROP + chain + rest,)
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, TurnAfter]:
+        role = message.role
+        if role == "assistant":
+            keep, _, chain = str(context).partition(_CHAIN)
+            turn = assistant_turn(message, plan, keep == KEEP,
+                                  Chain(binds=bool(chain), started=chain in ("started", "cut"),
+                                        cut=chain == "cut"))
+        elif role == "system":
+            fields = in_place(message)
+            if fields is None:
+                return b"", TurnAfter()  # its blocks go in ``system`` (``TurnExtra.system``)
+            turn = system_turn(message, fields)
+        else:
+            turn = compaction_turn(message, plan) or user_turn(message)
+        return _sent(turn, plan)
+
+    def advance(self, state: State, facts: TurnFacts, context: Context,
+                after: TurnAfter) -> State:
+        started, cut = state.started or after.started, state.cut or after.cut
+        if not state.binds:  # no prefix to follow, nothing stale
+            if started is state.started and cut is state.cut:
+                return state
+            return replace(state, started=started, cut=cut)
+        was_stale = _stale(state, facts)
+        running = state.running
+        if after.visible:
+            running = binding.chain(running, bytes.fromhex(after.visible))
+        return State(loop=state.loop, last=state.last, keep_prior=state.keep_prior,
+                     binds=state.binds, behavior=state.behavior,
+                     chain_matters=state.chain_matters, system=state.system, running=running,
+                     started=started, cut=cut, stale=state.stale + was_stale)
+
+    def assemble(self, walk: Walk[State, TurnAfter], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        return request(walk, spec, plan)
+
+
+#: The after facts of turns that sent blocks and nothing else to know (most user turns), shared.
+_PLAIN: dict[tuple[tuple[str, ...], tuple[int, ...]], TurnAfter] = {}
+
+
+def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
+    started, cut = turn.chain_after
+    wire = turn.wire
+    if wire is None:
+        return b"", TurnAfter(omitted=turn.omitted, started=started, cut=cut)
+    content = wire["content"]
+    kinds = ("text",) if type(content) is str else tuple([b["type"] for b in content])
+    visible = binding.visible(wire).hex() if _binds(plan) is not False else ""
+    if not (turn.reasoning or turn.omitted or visible or started or cut):
+        key = (kinds, turn.parts)
+        after = _PLAIN.get(key)
+        if after is None:
+            if len(_PLAIN) >= 512:
+                _PLAIN.clear()
+            after = _PLAIN[key] = TurnAfter(kinds, turn.parts)
+        return orjson.dumps(wire), after
+    thinking = tuple([(m, part_fingerprint(p)) for m, p in enumerate(turn.reasoning)
+                      if p is not None])
+    return orjson.dumps(wire), TurnAfter(kinds, turn.parts, thinking, turn.omitted, visible,
+                                         started, cut)
+
+
+ENCODER = Encoder()

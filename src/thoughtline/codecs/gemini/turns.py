@@ -1,0 +1,278 @@
+"""A Gemini request, encoded turn by turn (``codecs.base.TurnEncoder``).
+
+A Gemini turn's bytes are not a function of the turn and the plan alone; its *context* is what
+else they depend on, computed from the walk without decoding the turn:
+
+- a model turn: whether every unsigned call carries the dummy (``sign_every_call``, a session
+  setting, not part of the plan) — ``"every"`` or ``""``, and ``""`` for a turn with no call
+  that can be sent;
+- a user or tool turn with tool results: for each result (in part order), the name of the call
+  it answers and whether that call went as text — a result answers its call by name, found in an
+  earlier model turn, and goes as text when the call did;
+- a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``: its bytes are
+  empty and its texts are in its after facts).
+
+The walk state is the calls made so far (call id -> name, sent as text), filled from each model
+turn's after facts (``TurnSent``), which also hold what a rejection and the request log read:
+the fingerprints of the signatures the turn carried, its dummies, thoughts and calls as text. A
+rejection of a request is thus read from the request as sent, without encoding it again.
+"""
+
+from __future__ import annotations
+
+import bisect
+import operator
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.base import (
+    Context,
+    Encoded,
+    Named,
+    RequestSpec,
+    TurnFacts,
+    Walk,
+)
+from thoughtline.codecs.gemini.encode import (
+    body_extras,
+    model_turn,
+    request_body,
+    sign_every_of,
+    system_parts,
+    user_turn,
+)
+from thoughtline.codecs.gemini.wire import DUMMY_SIGNATURE, SIG, THOUGHT
+from thoughtline.messages import Message, ToolResult, fingerprint
+from thoughtline.replay import ReplayPlan
+
+EVERY = "every"  # a model turn's context when every unsigned call carries the dummy
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnSent(Named):
+    """What one turn carried (its after facts); all empty for a user, tool or system turn."""
+
+    #: The names of its calls, aligned with ``TurnFacts.calls``, when they can be answered
+    #: (the turn was not interrupted).
+    names: tuple[str, ...] = ()
+    #: Its calls went as text (and so do the results answering them).
+    text_mode: bool = False
+    #: The fingerprints of the signatures it carried, in part order (what a rejection teaches).
+    prints: tuple[str, ...] = ()
+    dummies: int = 0
+    thoughts: int = 0
+    #: How many of its calls went as text (the request log's count).
+    calls_as_text: int = 0
+    #: A system turn's texts: its parts go to ``systemInstruction``, not ``contents``, so its
+    #: bytes are empty and ``assemble`` reads them from here.
+    system: tuple[str, ...] = ()
+
+
+NOTHING = TurnSent()
+
+
+class CallLog:
+    """The calls a walk made, in order (call id, name, sent as text), shared by the walk states
+    that extend one another: a state sees the first ``upto`` of them, so a state never changes
+    when a later one appends (and a state that is not the log's tip branches a copy)."""
+
+    __slots__ = ("entries", "positions")
+
+    def __init__(self, entries: Sequence[tuple[str, str, bool]] = ()) -> None:
+        self.entries: list[tuple[str, str, bool]] = []
+        self.positions: dict[str, list[int]] = {}  # call id -> where it was made, ascending
+        self.extend(entries)
+
+    def extend(self, entries: Iterable[tuple[str, str, bool]]) -> None:
+        for entry in entries:
+            self.positions.setdefault(entry[0], []).append(len(self.entries))
+            self.entries.append(entry)
+
+    def answering(self, call_id: str, upto: int) -> tuple[str, bool]:
+        """(name, sent as text) of the latest call with this id among the first ``upto`` (the id
+        itself, as a function response, when there is none)."""
+        positions = self.positions.get(call_id)
+        if positions:
+            at = bisect.bisect_left(positions, upto) - 1
+            if at >= 0:
+                _, name, text = self.entries[positions[at]]
+                return name, text
+        return call_id, False
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Calls:
+    """The walk state: the calls made so far (the first ``upto`` of ``log``), a result answering
+    the latest call with its id; and where the system turns are (their parts go to
+    ``systemInstruction``, read from their after facts; known from the start, so ``assemble``
+    need not look for them)."""
+
+    sign_every: bool
+    system: tuple[int, ...] = ()
+    upto: int = 0
+    log: CallLog = field(default_factory=CallLog, compare=False)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Totals:
+    """What a request's turns carried, added up."""
+
+    #: The fingerprints of every signature it carried (the dummy included where it went on
+    #: Gemini's own unsigned calls), in order: what an invalid-signature rejection teaches.
+    prints: tuple[str, ...] = ()
+    dummies: int = 0
+    thoughts: int = 0
+    model_turns: int = 0
+    as_text: int = 0
+
+
+class Sent:
+    """What a request carried, for ``classify`` and the request log: its turns' after facts,
+    added up on first need (a request that is accepted and not logged never adds them up)."""
+
+    __slots__ = ("_afters", "_facts", "_totals", "extras", "sign_every")
+
+    def __init__(self, afters: Sequence[TurnSent], facts: Sequence[TurnFacts], *,
+                 sign_every: bool, extras: tuple[str, ...]) -> None:
+        self._afters, self._facts = afters, facts
+        self._totals: Totals | None = None
+        self.sign_every, self.extras = sign_every, extras
+
+    @property
+    def totals(self) -> Totals:
+        if self._totals is None:
+            prints: list[str] = []
+            dummies = thoughts = as_text = 0
+            for after in self._afters:
+                if after is not NOTHING:
+                    prints.extend(after.prints)
+                    dummies += after.dummies
+                    thoughts += after.thoughts
+                    as_text += after.calls_as_text
+            self._totals = Totals(prints=tuple(prints), dummies=dummies, thoughts=thoughts,
+                                  model_turns=sum(1 for f in self._facts
+                                                  if f.role == "assistant"), as_text=as_text)
+        return self._totals
+
+
+class GeminiTurns:
+    """The Gemini ``TurnEncoder``."""
+
+    #: Bump when a turn's bytes or its after facts change: older stored forms are not found.
+    version = "gemini-turns-2"
+    flat = False
+    extra_type = None
+    after_type = TurnSent
+
+    def facts(self, message: Message) -> TurnFacts:
+        return TurnFacts.of(message)
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec,
+              facts: Sequence[TurnFacts]) -> Calls:
+        return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}),
+                     system=_system_turns(facts))
+
+    def context(self, state: Calls, index: int, facts: TurnFacts) -> Context:
+        if facts.role == "assistant":
+            return EVERY if state.sign_every and facts.calls and not facts.incomplete else ""
+        if facts.role == "system" or not facts.results:
+            return ""
+        log, upto = state.log, state.upto
+        out: list[str | bool] = []
+        for call_id in facts.results:
+            out += log.answering(call_id, upto)
+        return tuple(out)
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, TurnSent]:
+        dumps = orjson.dumps
+        if message.role == "system":
+            texts = tuple(part["text"] for part in system_parts(message))
+            return b"", TurnSent(system=texts) if texts else NOTHING
+        if message.role == "assistant":
+            return self._model(message, plan, context == EVERY)
+        answering: dict[str, tuple[str, bool]] = {}
+        if context:
+            ids = [p.call_id for p in message.parts if isinstance(p, ToolResult)]
+            for at, call_id in enumerate(ids):
+                answering[call_id] = (str(context[2 * at]), bool(context[2 * at + 1]))
+        wire = user_turn(message, answering)
+        return (dumps(wire) if wire is not None else b""), NOTHING
+
+    @staticmethod
+    def _model(message: Message, plan: ReplayPlan,
+               sign_every: bool) -> tuple[bytes, TurnSent]:
+        wire, own = model_turn(message, plan, sign_every)
+        parts = wire["parts"]
+        calls = message.tool_calls
+        # An interrupted turn's calls never ran: nothing can answer them.
+        names = tuple(call.name for call in calls) if calls and not message.incomplete else ()
+        as_text = plan.profile.foreign_calls == "text"
+        if own:
+            prints, thoughts = [], 0
+            for part in parts:
+                if SIG in part:
+                    prints.append(fingerprint(SIG, part[SIG]))
+                if part.get(THOUGHT) is True:
+                    thoughts += 1
+            after = TurnSent(names=names, prints=tuple(prints), thoughts=thoughts)
+        else:
+            after = TurnSent(names=names, text_mode=as_text and bool(names),
+                             dummies=sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE),
+                             calls_as_text=len(calls) if as_text else 0)
+        return orjson.dumps(wire), after
+
+    def advance(self, state: Calls, facts: TurnFacts, context: Context,
+                after: TurnSent) -> Calls:
+        if not after.names:
+            return state
+        log = state.log
+        if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
+            log = CallLog(log.entries[:state.upto])
+        log.extend((call_id, name, after.text_mode)
+                   for call_id, name in zip(facts.calls, after.names, strict=True))
+        return Calls(sign_every=state.sign_every, system=state.system,
+                     upto=len(log.entries), log=log)
+
+    def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        fragments = walk.fragments  # every turn but the system ones (their bytes are empty)
+        contents: list[Any] = fragments if isinstance(fragments, list) else list(fragments)
+        afters = walk.afters
+        system = [{"text": text} for index in walk.state.system for text in afters[index].system]
+        body = request_body(contents, system, plan, model=spec.model, tools=spec.tools,
+                            params=spec.params)
+        index = Sent(walk.afters, walk.facts, sign_every=walk.state.sign_every,
+                     extras=body_extras(body))
+        return Encoded(raw=orjson.dumps(body), index=index)
+
+
+TURNS = GeminiTurns()
+_ROLE = operator.attrgetter("role")
+
+
+def _system_turns(facts: Sequence[TurnFacts]) -> tuple[int, ...]:
+    """The indices of the system turns (found at C speed: every request looks)."""
+    roles = list(map(_ROLE, facts))
+    found: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = roles.index("system", at + 1)
+        except ValueError:
+            return tuple(found)
+        found.append(at)
+
+
+def summary(sent: Sent) -> dict[str, Any]:
+    """What the request log records about the reasoning a request carried."""
+    totals = sent.totals
+    signatures = len(totals.prints)
+    return {"assistant_turns": totals.model_turns,
+            "carriers": {SIG: signatures} if signatures else {},
+            "pads": totals.dummies,
+            "native": {"thought": totals.thoughts} if totals.thoughts else {},
+            "calls_as_text": totals.as_text, "body_extras": list(sent.extras)}
