@@ -38,7 +38,7 @@ from thoughtline.messages import ToolSpec
 from thoughtline.replay import ReplayPlan
 
 if TYPE_CHECKING:
-    from thoughtline.codecs.anthropic.turns import State, TurnAfter
+    from thoughtline.codecs.anthropic.sent import State, TurnAfter
 
 Location = tuple[int, int]  # (wire message index, block index) = ``messages.N.content.M``
 
@@ -91,7 +91,7 @@ def request(walk: Walk[State, TurnAfter], spec: RequestSpec, plan: ReplayPlan) -
 
 @dataclass(frozen=True, slots=True)
 class Index:
-    """A request as sent, turn by turn (``turns.TurnAfter``): wire block → canonical (history
+    """A request as sent, turn by turn (``sent.TurnAfter``): wire block → canonical (history
     index, part index), the fingerprint of each thinking block, blocks per kind, prefix digest."""
 
     walk: Walk[State, TurnAfter]
