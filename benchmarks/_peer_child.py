@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks import anthropic_rows, synth
 from benchmarks.measure import FULL, QUICK, paired
-from thoughtline.codecs import anthropic
+from thoughtline.wirecache import WireCache
 
 ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
 
@@ -65,7 +65,7 @@ def main(n: int, quick: bool) -> dict[str, Any]:
     claude = anthropic_rows.history(n, pool=n)
     request_bytes = anthropic_rows.request_bytes
     head, tail = tuple(claude[:-3]), tuple(claude[-3:])
-    cache = anthropic.WireCache()
+    cache = WireCache()
     request_bytes(head, cache)
 
     def fresh() -> list[Any]:
@@ -76,7 +76,7 @@ def main(n: int, quick: bool) -> dict[str, Any]:
     steady, peer_s, reps = paired(lambda f: request_bytes([*head, *f], cache), peer,
                                   budget, prepare=fresh, floor_prepare=litellm_args)
     cold, peer_cold_s, cold_reps = paired(lambda c: request_bytes(claude, c), peer,
-                                          budget, prepare=anthropic.WireCache,
+                                          budget, prepare=WireCache,
                                           floor_prepare=litellm_args)
     return {
         "litellm_version": litellm_version, "litellm_import_s": import_s, "turns": n,
