@@ -23,8 +23,10 @@ import orjson
 from benchmarks.measure import Budget, Row, at_most, paired, ratio
 from thoughtline import config, replay
 from thoughtline.codecs import registry
-from thoughtline.codecs.openai_responses import StreamFold, WireCache, classify, encode_request
+from thoughtline.codecs.base import RequestSpec
+from thoughtline.codecs.openai_responses import StreamFold, classify, encode_request
 from thoughtline.messages import Message, Origin, ToolResult, tool_results, user
+from thoughtline.wirecache import WireCache
 
 API = "openai-responses"
 SIZES = (10, 100, 1_000)
@@ -34,6 +36,7 @@ QUICK_EVENTS = 1_000
 TARGET_BUILD = 2.0  # steady state at TARGET_N turns, as for the Chat rows
 TARGET_N = 1_000
 TARGET_FOLD = 3.0
+SPEC = RequestSpec(model="gpt-5.5")
 ORIGIN = Origin(api=API, provider="openai-responses", host="api.openai.com", model="gpt-5.5")
 
 
@@ -73,7 +76,9 @@ def _plan() -> replay.ReplayPlan:
 
 
 def _build(history_: Sequence[Message], cache: WireCache | None) -> bytes:
-    return orjson.dumps(encode_request(history_, _plan(), model="gpt-5.5", cache=cache))
+    """The bytes a session sends: the codec through the core's wire cache (its ``raw``; reading
+    the body back and dumping it again would time a round-trip no request makes)."""
+    return registry.codec(API).encode_request(history_, _plan(), SPEC, cache).raw
 
 
 def build_rows(budget: Budget, sizes: Sequence[int]) -> list[Row]:
@@ -87,7 +92,7 @@ def build_rows(budget: Budget, sizes: Sequence[int]) -> list[Row]:
                         grown: list[Message] = grown) -> tuple[list[Message], WireCache]:
                 cache = WireCache()
                 if not fresh:
-                    encode_request(grown, _plan(), model="gpt-5.5", cache=cache)
+                    _build(grown, cache)
                 return full, cache
 
             t, floor, reps = paired(lambda arg: _build(*arg), orjson.dumps, budget,
