@@ -168,10 +168,8 @@ class ChatRunner:
 
     def _tell_waits(self) -> None:
         """A slow provider and a Retry-After wait are said on stderr, not silence."""
-        transport = self.session.transport
-        if hasattr(transport, "on_wait"):
-            transport.on_wait = lambda text: self.err.print(safe(text), style="dim",
-                                                            markup=False)
+        self.session.transport.on_wait = lambda text: self.err.print(safe(text), style="dim",
+                                                                     markup=False)
 
     def switch_model(self, model: str) -> None:
         self.session.set_model(model)
