@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from hashlib import sha256
 
-from thoughtline.messages import digest
 from thoughtline.store import history
 from thoughtline.store.db import Tx
 
@@ -55,12 +55,12 @@ def form_digest(meta: str, data: bytes, context: str = "") -> str:
     the bytes. (``meta`` and a context are compact JSON or plain text without a raw newline, so
     the parts cannot run into each other; a form without a context digests as it always did.)"""
     head = context.encode("utf-8") + b"\n" if context else b""
-    return digest(head + meta.encode("utf-8") + b"\n" + data)
+    return "sha256:" + sha256(head + meta.encode("utf-8") + b"\n" + data).hexdigest()
 
 
 def scan_key(ids: Sequence[str]) -> str:
     """The key of the scan of the visible history ``ids`` (in order)."""
-    return "scan:" + digest("\n".join(ids).encode())[len("sha256:"):][:40]
+    return "scan:" + sha256("\n".join(ids).encode()).hexdigest()[:40]
 
 
 def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
@@ -95,22 +95,27 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     forms: dict[str, dict[str, tuple[bytes, str]]] = {}
     wires: list[bytes | None] = []
     problems: list[str] = []
-    last: tuple[int, str] | None = None
+    last_seq, last_mid = -1, ""
+    check = form_digest
     for member, bound in history.chain(tx, session_id):
         for seq, mid, context, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
-            if (seq, mid) != last:  # one row per context of an entry
-                last = (seq, mid)
+            if seq != last_seq or mid != last_mid:  # one row per context of an entry
+                last_seq, last_mid = seq, mid
                 entries.append((seq, mid))
                 wires.append(None)
             if data is None:
                 continue  # no form for this plan: the codec encodes the turn
             data = bytes(data)  # PostgreSQL gives memoryview
-            if stored != form_digest(meta, data, context):
+            if stored != check(meta, data, context):
                 if mid not in problems:
                     problems.append(mid)
                 continue
-            forms.setdefault(mid, {})[context] = (data, meta)
-            if context == "":
+            found = forms.get(mid)
+            if found is None:
+                forms[mid] = {context: (data, meta)}
+            else:
+                found[context] = (data, meta)
+            if not context:
                 wires[-1] = data
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
                        scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires))
