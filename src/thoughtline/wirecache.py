@@ -313,8 +313,11 @@ class WireCache:
         """The facts of the stored turns from ``begin`` on, from their forms' metas (each
         distinct meta parsed once), up to the first turn with no form this encoder reads."""
         parsed = self._metas(encoder)
+        rows = stored.rows()
+        self._parse_many(encoder, [meta for forms in itertools.islice(rows, begin, None)
+                                   for _, meta in itertools.islice(forms.values(), 1)])
         out: list[TurnFacts] = []
-        for forms in itertools.islice(stored.rows(), begin, None):
+        for forms in itertools.islice(rows, begin, None):
             found = None
             for _, meta in forms.values():
                 found = parsed.get(meta) or self._parse(encoder, meta)
@@ -363,12 +366,27 @@ class WireCache:
         parsed = self._metas(encoder)
         if meta not in parsed:
             try:
-                raw = orjson.loads(meta)
-                parsed[meta] = (TurnFacts.from_json(raw, encoder.extra_type),
-                                encoder.after_type.from_json(raw["after"]))
-            except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
+                parsed[meta] = _read(encoder, orjson.loads(meta))
+            except orjson.JSONDecodeError:
                 parsed[meta] = None
         return parsed[meta]
+
+    def _parse_many(self, encoder: TurnEncoder[Any, Any], metas: list[str]) -> None:
+        """``_parse`` of many stored metas with one JSON parse over them all (a resume reads one
+        per stored turn, and a parse call of its own costs each about as much as the parsing).
+        Metas that are not one JSON object each are left to ``_parse``, one by one."""
+        parsed = self._metas(encoder)
+        fresh = [meta for meta in dict.fromkeys(metas) if meta not in parsed]
+        if len(fresh) < 2:
+            return
+        try:
+            raws = orjson.loads("[" + ",".join(fresh) + "]")
+        except orjson.JSONDecodeError:
+            return  # one of them is not JSON: each is parsed, and judged, on its own
+        if len(raws) != len(fresh) or set(map(type, raws)) != {dict}:
+            return  # (a meta of two objects, or of a part of one: misaligned, not read)
+        for meta, raw in zip(fresh, raws, strict=True):
+            parsed[meta] = _read(encoder, raw)
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
@@ -475,6 +493,15 @@ class WireCache:
         self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
         for form in forms:
             self._flat_done.pop(form.plan, None)
+
+
+def _read(encoder: TurnEncoder[Any, Any], raw: Any) -> tuple[TurnFacts, Named] | None:
+    """The facts and after facts a parsed stored meta holds (None: not this encoder's)."""
+    try:
+        return (TurnFacts.from_json(raw, encoder.extra_type),
+                encoder.after_type.from_json(raw["after"]))
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
 
 
 def _stored_of(history: Sequence[Message]) -> StoredHistory | None:
