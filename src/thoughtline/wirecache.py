@@ -105,6 +105,9 @@ class WireCache:
         #: Per encoder type: a stored meta's facts and after facts (None: not this encoder's);
         #: keyed by the meta string, so turns that share a meta are parsed once.
         self._parsed: dict[type, dict[str, tuple[TurnFacts, Named] | None]] = {}
+        #: Per encoder type: a stored meta's facts alone (None: not this encoder's), for a walk
+        #: that reads a turn's after facts only where the state can move (``moves``).
+        self._meta_facts: dict[type, dict[str, TurnFacts | None]] = {}
         self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
@@ -164,13 +167,14 @@ class WireCache:
             return entry if isinstance(entry, TurnFacts) else self._facts(
                 encoder, digest, entry, stored, index, history)
 
+        raw_afters: dict[str, Any] = {}  # a stored meta's after facts, parsed but not read
         if flat:
             facts: Sequence[TurnFacts] = _Lazy(tokens, fact)
             raw_facts: list[object] = []
         else:
             raw_facts = last.facts[:kept] if last is not None else []
             if stored is not None and kept < split and stored.plan == digest:
-                raw_facts += self._stored_facts(encoder, stored, kept)
+                raw_facts += self._stored_facts(encoder, stored, kept, raw_afters)
             raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
             raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
             facts = raw_facts  # type: ignore[assignment]
@@ -195,7 +199,7 @@ class WireCache:
                 first = split
         elif not flat and stored is not None and kept < split and stored.plan == digest:
             first, state = self._spliced(encoder, stored, facts, kept, state,
-                                         (turns, afters, contexts, states))
+                                         (turns, afters, contexts, states), raw_afters)
         spliced = first  # turns[kept:spliced] are stored forms, spliced as one piece
         if first >= split:  # the rest are messages (the usual case)
             state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
@@ -261,9 +265,9 @@ class WireCache:
         assert stored is not None
         if stored.plan == digest:  # (forms under another digest may be another API's)
             for _, meta in stored.forms(index).values():
-                parsed = self._parse(encoder, meta)
-                if parsed is not None:
-                    return parsed[0]
+                found = self._facts_of(encoder, meta)
+                if found is not None:
+                    return found
         return encoder.facts(history[index])  # no form for this plan: decode the history
 
     def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
@@ -309,45 +313,45 @@ class WireCache:
         return state
 
     def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                      begin: int) -> list[TurnFacts]:
+                      begin: int, raw_afters: dict[str, Any]) -> list[TurnFacts]:
         """The facts of the stored turns from ``begin`` on, from their forms' metas (each
         distinct meta parsed once), up to the first turn with no form this encoder reads."""
-        parsed = self._metas(encoder)
-        rows = stored.rows()
-        self._parse_many(encoder, [meta for forms in itertools.islice(rows, begin, None)
-                                   for _, meta in itertools.islice(forms.values(), 1)])
+        known = self._fact_metas(encoder)
         out: list[TurnFacts] = []
-        for forms in itertools.islice(rows, begin, None):
+        for forms in itertools.islice(stored.rows(), begin, None):
             found = None
             for _, meta in forms.values():
-                found = parsed.get(meta) or self._parse(encoder, meta)
+                found = known.get(meta) or self._facts_of(encoder, meta, raw_afters)
                 if found is not None:
                     break
             if found is None:
                 break
-            out.append(found[0])
+            out.append(found)
         return out
 
     def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                  facts: Sequence[TurnFacts], begin: int, state: object,
-                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> tuple[int, object]:
+                 into: tuple[list[Any], list[Any], list[Any], list[Any]],
+                 raw_afters: dict[str, Any]) -> tuple[int, object]:
         """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
         each has one for its context: where that stopped, and the state there."""
         turns, afters, contexts, states = into
         parsed = self._metas(encoder)
         rows = stored.rows()
-        context_of, advance = encoder.context, encoder.advance
+        context_of, advance, moves = encoder.context, encoder.advance, encoder.moves
         for index in range(begin, len(rows)):
             fact = facts[index]
             context = context_of(state, index, fact)
             row = rows[index].get(context if type(context) is str else context_key(context))
             if row is None:
                 return index, state
-            found = parsed.get(row[1]) or self._parse(encoder, row[1])
-            if found is None:
-                return index, state
-            after = found[1]
-            state = advance(state, fact, context, after)
+            after: object = (context, row[1])  # its after facts: parsed when read (``_after``)
+            if moves(state, fact):
+                found = parsed.get(row[1]) or self._parse(encoder, row[1], raw_afters)
+                if found is None:
+                    return index, state
+                after = found[1]
+                state = advance(state, fact, context, found[1])
             states.append(state)
             turns.append(row[0])
             afters.append(after)
@@ -360,33 +364,42 @@ class WireCache:
             found = self._parsed[type(encoder)] = {}
         return found
 
-    def _parse(self, encoder: TurnEncoder[Any, Any],
-               meta: str) -> tuple[TurnFacts, Named] | None:
-        """A stored form's facts and after facts (None: not this encoder's: encode instead)."""
+    def _parse(self, encoder: TurnEncoder[Any, Any], meta: str,
+               raw_afters: dict[str, Any] | None = None) -> tuple[TurnFacts, Named] | None:
+        """A stored form's facts and after facts (None: not this encoder's: encode instead);
+        ``raw_afters`` may hold its after facts as parsed with its facts (``_facts_of``)."""
         parsed = self._metas(encoder)
         if meta not in parsed:
-            try:
-                parsed[meta] = _read(encoder, orjson.loads(meta))
-            except orjson.JSONDecodeError:
-                parsed[meta] = None
+            facts = self._fact_metas(encoder).get(meta)
+            if raw_afters and meta in raw_afters and facts is not None:
+                parsed[meta] = _read_after(encoder, facts, raw_afters[meta])
+            else:
+                try:
+                    parsed[meta] = _read(encoder, orjson.loads(meta))
+                except orjson.JSONDecodeError:
+                    parsed[meta] = None
         return parsed[meta]
 
-    def _parse_many(self, encoder: TurnEncoder[Any, Any], metas: list[str]) -> None:
-        """``_parse`` of many stored metas with one JSON parse over them all (a resume reads one
-        per stored turn, and a parse call of its own costs each about as much as the parsing).
-        Metas that are not one JSON object each are left to ``_parse``, one by one."""
-        parsed = self._metas(encoder)
-        fresh = [meta for meta in dict.fromkeys(metas) if meta not in parsed]
-        if len(fresh) < 2:
-            return
-        try:
-            raws = orjson.loads("[" + ",".join(fresh) + "]")
-        except orjson.JSONDecodeError:
-            return  # one of them is not JSON: each is parsed, and judged, on its own
-        if len(raws) != len(fresh) or set(map(type, raws)) != {dict}:
-            return  # (a meta of two objects, or of a part of one: misaligned, not read)
-        for meta, raw in zip(fresh, raws, strict=True):
-            parsed[meta] = _read(encoder, raw)
+    def _fact_metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, TurnFacts | None]:
+        found = self._meta_facts.get(type(encoder))
+        if found is None:
+            found = self._meta_facts[type(encoder)] = {}
+        return found
+
+    def _facts_of(self, encoder: TurnEncoder[Any, Any], meta: str,
+                  raw_afters: dict[str, Any] | None = None) -> TurnFacts | None:
+        """A stored form's facts alone (None: not this encoder's: encode instead); its after
+        facts, parsed with them, go to ``raw_afters`` for ``_parse`` (read when needed)."""
+        known = self._fact_metas(encoder)
+        if meta not in known:
+            try:
+                raw = orjson.loads(meta)
+            except orjson.JSONDecodeError:
+                raw = None
+            found = known[meta] = _read_facts(encoder, raw)
+            if found is not None and raw_afters is not None:
+                raw_afters[meta] = raw["after"]
+        return known[meta]
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
@@ -497,9 +510,25 @@ class WireCache:
 
 def _read(encoder: TurnEncoder[Any, Any], raw: Any) -> tuple[TurnFacts, Named] | None:
     """The facts and after facts a parsed stored meta holds (None: not this encoder's)."""
+    facts = _read_facts(encoder, raw)
+    return None if facts is None else _read_after(encoder, facts, raw["after"])
+
+
+def _read_after(encoder: TurnEncoder[Any, Any], facts: TurnFacts,
+                raw: Any) -> tuple[TurnFacts, Named] | None:
     try:
-        return (TurnFacts.from_json(raw, encoder.extra_type),
-                encoder.after_type.from_json(raw["after"]))
+        return facts, encoder.after_type.from_json(raw)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+
+
+def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
+    """The facts a parsed stored meta holds (None: not this encoder's). Its after facts are
+    read when needed (``_read``)."""
+    try:
+        if "after" not in raw:
+            return None
+        return TurnFacts.from_json(raw, encoder.extra_type)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 

@@ -300,9 +300,16 @@ class TurnEncoder(Protocol[StateT, AfterT]):
         """The turn's bytes as they go into the request, and its after facts."""
         ...
 
+    def moves(self, state: StateT, facts: TurnFacts) -> bool:
+        """Can ``advance`` change ``state`` at a turn with these facts? Where it cannot, the core
+        does not call it, and a stored turn's after facts are parsed only when something reads
+        them (the request log, a rejection: after the request has gone out)."""
+        ...
+
     def advance(self, state: StateT, facts: TurnFacts, context: Context,
                 after: AfterT) -> StateT:
-        """The state after a turn (a new value: never change ``state``)."""
+        """The state after a turn (a new value: never change ``state``; return it as it is
+        where ``moves`` says it cannot change)."""
         ...
 
     def assemble(self, walk: Walk[StateT, AfterT], spec: RequestSpec,

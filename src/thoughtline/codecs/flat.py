@@ -84,6 +84,9 @@ class FlatTurns:
         # (the items' JSON comma-joined: the array's bytes without its brackets, in one call)
         return orjson.dumps(items)[1:-1], self.count(items)
 
+    def moves(self, state: None, facts: TurnFacts) -> bool:
+        return False
+
     def advance(self, state: None, facts: TurnFacts, context: Context, after: Counts) -> None:
         return None
 

@@ -22,7 +22,6 @@ the request log and a rejection are read from the request as sent (``Index``), n
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
@@ -155,13 +154,17 @@ class Encoder:
             turn = compaction_turn(message, plan) or user_turn(message)
         return _sent(turn, plan)
 
+    def moves(self, state: State, facts: TurnFacts) -> bool:
+        """Only a model that binds blocks follows anything across turns: the prefix digest, the
+        turns stamped under another prefix and the binding chain (which a context reads only
+        when the chain matters, and it matters only where blocks bind)."""
+        return state.binds
+
     def advance(self, state: State, facts: TurnFacts, context: Context,
                 after: TurnAfter) -> State:
+        if not state.binds:  # no prefix to follow, nothing stale, no chain that matters
+            return state
         started, cut = state.started or after.started, state.cut or after.cut
-        if not state.binds:  # no prefix to follow, nothing stale
-            if started is state.started and cut is state.cut:
-                return state
-            return replace(state, started=started, cut=cut)
         was_stale = _stale(state, facts)
         running = state.running
         if after.visible:

@@ -176,6 +176,9 @@ class BedrockTurns:
                            signatures=counts.get(SIGNATURE, 0), redacted=counts.get(REDACTED, 0))
         return b",".join(orjson.dumps(b) for b in blocks), after
 
+    def moves(self, state: Loop, facts: TurnFacts) -> bool:
+        return False  # the loop's start is known from the facts (``start``)
+
     def advance(self, state: Loop, facts: TurnFacts, context: Context,
                 after: TurnBlocks) -> Loop:
         return state

@@ -225,6 +225,10 @@ class GeminiTurns:
                              calls_as_text=len(calls) if as_text else 0)
         return orjson.dumps(wire), after
 
+    def moves(self, state: Calls, facts: TurnFacts) -> bool:
+        """Only a model turn whose calls can be answered adds to the calls made."""
+        return facts.role == "assistant" and bool(facts.calls) and not facts.incomplete
+
     def advance(self, state: Calls, facts: TurnFacts, context: Context,
                 after: TurnSent) -> Calls:
         if not after.names:

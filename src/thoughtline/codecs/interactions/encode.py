@@ -157,6 +157,9 @@ class InteractionsTurns:
                       signatures=tuple(sent.signatures)) if sent.model_turns else NO_STEPS
         return orjson.dumps(steps)[1:-1], after
 
+    def moves(self, state: Linked, facts: TurnFacts) -> bool:
+        return False
+
     def advance(self, state: Linked, facts: TurnFacts, context: Context,
                 after: Steps) -> Linked:
         return state
