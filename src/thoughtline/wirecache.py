@@ -210,8 +210,9 @@ class WireCache:
             data, after = self._form(encoder, digest, index, context, tokens, stored, history,
                                      plan)
             if not flat:
-                state = encoder.advance(state, facts[index], context, self._after(
-                    encoder, index, after, tokens, stored, history, plan))
+                if encoder.moves(state, facts[index]):
+                    state = encoder.advance(state, facts[index], context, self._after(
+                        encoder, index, after, tokens, stored, history, plan))
                 states.append(state)
             turns.append(data)
             afters.append(after)
@@ -291,6 +292,7 @@ class WireCache:
         turns, afters, contexts, states = into
         memo, encode_turn = self._memo, encoder.encode_turn
         context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
+        moves = encoder.moves
         context: Context = ""
         for index in range(begin, len(messages)):
             message = messages[index]
@@ -305,7 +307,8 @@ class WireCache:
                 data, after = encode_turn(message, plan, context)
                 memo[key] = (message, data, after)
             if not flat:
-                state = advance(state, fact, context, after)
+                if moves(state, fact):
+                    state = advance(state, fact, context, after)
                 states.append(state)
             turns.append(data)
             afters.append(after)
@@ -321,7 +324,15 @@ class WireCache:
         for forms in itertools.islice(stored.rows(), begin, None):
             found = None
             for _, meta in forms.values():
-                found = known.get(meta) or self._facts_of(encoder, meta, raw_afters)
+                found = known.get(meta)
+                if found is None and meta not in known:  # (``_facts_of``, inline: every turn)
+                    try:
+                        raw = orjson.loads(meta)
+                    except orjson.JSONDecodeError:
+                        raw = None
+                    found = known[meta] = _read_facts(encoder, raw)
+                    if found is not None:
+                        raw_afters[meta] = raw["after"]
                 if found is not None:
                     break
             if found is None:

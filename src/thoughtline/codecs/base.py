@@ -24,14 +24,17 @@ state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for 
         context = context(state, index, facts[index])
         data, after = <stored under (message id, plan digest, context)>
                       or encode_turn(turn, plan, context)
-        state = advance(state, facts[index], context, after)
+        if moves(state, facts[index]):
+            state = advance(state, facts[index], context, after)
     encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
 
 ``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
 the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
 JSON fields, stored with the form under their field names. A turn that, e.g., no longer keeps its
 thinking is simply encoded under another context, with its own stored form. ``version`` names the
-encoding: bump it and every stored form of that API is simply not found any more.
+encoding: bump it and every stored form of that API is simply not found any more. Where ``moves``
+says a turn cannot change the state, ``advance`` is not called, and a stored turn's after facts
+are parsed only when something reads them (the request log, a rejection).
 """
 
 from __future__ import annotations
