@@ -94,7 +94,7 @@ class Gemini(CodecBase):
 def _sent(encoded: Encoded) -> Sent:
     """What the request carried, read from its turns as sent (``turns.Sent``)."""
     index = encoded.index
-    return index if isinstance(index, Sent) else Sent((), (), sign_every=False, extras=())
+    return index if isinstance(index, Sent) else Sent((), (), (), sign_every=False, extras=())
 
 
 CODEC = Gemini()

@@ -90,7 +90,7 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
         if sent.totals.dummies and dummy_on:
             verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
                               reason="rejects the placeholder thought signature")
-        prints = frozenset(sent.totals.prints)
+        prints = frozenset(sent.prints)
         if verdict is None and not prints:
             return None
         return Lesson(notice=_invalid_notice(target.model, len(prints), verdict is not None),
