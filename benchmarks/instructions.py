@@ -1,0 +1,118 @@
+"""Instructions, not milliseconds: the resume and cold-build steps counted under valgrind.
+
+``python -m benchmarks.instructions [API ...]`` (needs ``valgrind``; about a minute per API).
+Wall-clock rows on a shared 2-core machine move by 20-50% between runs of the same code; an
+instruction count moves by well under 1%, so two commits compare here even when the machine is
+busy. Per API (Chat deepseek, Responses, Gemini, Bedrock Claude, Anthropic; the 1,000-turn
+sessions of ``benchmarks.resume``) it prints, in millions of instructions:
+
+- **resume**: ``Session.resume`` of the stored session (after a warm-up resume of a small one in
+  the same process, so lazy imports and module caches are not counted);
+- **first build**: its first request's bytes after that resume;
+- **cold build**: the same history's request from messages in memory with a new cache.
+
+Each is a difference of two child processes' totals (``_instructions_child.py``); the children
+write bytecode first, so compiling is not counted either.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+CHILD = Path(__file__).with_name("_instructions_child.py")
+APIS = ("chat", "responses", "gemini", "bedrock", "anthropic")
+TURNS = 1_000
+
+
+def builder(api: str) -> Callable[[], bytes]:
+    """A cold build of the API's benchmark history: its request from messages in memory, with
+    a new cache each time (what the request-build rows call cold)."""
+    from benchmarks import anthropic_rows, bedrock_rows, gemini_rows, responses_rows, synth
+    from benchmarks.request_build import ROUTES, request_bytes
+    from thoughtline import config
+    from thoughtline.wirecache import WireCache
+
+    if api == "chat":
+        chat = synth.history(TURNS)
+        return lambda: request_bytes(chat, ROUTES[0], WireCache())
+    if api == "responses":
+        responses = responses_rows.history(TURNS)
+        return lambda: responses_rows._build(responses, WireCache())
+    if api == "gemini":
+        gemini = gemini_rows.history(TURNS)
+        return lambda: gemini_rows.request_bytes(gemini, WireCache())
+    if api == "bedrock":
+        model = config.presets()["bedrock"].model
+        bedrock = bedrock_rows.history(model, TURNS)
+        return lambda: bedrock_rows._bytes(bedrock, model, WireCache())
+    anthropic = anthropic_rows.history(TURNS, 50)
+    return lambda: anthropic_rows.request_bytes(anthropic, WireCache())
+
+
+def _sessions(home: Path, api: str) -> tuple[tuple[str, str], tuple[str, str]]:
+    """(db, session id) of the API's benchmark session and of a small warm-up one."""
+    from benchmarks import resume
+
+    out = []
+    for turns in (TURNS, 10):
+        where = home / api / str(turns)
+        if api == "chat":
+            sid = resume.write_session(where, turns)
+        else:
+            saved, resume.TARGET_N = resume.TARGET_N, turns
+            try:
+                found = {label.split()[0]: (p, h) for label, p, h in resume._other_apis()}
+            finally:
+                resume.TARGET_N = saved
+            sid = resume.write_other(where, *found[api])
+        out.append((str(where / "state.db"), sid))
+    return out[0], out[1]
+
+
+def _count(args: list[str]) -> int:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    root = str(Path(__file__).resolve().parent.parent)  # the child, run by path, imports benchmarks
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH", "")) if p)
+    subprocess.run([sys.executable, str(CHILD), *args], check=True, env=env)  # bytecode first
+    done = subprocess.run(["valgrind", "--tool=cachegrind", "--cache-sim=no",
+                           "--cachegrind-out-file=/dev/null", sys.executable, str(CHILD), *args],
+                          capture_output=True, text=True, env=env, check=True)
+    found = re.search(r"I\s+refs:\s+([\d,]+)", done.stderr)
+    if found is None:
+        raise SystemExit(f"valgrind printed no instruction count:\n{done.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def measure(home: Path, api: str) -> dict[str, Any]:
+    (db, sid), (warm_db, warm_sid) = _sessions(home, api)
+    steps = {mode: _count(["resume", db, sid, warm_db, warm_sid, mode])
+             for mode in ("open", "resume", "build")}
+    one, three = _count(["cold", api, "1"]), _count(["cold", api, "3"])
+    return {"resume": (steps["resume"] - steps["open"]) / 1e6,
+            "first build": (steps["build"] - steps["resume"]) / 1e6,
+            "cold build": (three - one) / 2 / 1e6}
+
+
+def main(argv: list[str]) -> None:
+    apis = argv or list(APIS)
+    unknown = sorted(set(apis) - set(APIS))
+    if unknown:
+        raise SystemExit(f"unknown API {', '.join(unknown)}: choose from {', '.join(APIS)}")
+    print(f"| API (N={TURNS:,}) | resume | first build | resume + first | cold build |")
+    print("|---|---:|---:|---:|---:|")
+    with tempfile.TemporaryDirectory(prefix="tl-instructions-") as tmp:
+        for api in apis:
+            m = measure(Path(tmp), api)
+            print(f"| {api} | {m['resume']:.1f}M | {m['first build']:.1f}M | "
+                  f"{m['resume'] + m['first build']:.1f}M | {m['cold build']:.1f}M |", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
