@@ -174,7 +174,7 @@ class BedrockTurns:
                            opaque=tuple((at, fp) for at, fp in enumerate(fps) if fp),
                            reasoning_text=counts.get(REASONING_TEXT, 0),
                            signatures=counts.get(SIGNATURE, 0), redacted=counts.get(REDACTED, 0))
-        return b",".join(orjson.dumps(b) for b in blocks), after
+        return orjson.dumps(blocks)[1:-1], after  # (the array's items: one call per turn)
 
     def moves(self, state: Loop, facts: TurnFacts) -> bool:
         return False  # the loop's start is known from the facts (``start``)
