@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -58,6 +59,12 @@ class TurnBlocks(Named):
     reasoning_text: int = 0
     signatures: int = 0
     redacted: int = 0
+
+
+@lru_cache(maxsize=64)
+def _plain(blocks: int) -> TurnBlocks:
+    """The after facts of a turn of ``blocks`` blocks with nothing opaque or reasoning in it."""
+    return TurnBlocks(blocks=blocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,12 +176,13 @@ class BedrockTurns:
         role, blocks, fps = turn_blocks(message, plan, in_loop=context == IN_LOOP)
         if not blocks:
             return b"", TurnBlocks()
+        data = orjson.dumps(blocks)[1:-1]  # (the array's items: one call per turn)
+        if role != "assistant" and not any(fps):
+            return data, _plain(len(blocks))  # (most user and tool turns: shared)
         counts = block_carriers(blocks) if role == "assistant" else {}
-        after = TurnBlocks(blocks=len(blocks),
-                           opaque=tuple((at, fp) for at, fp in enumerate(fps) if fp),
-                           reasoning_text=counts.get(REASONING_TEXT, 0),
-                           signatures=counts.get(SIGNATURE, 0), redacted=counts.get(REDACTED, 0))
-        return orjson.dumps(blocks)[1:-1], after  # (the array's items: one call per turn)
+        return data, TurnBlocks.of_fields(  # (fields in order: a cold build makes one a turn)
+            len(blocks), tuple([(at, fp) for at, fp in enumerate(fps) if fp]),
+            counts.get(REASONING_TEXT, 0), counts.get(SIGNATURE, 0), counts.get(REDACTED, 0))
 
     def moves(self, state: Loop, facts: TurnFacts) -> bool:
         return False  # the loop's start is known from the facts (``start``)
