@@ -201,8 +201,8 @@ def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
         return orjson.dumps(wire), after
     thinking = tuple([(m, part_fingerprint(p)) for m, p in enumerate(turn.reasoning)
                       if p is not None])
-    return orjson.dumps(wire), TurnAfter(kinds, turn.parts, thinking, turn.omitted, visible,
-                                         started, cut)
+    return orjson.dumps(wire), TurnAfter.of_fields(kinds, turn.parts, thinking, turn.omitted,
+                                                   visible, started, cut)
 
 
 ENCODER = Encoder()

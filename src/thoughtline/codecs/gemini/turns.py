@@ -232,11 +232,12 @@ class GeminiTurns:
                     signatures += 1
                 if part.get(THOUGHT) is True:
                     thoughts += 1
-            after = TurnSent(names=names, signatures=signatures, thoughts=thoughts)
+            # (fields in order, set positionally: a cold build makes one per model turn)
+            after = TurnSent.of_fields(names, False, signatures, 0, thoughts, 0, ())
         else:
-            after = TurnSent(names=names, text_mode=as_text and bool(names),
-                             dummies=sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE),
-                             calls_as_text=len(calls) if as_text else 0)
+            dummies = sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE)
+            after = TurnSent.of_fields(names, as_text and bool(names), 0, dummies, 0,
+                                       len(calls) if as_text else 0, ())
         return orjson.dumps(wire), after
 
     def moves(self, state: Calls, facts: TurnFacts) -> bool:
