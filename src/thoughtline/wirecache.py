@@ -324,15 +324,7 @@ class WireCache:
         for forms in itertools.islice(stored.rows(), begin, None):
             found = None
             for _, meta in forms.values():
-                found = known.get(meta)
-                if found is None and meta not in known:  # (``_facts_of``, inline: every turn)
-                    try:
-                        raw = orjson.loads(meta)
-                    except orjson.JSONDecodeError:
-                        raw = None
-                    found = known[meta] = _read_facts(encoder, raw)
-                    if found is not None:
-                        raw_afters[meta] = raw["after"]
+                found = known.get(meta) or self._facts_of(encoder, meta, raw_afters)
                 if found is not None:
                     break
             if found is None:
@@ -370,10 +362,7 @@ class WireCache:
         return len(rows), state
 
     def _metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, tuple[TurnFacts, Named] | None]:
-        found = self._parsed.get(type(encoder))
-        if found is None:
-            found = self._parsed[type(encoder)] = {}
-        return found
+        return self._parsed.setdefault(type(encoder), {})
 
     def _parse(self, encoder: TurnEncoder[Any, Any], meta: str,
                raw_afters: dict[str, Any] | None = None) -> tuple[TurnFacts, Named] | None:
@@ -392,10 +381,7 @@ class WireCache:
         return parsed[meta]
 
     def _fact_metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, TurnFacts | None]:
-        found = self._meta_facts.get(type(encoder))
-        if found is None:
-            found = self._meta_facts[type(encoder)] = {}
-        return found
+        return self._meta_facts.setdefault(type(encoder), {})
 
     def _facts_of(self, encoder: TurnEncoder[Any, Any], meta: str,
                   raw_afters: dict[str, Any] | None = None) -> TurnFacts | None:
