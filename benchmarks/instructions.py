@@ -66,11 +66,7 @@ def _sessions(home: Path, api: str) -> tuple[tuple[str, str], tuple[str, str]]:
         if api == "chat":
             sid = resume.write_session(where, turns)
         else:
-            saved, resume.TARGET_N = resume.TARGET_N, turns
-            try:
-                found = {label.split()[0]: (p, h) for label, p, h in resume._other_apis()}
-            finally:
-                resume.TARGET_N = saved
+            found = {label.split()[0]: (p, h) for label, p, h in resume._other_apis(turns)}
             sid = resume.write_other(where, *found[api])
         out.append((str(where / "state.db"), sid))
     return out[0], out[1]

@@ -55,8 +55,8 @@ def write_session(home: Path, n: int) -> str:
         store.close()
 
 
-def _other_apis() -> list[tuple[str, Any, list[Any]]]:
-    """(label, provider, history) of a TARGET_N-turn session on each other API with rows here:
+def _other_apis(turns: int = TARGET_N) -> list[tuple[str, Any, list[Any]]]:
+    """(label, provider, history) of a ``turns``-turn session on each other API with rows here:
     Responses, Gemini, Bedrock and Anthropic, each spliced from its stored wire forms."""
     from dataclasses import replace
 
@@ -68,11 +68,11 @@ def _other_apis() -> list[tuple[str, Any, list[Any]]]:
     bedrock = replace(presets["bedrock"], region="us-east-1")
     return [
         ("responses openai (spliced)", presets["openai-responses"],
-         responses_rows.history(TARGET_N)),
-        ("gemini (spliced)", presets["gemini"], list(gemini_rows.history(TARGET_N))),
-        ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, TARGET_N)),
+         responses_rows.history(turns)),
+        ("gemini (spliced)", presets["gemini"], list(gemini_rows.history(turns))),
+        ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, turns)),
         ("anthropic (spliced)", anthropic,
-         list(anthropic_rows.history(TARGET_N, 50))),
+         list(anthropic_rows.history(turns, 50))),
     ]
 
 
