@@ -36,6 +36,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    turn_bytes,
 )
 from thoughtline.codecs.gemini.encode import (
     body_extras,
@@ -202,7 +203,6 @@ class GeminiTurns:
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnSent]:
-        dumps = orjson.dumps
         if message.role == "system":
             texts = tuple(part["text"] for part in system_parts(message))
             return b"", TurnSent(system=texts) if texts else NOTHING
@@ -214,7 +214,7 @@ class GeminiTurns:
             for at, call_id in enumerate(ids):
                 answering[call_id] = (str(context[2 * at]), bool(context[2 * at + 1]))
         wire = user_turn(message, answering)
-        return (dumps(wire) if wire is not None else b""), NOTHING
+        return (turn_bytes(wire) if wire is not None else b""), NOTHING
 
     @staticmethod
     def _model(message: Message, plan: ReplayPlan,
@@ -238,7 +238,7 @@ class GeminiTurns:
             dummies = sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE)
             after = TurnSent.of_fields(names, as_text and bool(names), 0, dummies, 0,
                                        len(calls) if as_text else 0, ())
-        return orjson.dumps(wire), after
+        return turn_bytes(wire), after
 
     def moves(self, state: Calls, facts: TurnFacts) -> bool:
         """Only a model turn whose calls can be answered adds to the calls made."""
