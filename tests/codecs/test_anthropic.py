@@ -662,6 +662,44 @@ def test_each_documented_wording_teaches_one_fingerprint(message: str,
     assert CODEC.classify(400, _rejection(message), encoded, learned) is None  # once only
 
 
+_THINKING_PARTS = st.builds(
+    Reasoning, kind=st.sampled_from(["thinking", "redacted"]),
+    text=st.sampled_from([None, "", "mulling", "more"]),
+    signature=st.sampled_from([None, "", "sig-a", "sig-b"]),
+    data=st.sampled_from([None, "DATA=="]), complete=st.booleans(),
+    origin=st.sampled_from([None, origin("claude-opus-4-5"),
+                            origin("claude-opus-4-5", provider="kimi-coding",
+                                   host="api.kimi.com")]))
+
+
+@settings(max_examples=150, deadline=None)
+@given(turns=st.lists(st.lists(_THINKING_PARTS, min_size=1, max_size=3), min_size=1,
+                      max_size=3),
+       provider=st.sampled_from(["anthropic", "kimi-coding", "deepseek-anthropic"]))
+def test_every_thinking_block_sent_has_its_parts_fingerprint(
+        turns: list[list[Reasoning]], provider: str) -> None:
+    # A rejection names a block by its place; the lesson is the fingerprint of the part behind
+    # it, read from the block as sent or, for a signed part sent without its signature, kept.
+    model = "claude-opus-4-5"
+    history: list[Message] = []
+    for number, parts in enumerate(turns):
+        history += [msgs.user(f"q{number}"), Message(role="assistant", origin=origin(model),
+                                                    parts=(*parts, Text(text="a")))]
+    history.append(msgs.user("next"))
+    plan = plan_for(model, provider)
+    encoded = CODEC.encode_request(history, plan, RequestSpec(model=model))
+    assert isinstance(encoded.index, Index)
+    blocks = encoded.body["messages"]
+    expected = {}
+    for location, (turn, part) in encoded.index.parts.items():
+        found = history[turn].parts[part]
+        if isinstance(found, Reasoning):
+            expected[location] = part_fingerprint(found)
+            assert blocks[location[0]]["content"][location[1]]["type"] in (
+                "thinking", "redacted_thinking")
+    assert encoded.index.fingerprints == expected
+
+
 def test_a_bound_block_teaches_drop_block_and_other_errors_teach_nothing() -> None:
     encoded, plan, _ = _encoded("claude-fable-5-1")
     bound = ("messages.1.content.0: Invalid `signature` in `thinking` block. The block is bound "

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from thoughtline.codecs.anthropic import params
-from thoughtline.codecs.anthropic.walk import target_model
+from thoughtline.codecs.anthropic.walk import block_fingerprint, target_model
 from thoughtline.codecs.anthropic.wire import API, NS
 from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import merge_params
@@ -109,8 +109,19 @@ class Index:
 
     @property
     def fingerprints(self) -> dict[Location, str]:
-        return {(n, m): fp for n, (_, after) in enumerate(self._sent())
-                for m, fp in after.thinking}
+        """The fingerprint of each block made from a thinking part (``walk.part_fingerprint``):
+        read from the block as sent (only a rejection asks), or kept in the after facts where
+        the block does not carry what it hashes."""
+        turns = self.walk.turns
+        out: dict[Location, str] = {}
+        for n, (i, after) in enumerate(self._sent()):
+            if after.reasoning:
+                content = orjson.loads(turns[i])["content"]
+                for m in after.reasoning:
+                    out[(n, m)] = block_fingerprint(content[m])
+            for m, fp in after.thinking:
+                out[(n, m)] = fp
+        return out
 
     @property
     def sent(self) -> dict[str, int]:

@@ -38,7 +38,11 @@ class TurnAfter(Named):
     kinds: tuple[str, ...] = ()
     #: The message part behind each block.
     parts: tuple[int, ...] = ()
-    #: (block position, fingerprint) of each thinking block sent (``walk.part_fingerprint``).
+    #: The blocks made from thinking parts whose fingerprint (``walk.part_fingerprint``, what a
+    #: rejection teaches) the block itself gives: read from the turn's bytes when a rejection
+    #: asks (``encode.Index.fingerprints``), so no request hashes the signatures it carries.
+    reasoning: tuple[int, ...] = ()
+    #: (block, fingerprint) of the others: a signed part sent without its signature.
     thinking: tuple[tuple[int, str], ...] = ()
     #: Thinking parts left out (scope, rejection, incomplete, earlier turns).
     omitted: int = 0
@@ -55,6 +59,7 @@ class TurnAfter(Named):
         get = raw.get
         thinking = get("thinking")
         return cls.of_fields(tuple(get("kinds", ())), tuple(get("parts", ())),
+                             tuple(get("reasoning", ())),
                              tuple(map(tuple, thinking)) if thinking else (), get("omitted", 0),
                              get("visible", ""), get("started", False), get("cut", False))
 

@@ -46,7 +46,14 @@ from thoughtline.codecs.anthropic.walk import (
     user_turn,
 )
 from thoughtline.codecs.anthropic.wire import SETTING_MISMATCH
-from thoughtline.codecs.base import Context, Encoded, RequestSpec, TurnFacts, Walk
+from thoughtline.codecs.base import (
+    Context,
+    Encoded,
+    RequestSpec,
+    TurnFacts,
+    Walk,
+    turn_bytes,
+)
 from thoughtline.messages import Message, Reasoning
 from thoughtline.replay import ReplayPlan
 
@@ -84,7 +91,7 @@ _binds_model = lru_cache(maxsize=64)(models.binds_blocks)
 class Encoder:
     """``TurnEncoder[State, TurnAfter]`` for Anthropic Messages."""
 
-    version = "anthropic-turns-1"  # bump when a turn's bytes or its facts change
+    version = "anthropic-turns-2"  # bump when a turn's bytes or its facts change
     flat = False
     extra_type = TurnExtra
     after_type = TurnAfter
@@ -179,8 +186,9 @@ class Encoder:
         return request(walk, spec, plan)
 
 
-#: The after facts of turns that sent blocks and nothing else to know (most user turns), shared.
-_PLAIN: dict[tuple[tuple[str, ...], tuple[int, ...]], TurnAfter] = {}
+#: The after facts of turns whose blocks bind to no prefix (all but a binding model's), shared:
+#: (kinds, parts, reasoning, thinking, omitted, started, cut) -> the value.
+_SHARED: dict[tuple[Any, ...], TurnAfter] = {}
 
 
 def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
@@ -190,19 +198,38 @@ def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
         return b"", TurnAfter(omitted=turn.omitted, started=started, cut=cut)
     content = wire["content"]
     kinds = ("text",) if type(content) is str else tuple([b["type"] for b in content])
-    visible = binding.visible(wire).hex() if _binds(plan) is not False else ""
-    if not (turn.reasoning or turn.omitted or visible or started or cut):
-        key = (kinds, turn.parts)
-        after = _PLAIN.get(key)
-        if after is None:
-            if len(_PLAIN) >= 512:
-                _PLAIN.clear()
-            after = _PLAIN[key] = TurnAfter(kinds, turn.parts)
-        return orjson.dumps(wire), after
-    thinking = tuple([(m, part_fingerprint(p)) for m, p in enumerate(turn.reasoning)
-                      if p is not None])
-    return orjson.dumps(wire), TurnAfter.of_fields(kinds, turn.parts, thinking, turn.omitted,
-                                                   visible, started, cut)
+    reasoning, thinking = _thinking(turn.reasoning, content)
+    if _binds(plan) is not False:
+        return turn_bytes(wire), TurnAfter.of_fields(
+            kinds, turn.parts, reasoning, thinking, turn.omitted, binding.visible(wire).hex(),
+            started, cut)
+    key = (kinds, turn.parts, reasoning, thinking, turn.omitted, started, cut)
+    after = _SHARED.get(key)
+    if after is None:
+        if len(_SHARED) >= 512:
+            _SHARED.clear()
+        after = _SHARED[key] = TurnAfter.of_fields(kinds, turn.parts, reasoning, thinking,
+                                                    turn.omitted, "", started, cut)
+    return turn_bytes(wire), after
+
+
+def _thinking(parts: tuple[Reasoning | None, ...], content: Any,
+              ) -> tuple[tuple[int, ...], tuple[tuple[int, str], ...]]:
+    """``TurnAfter.reasoning`` and ``.thinking`` of a turn's blocks: a block gives its part's
+    fingerprint unless it is a signed part's thinking sent without the signature (what the
+    fingerprint hashes), the only one whose fingerprint is made here."""
+    if not parts:
+        return (), ()
+    reasoning: list[int] = []
+    thinking: list[tuple[int, str]] = []
+    for block, part in enumerate(parts):
+        if part is None:
+            continue
+        if part.signature and part.kind != "redacted" and "signature" not in content[block]:
+            thinking.append((block, part_fingerprint(part)))
+        else:
+            reasoning.append(block)
+    return tuple(reasoning), tuple(thinking)
 
 
 ENCODER = Encoder()

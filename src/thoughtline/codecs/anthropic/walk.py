@@ -52,6 +52,14 @@ def part_fingerprint(part: Reasoning) -> str:
     return fingerprint(THINKING, part.signature or part.text or "")
 
 
+def block_fingerprint(block: Mapping[str, Any]) -> str:
+    """``part_fingerprint`` of the part a thinking block was made from, read from the block
+    (a redacted block's data; a thinking block's signature, else its text)."""
+    if block.get("type") == REDACTED:
+        return fingerprint(REDACTED, block.get("data") or "")
+    return fingerprint(THINKING, block.get("signature") or block.get(THINKING) or "")
+
+
 @dataclass(frozen=True, slots=True)
 class Turn:
     """One stored message on the wire: the wire message (None when nothing of it is sent), the
