@@ -318,13 +318,24 @@ class WireCache:
     def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                       begin: int, raw_afters: dict[str, Any]) -> list[TurnFacts]:
         """The facts of the stored turns from ``begin`` on, from their forms' metas (each
-        distinct meta parsed once), up to the first turn with no form this encoder reads."""
+        distinct meta parsed once: ``_facts_of``, inlined, as a resume runs it for every stored
+        turn), up to the first turn with no form this encoder reads."""
         known = self._fact_metas(encoder)
+        extra_type, loads, read = encoder.extra_type, orjson.loads, TurnFacts.from_json
         out: list[TurnFacts] = []
         for forms in itertools.islice(stored.rows(), begin, None):
             found = None
             for _, meta in forms.values():
-                found = known.get(meta) or self._facts_of(encoder, meta, raw_afters)
+                found = known.get(meta)
+                if found is None and meta not in known:
+                    try:
+                        raw = loads(meta)
+                        found = read(raw, extra_type) if "after" in raw else None
+                    except _UNREADABLE:
+                        raw = found = None
+                    known[meta] = found
+                    if found is not None:
+                        raw_afters[meta] = raw["after"]
                 if found is not None:
                     break
             if found is None:
@@ -519,6 +530,10 @@ def _read_after(encoder: TurnEncoder[Any, Any], facts: TurnFacts,
         return None
 
 
+#: What reading a stored meta that is not a turn's may raise (it is then encoded instead).
+_UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
+
+
 def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
     """The facts a parsed stored meta holds (None: not this encoder's). Its after facts are
     read when needed (``_read``)."""
@@ -526,7 +541,7 @@ def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
         if "after" not in raw:
             return None
         return TurnFacts.from_json(raw, encoder.extra_type)
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except _UNREADABLE:
         return None
 
 
