@@ -154,14 +154,16 @@ class TurnFacts(NamedTuple):
         """The neutral facts of ``message`` (and the API's ``extra``)."""
         calls: tuple[str, ...] = ()
         results: tuple[str, ...] = ()
-        for part in message.parts:  # one pass: this runs for every turn of a cold request
-            if isinstance(part, ToolResult):
-                results += (part.call_id,)
-            elif isinstance(part, ToolCall):
-                calls += (part.id,)
+        parts = message.parts
+        for part in parts:  # one pass: this runs for every turn of a cold request
+            kind = type(part)  # (parts are final dataclasses: no subclass to miss)
+            if kind is ToolResult:
+                results += (part.call_id,)  # type: ignore[attr-defined]
+            elif kind is ToolCall:
+                calls += (part.id,)  # type: ignore[attr-defined]
         role = message.role
         return _tuple(cls, (role, calls, results, message.incomplete,  # (fields in order)
-                            role == "user" and len(results) < len(message.parts), extra))
+                            role == "user" and len(results) < len(parts), extra))
 
     @property
     def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:
