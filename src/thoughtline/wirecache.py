@@ -273,16 +273,10 @@ class WireCache:
 
     def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
                        begin: int) -> list[TurnFacts]:
-        """The facts of the turns held as messages, ``tokens[begin:]`` (memoized per message)."""
-        memo, kind, of = self._fact_memo, type(encoder), encoder.facts
-        out: list[TurnFacts] = []
-        for message in itertools.islice(tokens, begin, None):
-            key = (id(message), kind)
-            hit = memo.get(key)
-            if hit is None or hit[0] is not message:
-                hit = memo[key] = (message, of(message))
-            out.append(hit[1])
-        return out
+        """The facts of the turns held as messages, ``tokens[begin:]``. Not memoized: a walk
+        that continues the last one takes its facts from it; only turns after an edit in the
+        middle of a history are read again (a memo cost every cold walk more than that)."""
+        return list(map(encoder.facts, itertools.islice(tokens, begin, None)))
 
     def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str, messages: list[Any],
                  facts: Sequence[TurnFacts], begin: int, state: object, plan: ReplayPlan,
