@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -200,3 +201,20 @@ class TurnFacts(NamedTuple):
                             bool(get("incomplete")), bool(get("opens")),
                             extra_type.from_json(extra) if extra_type and extra is not None
                             else None))
+
+
+_ROLE = operator.itemgetter(0)  # ``TurnFacts.role``, read as the tuple's first item
+
+
+def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:
+    """The indices of the turns of ``role``, in order: found at C speed (every request's walk
+    looks for its system turns among all its turns' facts)."""
+    roles = list(map(_ROLE, facts))
+    found: list[int] = []
+    at = -1
+    while True:
+        try:
+            at = roles.index(role, at + 1)
+        except ValueError:
+            return tuple(found)
+        found.append(at)

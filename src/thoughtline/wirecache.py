@@ -566,11 +566,14 @@ def _reused(last: _Remembered, turns: list[bytes]) -> tuple[list[int], list[Any]
 def _common(before: list[object], now: list[object]) -> int:
     """How many leading turns ``now`` shares with ``before``: by identity first, else by
     equality (a gateway decodes the history a client resends into new, equal messages; equal
-    turns have equal forms, so the walk of the last request goes on from there)."""
-    if len(before) <= len(now) and all(map(operator.is_, before, now)):
-        return len(before)
-    count = 0
-    for a, b in zip(before, now, strict=False):
+    turns have equal forms, so the walk of the last request goes on from there). The identical
+    prefix is found at C speed, so only the turns after it are compared by value."""
+    same = list(map(operator.is_, before, now))
+    try:
+        count = same.index(False)
+    except ValueError:
+        return len(same)
+    for a, b in zip(before[count:], now[count:], strict=False):
         if a is not b and a != b:
             break
         count += 1

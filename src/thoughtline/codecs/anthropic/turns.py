@@ -53,6 +53,7 @@ from thoughtline.codecs.base import (
     TurnFacts,
     Walk,
     turn_bytes,
+    with_role,
 )
 from thoughtline.messages import Message, Reasoning
 from thoughtline.replay import ReplayPlan
@@ -112,8 +113,8 @@ class Encoder:
     def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> State:
         target = target_model(plan, spec.model)
         keep_prior, binds = keeps_prior(target), models.binds_blocks(target)
-        system = tuple(f.extra.system for f in facts if f.role == "system"
-                       and isinstance(f.extra, TurnExtra) and f.extra.system)
+        system = tuple(extra.system for index in with_role(facts, "system")
+                       if isinstance(extra := facts[index].extra, TurnExtra) and extra.system)
         loop, last = (0, -1) if keep_prior else _loop_and_last(facts)
         running = b""
         if binds:

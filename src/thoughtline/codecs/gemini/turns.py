@@ -22,7 +22,6 @@ bytes (``Sent.prints``).
 from __future__ import annotations
 
 import bisect
-import operator
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,6 +36,7 @@ from thoughtline.codecs.base import (
     TurnFacts,
     Walk,
     turn_bytes,
+    with_role,
 )
 from thoughtline.codecs.gemini.encode import (
     body_extras,
@@ -188,7 +188,7 @@ class GeminiTurns:
     def start(self, plan: ReplayPlan, spec: RequestSpec,
               facts: Sequence[TurnFacts]) -> Calls:
         return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}),
-                     system=_system_turns(facts))
+                     system=with_role(facts, "system"))
 
     def context(self, state: Calls, index: int, facts: TurnFacts) -> Context:
         if facts.role == "assistant":
@@ -270,22 +270,6 @@ class GeminiTurns:
 
 
 TURNS = GeminiTurns()
-_ROLE = operator.attrgetter("role")
-
-
-def _system_turns(facts: Sequence[TurnFacts]) -> tuple[int, ...]:
-    """The indices of the system turns (found at C speed: every request looks)."""
-    roles = list(map(_ROLE, facts))
-    found: list[int] = []
-    at = -1
-    while True:
-        try:
-            at = roles.index("system", at + 1)
-        except ValueError:
-            return tuple(found)
-        found.append(at)
-
-
 def summary(sent: Sent) -> dict[str, Any]:
     """What the request log records about the reasoning a request carried."""
     totals = sent.totals
