@@ -6,6 +6,8 @@ differences of instruction counts are the step alone.
 open ``DB`` and (MODE ``resume``) resume ``SID`` or (MODE ``build``) resume it and build its
 first request; MODE ``open`` only opens the store (the baseline).
 ``cold API N``: build the API's 1,000-turn benchmark history N + 1 times with a new cache.
+``steady API N``: warm one cache with all but its last three turns, then build the history with
+those three as new messages N times.
 """
 
 import sys
@@ -36,7 +38,17 @@ def cold(api: str, times: int) -> None:
         build()
 
 
+def steady(api: str, times: int) -> None:
+    from benchmarks.instructions import builder
+
+    build = builder(api, steady=True)
+    for _ in range(times):
+        build()
+
+
 if sys.argv[1] == "resume":
     resume(*sys.argv[2:7])
+elif sys.argv[1] == "steady":
+    steady(sys.argv[2], int(sys.argv[3]))
 else:
     cold(sys.argv[2], int(sys.argv[3]))

@@ -245,3 +245,17 @@ def test_the_gateway_profile_script_serves_and_measures_a_face() -> None:
                           text=True, timeout=240)
     assert done.returncode == 0, done.stderr[-2000:]
     assert "chat:" in done.stdout and "CPU/request" in done.stdout
+
+
+@pytest.mark.parametrize("api", ["chat", "responses", "gemini", "bedrock", "anthropic"])
+def test_the_instruction_counts_time_cold_and_steady_builds_of_one_body(api: str) -> None:
+    # The instruction harness counts a cold build (a new cache) and a steady one (a cache that
+    # walked all but the last turns, which arrive as new equal messages): both must be the
+    # request the API's benchmark history makes, byte for byte.
+    from benchmarks import instructions
+
+    cold = instructions.builder(api)
+    steady = instructions.builder(api, steady=True)
+    first = cold()
+    assert first == steady() == steady() == cold()
+    assert orjson.loads(first)  # a whole JSON body
