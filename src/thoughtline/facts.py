@@ -89,6 +89,13 @@ def _maker(cls: type) -> Callable[..., Any]:
     return _compiled(source, _slots(cls), "make")
 
 
+def maker(cls: type) -> Callable[..., Any]:
+    """A frozen slotted dataclass's value from its field values in order, set without the frozen
+    ``__init__``'s keyword call: ``Named.of_fields`` for any such class (a walk state that a
+    cold request makes once per turn)."""
+    return _maker(cls)
+
+
 @functools.cache
 def _reader(cls: type) -> Callable[[Mapping[str, Any]], Any]:
     """``cls.from_json`` for a ``Named`` type, made once per type: each field read by name with

@@ -57,6 +57,7 @@ import orjson
 from thoughtline.events import Done, Event
 from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
 from thoughtline.facts import TurnFacts as TurnFacts
+from thoughtline.facts import maker as maker
 from thoughtline.facts import with_role as with_role
 from thoughtline.messages import Message, Origin, ToolSpec, freeze
 from thoughtline.routes.resolve import Echo as Echo  # re-exported: the codecs' seam

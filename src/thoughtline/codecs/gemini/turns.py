@@ -35,6 +35,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    maker,
     turn_bytes,
     with_role,
 )
@@ -47,7 +48,7 @@ from thoughtline.codecs.gemini.encode import (
     user_turn,
 )
 from thoughtline.codecs.gemini.wire import DUMMY_SIGNATURE, SIG, THOUGHT
-from thoughtline.messages import Message, ToolResult, fingerprint
+from thoughtline.messages import Message, ToolCall, ToolResult, fingerprint
 from thoughtline.replay import ReplayPlan
 
 EVERY = "every"  # a model turn's context when every unsigned call carries the dummy
@@ -76,6 +77,8 @@ class TurnSent(Named):
 
 
 NOTHING = TurnSent()
+#: A model turn's after facts by their fields (``GeminiTurns._model``).
+_SHARED: dict[tuple[Any, ...], TurnSent] = {}
 
 
 class CallLog:
@@ -118,6 +121,9 @@ class Calls:
     system: tuple[int, ...] = ()
     upto: int = 0
     log: CallLog = field(default_factory=CallLog, compare=False)
+
+
+_calls = maker(Calls)  # (fields in order: a cold walk makes one per model turn with calls)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -221,10 +227,9 @@ class GeminiTurns:
                sign_every: bool) -> tuple[bytes, TurnSent]:
         wire, own = model_turn(message, plan, sign_every)
         parts = wire["parts"]
-        calls = message.tool_calls
         # An interrupted turn's calls never ran: nothing can answer them.
-        names = tuple(call.name for call in calls) if calls and not message.incomplete else ()
-        as_text = plan.profile.foreign_calls == "text"
+        names = () if message.incomplete else tuple(
+            [p.name for p in message.parts if type(p) is ToolCall])
         if own:
             signatures = thoughts = 0
             for part in parts:
@@ -232,12 +237,17 @@ class GeminiTurns:
                     signatures += 1
                 if part.get(THOUGHT) is True:
                     thoughts += 1
-            # (fields in order, set positionally: a cold build makes one per model turn)
-            after = TurnSent.of_fields(names, False, signatures, 0, thoughts, 0, ())
+            key: tuple[Any, ...] = (names, False, signatures, 0, thoughts, 0)
         else:
-            dummies = sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE)
-            after = TurnSent.of_fields(names, as_text and bool(names), 0, dummies, 0,
-                                       len(calls) if as_text else 0, ())
+            as_text = plan.profile.foreign_calls == "text"
+            calls = sum(1 for p in message.parts if type(p) is ToolCall) if as_text else 0
+            key = (names, as_text and bool(names), 0,
+                   sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE), 0, calls)
+        after = _SHARED.get(key)
+        if after is None:  # (model turns repeat a handful of these: shared, as they are frozen)
+            if len(_SHARED) >= 512:
+                _SHARED.clear()
+            after = _SHARED[key] = TurnSent.of_fields(*key, ())
         return turn_bytes(wire), after
 
     def moves(self, state: Calls, facts: TurnFacts) -> bool:
@@ -251,10 +261,10 @@ class GeminiTurns:
         log = state.log
         if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
             log = CallLog(log.entries[:state.upto])
-        log.extend((call_id, name, after.text_mode)
-                   for call_id, name in zip(facts.calls, after.names, strict=True))
-        return Calls(sign_every=state.sign_every, system=state.system,
-                     upto=len(log.entries), log=log)
+        text = after.text_mode
+        log.extend([(call_id, name, text)
+                    for call_id, name in zip(facts.calls, after.names, strict=True)])
+        return _calls(state.sign_every, state.system, len(log.entries), log)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
