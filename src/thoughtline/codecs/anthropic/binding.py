@@ -60,7 +60,7 @@ def chain(running: bytes, digest: bytes) -> bytes:
 
 def stamp_of(message: Message) -> str | None:
     found = message.native.get(NS)
-    value = found.get(PREFIX_KEY) if isinstance(found, Mapping) else None
+    value = found.get(PREFIX_KEY) if found is not None and isinstance(found, Mapping) else None
     return value if isinstance(value, str) else None
 
 

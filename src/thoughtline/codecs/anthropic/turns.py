@@ -101,10 +101,10 @@ class Encoder:
         role = message.role
         extra: TurnExtra | None = None
         if role == "assistant":
-            thinking = sum(1 for p in message.parts if isinstance(p, Reasoning))
+            thinking = list(map(type, message.parts)).count(Reasoning)  # (a final dataclass)
             stamp = binding.stamp_of(message)
             if thinking or stamp is not None:
-                extra = TurnExtra(stamp=stamp, thinking=thinking)
+                extra = TurnExtra.of_fields(stamp, thinking, None)  # (fields in order)
         elif role == "system" and in_place(message) is None:
             extra = TurnExtra(system=",".join(
                 orjson.dumps(b).decode() for b in system_blocks([message])))

@@ -30,6 +30,7 @@ from thoughtline.codecs.anthropic.wire import (
     TOOL_RESULT,
     TOOL_USE,
 )
+from thoughtline.codecs.base import maker
 from thoughtline.messages import (
     Message,
     Opaque,
@@ -85,8 +86,13 @@ def make_turn(role: str, message: Message, blocks: list[Any], parts: list[int], 
                            for i in parts])
     # Serialized at once (``turns``), never kept: its values are shared with the message.
     wire = {"role": role, "content": blocks} if blocks else None
-    return Turn(wire=wire, parts=tuple(parts), reasoning=reasoning, omitted=omitted,
-                chain_after=chain_after)
+    return _turn(wire, tuple(parts), reasoning, omitted, chain_after)
+
+
+#: A ``Turn`` from its fields in order (a cold request makes one per turn), and the turn that
+#: sends nothing.
+_turn = maker(Turn)
+_NOTHING = Turn(wire=None, parts=())
 
 
 @dataclass(slots=True)
@@ -159,7 +165,9 @@ def in_place(message: Message) -> Mapping[str, Any] | None:
     """A turn-scoped ``role: "system"`` message a client placed inside ``messages`` (kept there,
     never moved into ``system``, provider-updates §1a): its message-level fields."""
     found = message.native.get(NS)
-    return found if isinstance(found, Mapping) and found.get(IN_PLACE) else None
+    # (most messages have no record here: None is told apart before the abstract Mapping check)
+    return found if found is not None and isinstance(found, Mapping) and found.get(IN_PLACE) \
+        else None
 
 
 def _text(part: Text) -> dict[str, Any]:
@@ -199,9 +207,10 @@ def _made_by(origin: Origin | None, plan: ReplayPlan) -> bool:
 
 def user_turn(message: Message) -> Turn:
     found = message.native.get(NS)
-    if isinstance(found, Mapping) and found.get(CARRIED):
-        return Turn(wire=None, parts=())  # sent with the turn before it
-    verbatim = found.get(CONTENT) if isinstance(found, Mapping) else None
+    record = found is not None and isinstance(found, Mapping)  # (most turns: None, at once)
+    if record and found.get(CARRIED):
+        return _NOTHING  # sent with the turn before it
+    verbatim = found.get(CONTENT) if record else None
     if isinstance(verbatim, str | list):  # the client's message as sent (images, cache_control)
         wire = {"role": "user", "content": verbatim}
         count = len(binding.blocks_of(wire))
