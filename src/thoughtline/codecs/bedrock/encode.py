@@ -214,7 +214,7 @@ def block_carriers(blocks: Sequence[Mapping[str, Any]]) -> dict[str, int]:
     counts: dict[str, int] = {}
     for block in blocks:
         reasoning = block.get(REASONING)
-        if not isinstance(reasoning, Mapping):
+        if reasoning is None or not isinstance(reasoning, Mapping):  # (None: no abstract check)
             continue
         if REDACTED in reasoning:
             counts[REDACTED] = counts.get(REDACTED, 0) + 1

@@ -154,8 +154,8 @@ class BedrockTurns:
     extra_type = None
     after_type = TurnBlocks
 
-    def facts(self, message: Message) -> TurnFacts:
-        return TurnFacts.of(message)
+    #: No extra facts: the neutral ones, called directly (a cold request reads every turn's).
+    facts = TurnFacts.of
 
     def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> Loop:
         profile = plan.profile
@@ -175,7 +175,7 @@ class BedrockTurns:
                     context: Context) -> tuple[bytes, TurnBlocks]:
         role, blocks, fps = turn_blocks(message, plan, in_loop=context == IN_LOOP)
         if not blocks:
-            return b"", TurnBlocks()
+            return b"", _plain(0)
         data = orjson.dumps(blocks)[1:-1]  # (the array's items: one call per turn)
         if role != "assistant" and not any(fps):
             return data, _plain(len(blocks))  # (most user and tool turns: shared)

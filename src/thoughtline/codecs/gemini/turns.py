@@ -188,8 +188,8 @@ class GeminiTurns:
     extra_type = None
     after_type = TurnSent
 
-    def facts(self, message: Message) -> TurnFacts:
-        return TurnFacts.of(message)
+    #: No extra facts: the neutral ones, called directly (a cold request reads every turn's).
+    facts = TurnFacts.of
 
     def start(self, plan: ReplayPlan, spec: RequestSpec,
               facts: Sequence[TurnFacts]) -> Calls:
