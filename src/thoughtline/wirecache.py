@@ -286,7 +286,6 @@ class WireCache:
         turns, afters, contexts, states = into
         memo, encode_turn = self._memo, encoder.encode_turn
         context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
-        moves = encoder.moves
         context: Context = ""
         for index in range(begin, len(messages)):
             message = messages[index]
@@ -300,9 +299,8 @@ class WireCache:
             else:
                 data, after = encode_turn(message, plan, context)
                 memo[key] = (message, data, after)
-            if not flat:
-                if moves(state, fact):
-                    state = advance(state, fact, context, after)
+            if not flat:  # (its after facts are at hand: no ``moves`` asked first)
+                state = advance(state, fact, context, after)
                 states.append(state)
             turns.append(data)
             afters.append(after)
