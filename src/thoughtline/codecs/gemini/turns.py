@@ -22,6 +22,7 @@ bytes (``Sent.prints``).
 from __future__ import annotations
 
 import bisect
+import itertools
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -94,9 +95,14 @@ class CallLog:
         self.extend(entries)
 
     def extend(self, entries: Iterable[tuple[str, str, bool]]) -> None:
+        positions, made = self.positions, self.entries
         for entry in entries:
-            self.positions.setdefault(entry[0], []).append(len(self.entries))
-            self.entries.append(entry)
+            found = positions.get(entry[0])
+            if found is None:  # (most ids are made once: no list to look up first)
+                positions[entry[0]] = [len(made)]
+            else:
+                found.append(len(made))
+            made.append(entry)
 
     def answering(self, call_id: str, upto: int) -> tuple[str, bool]:
         """(name, sent as text) of the latest call with this id among the first ``upto`` (the id
@@ -261,9 +267,10 @@ class GeminiTurns:
         log = state.log
         if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
             log = CallLog(log.entries[:state.upto])
-        text = after.text_mode
-        log.extend([(call_id, name, text)
-                    for call_id, name in zip(facts.calls, after.names, strict=True)])
+        calls, names = facts.calls, after.names
+        if len(calls) != len(names):
+            raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
+        log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
         return _calls(state.sign_every, state.system, len(log.entries), log)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
