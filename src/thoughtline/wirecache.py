@@ -101,7 +101,9 @@ class WireCache:
     """A session's memo of its turns' wire forms (turns are immutable; see the module doc)."""
 
     def __init__(self) -> None:
-        self._memo: dict[tuple[int, str, str], tuple[Message, bytes, Named]] = {}
+        #: Per plan digest: each turn encoded here, by ``_memo_key`` (its message's identity,
+        #: and its context unless that is ""), with the message (an id can be reused).
+        self._memo: dict[str, dict[object, tuple[Message, bytes, Named]]] = {}
         #: Per encoder type: a stored meta's facts and after facts (None: not this encoder's);
         #: keyed by the meta string, so turns that share a meta are parsed once.
         self._parsed: dict[type, dict[str, tuple[TurnFacts, Named] | None]] = {}
@@ -120,7 +122,8 @@ class WireCache:
         self.last: tuple[object, object] | None = None
 
     def __len__(self) -> int:
-        return len(self._memo) + sum(len(c) for c in self._legacy.values() if c is not None)
+        return (sum(len(m) for m in self._memo.values())
+                + sum(len(c) for c in self._legacy.values() if c is not None))
 
     # --- requests -----------------------------------------------------------------------------
 
@@ -284,7 +287,7 @@ class WireCache:
         """Walk the turns held as messages from ``begin`` (``_form``'s memo or encoded once, in
         one loop: a cold request walks every turn here): the state after the last."""
         turns, afters, contexts, states = into
-        memo, encode_turn = self._memo, encoder.encode_turn
+        memo, encode_turn = self._digest_memo(digest), encoder.encode_turn
         context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
         context: Context = ""
         for index in range(begin, len(messages)):
@@ -292,7 +295,8 @@ class WireCache:
             if not flat:
                 fact = facts[index]
                 context = context_of(state, index, fact)
-            key = (id(message), digest, context if type(context) is str else context_key(context))
+            key = id(message) if context == "" else (
+                id(message), context if type(context) is str else context_key(context))
             hit = memo.get(key)
             if hit is not None and hit[0] is message:
                 data, after = hit[1], hit[2]
@@ -414,13 +418,16 @@ class WireCache:
             if row is not None:  # its after facts are parsed when read (``_after``)
                 return row[0], (context, row[1])
             message = history[index]  # decodes the stored history (once)
-        memo = (id(message), digest, key)
-        hit = self._memo.get(memo)
+        memo, at = self._digest_memo(digest), _memo_key(message, key)
+        hit = memo.get(at)
         if hit is not None and hit[0] is message:
             return hit[1], hit[2]
         data, after = encoder.encode_turn(message, plan, context)
-        self._memo[memo] = (message, data, after)
+        memo[at] = (message, data, after)
         return data, after
+
+    def _digest_memo(self, digest: str) -> dict[object, tuple[Message, bytes, Named]]:
+        return self._memo.setdefault(digest, {})
 
     # --- writing through ----------------------------------------------------------------------
 
@@ -489,13 +496,13 @@ class WireCache:
                     continue
                 written.add((mid, digest, key))  # (taken back by ``unwritten`` on a failure)
                 message = history[index]
-                memo = (id(message), digest, key)
-                hit = self._memo.get(memo)
+                memo, at = self._digest_memo(digest), _memo_key(message, key)
+                hit = memo.get(at)
                 if hit is not None and hit[0] is message:
                     data, after = hit[1], hit[2]
                 else:
                     data, after = encoder.encode_turn(message, plan, context)
-                    self._memo[memo] = (message, data, after)
+                    memo[at] = (message, data, after)
                 meta = {**walk.facts[index].to_json(), "after": after.to_json()}
                 out.append(WireForm(message_id=mid, plan=digest, context=key,
                                     meta=orjson.dumps(meta).decode(), data=data))
@@ -535,6 +542,12 @@ def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
         return TurnFacts.from_json(raw, encoder.extra_type)
     except _UNREADABLE:
         return None
+
+
+def _memo_key(message: Message, key: str) -> object:
+    """A turn's key in its digest's memo: its message's identity, with its context's stored key
+    unless that is "" (most turns: an int, no tuple to make)."""
+    return id(message) if not key else (id(message), key)
 
 
 def _stored_of(history: Sequence[Message]) -> StoredHistory | None:
