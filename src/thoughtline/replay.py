@@ -48,6 +48,12 @@ class ReplayPlan:
     #: encrypted items an answer issued, so that "was not issued to this caller" can name whose
     #: items those were. Not part of the cache key: it changes no wire form.
     issuer: str = field(default="", compare=False, hash=False)
+    #: ``may_replay``'s answers by origin identity (with the origin: an id can be reused). A
+    #: walk asks once per turn and per part, and hashing a profile and two origins for the
+    #: profile's own cache cost a cold Gemini build about 4%. Made anew for every plan
+    #: (``init=False``: ``dataclasses.replace`` never carries it to another profile or target).
+    _scoped: dict[int, tuple[Origin, bool]] = field(default_factory=dict, init=False,
+                                                    compare=False, hash=False, repr=False)
 
     @property
     def key(self) -> tuple[Any, ...]:
@@ -62,7 +68,13 @@ class ReplayPlan:
         """
         if origin is None or self.target is None:
             return True
-        return bool(self.profile.accepts(origin, self.target))
+        known = self._scoped.get(id(origin))
+        if known is not None and known[0] is origin:
+            return known[1]
+        answer = bool(self.profile.accepts(origin, self.target))
+        if len(self._scoped) < 4096:  # (a bound: a plan lives for one request or one session)
+            self._scoped[id(origin)] = (origin, answer)
+        return answer
 
     def rejected(self, fingerprint: str) -> bool:
         return fingerprint in self.fingerprints
