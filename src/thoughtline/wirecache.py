@@ -295,7 +295,7 @@ class WireCache:
             if not flat:
                 fact = facts[index]
                 context = context_of(state, index, fact)
-            key = id(message) if context == "" else (
+            key = id(message) if context == "" else (  # (``_memo_key``, inlined: per turn)
                 id(message), context if type(context) is str else context_key(context))
             hit = memo.get(key)
             if hit is not None and hit[0] is message:
@@ -314,24 +314,16 @@ class WireCache:
     def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                       begin: int, raw_afters: dict[str, Any]) -> list[TurnFacts]:
         """The facts of the stored turns from ``begin`` on, from their forms' metas (each
-        distinct meta parsed once: ``_facts_of``, inlined, as a resume runs it for every stored
-        turn), up to the first turn with no form this encoder reads."""
+        distinct meta parsed once, by ``_facts_of``), up to the first turn with no form this
+        encoder reads."""
         known = self._fact_metas(encoder)
-        extra_type, loads, read = encoder.extra_type, orjson.loads, TurnFacts.from_json
         out: list[TurnFacts] = []
         for forms in itertools.islice(stored.rows(), begin, None):
             found = None
             for _, meta in forms.values():
                 found = known.get(meta)
                 if found is None and meta not in known:
-                    try:
-                        raw = loads(meta)
-                        found = read(raw, extra_type) if "after" in raw else None
-                    except _UNREADABLE:
-                        raw = found = None
-                    known[meta] = found
-                    if found is not None:
-                        raw_afters[meta] = raw["after"]
+                    found = self._facts_of(encoder, meta, raw_afters)
                 if found is not None:
                     break
             if found is None:
@@ -525,7 +517,7 @@ def _read_after(encoder: TurnEncoder[Any, Any], facts: TurnFacts,
                 raw: Any) -> tuple[TurnFacts, Named] | None:
     try:
         return facts, encoder.after_type.from_json(raw)
-    except (KeyError, TypeError, ValueError, AttributeError):
+    except _UNREADABLE:
         return None
 
 
