@@ -46,6 +46,7 @@ class Named:
         return _maker(cls)(*values)
 
 
+
 _REQUIRED = object()
 _tuple = tuple.__new__  # a named tuple from its values in order, in one call
 
@@ -94,6 +95,13 @@ def maker(cls: type) -> Callable[..., Any]:
     ``__init__``'s keyword call: ``Named.of_fields`` for any such class (a walk state that a
     cold request makes once per turn)."""
     return _maker(cls)
+
+
+def sharer(cls: type) -> Callable[..., Any]:
+    """``maker(cls)`` that makes one value per distinct field values (frozen, so shared; the
+    512 last used are kept): a history's turns repeat a handful of after facts, and a cold
+    request makes one per turn. Every field is given, and hashable."""
+    return functools.lru_cache(maxsize=512)(_maker(cls))
 
 
 @functools.cache

@@ -52,6 +52,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    sharer,
     turn_bytes,
     with_role,
 )
@@ -187,9 +188,8 @@ class Encoder:
         return request(walk, spec, plan)
 
 
-#: The after facts of turns whose blocks bind to no prefix (all but a binding model's), shared:
-#: (kinds, parts, reasoning, thinking, omitted, started, cut) -> the value.
-_SHARED: dict[tuple[Any, ...], TurnAfter] = {}
+#: A turn's after facts, shared by value where they hold no prefix digest (most turns).
+_after = sharer(TurnAfter)
 
 
 def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
@@ -204,14 +204,9 @@ def _sent(turn: Turn, plan: ReplayPlan) -> tuple[bytes, TurnAfter]:
         return turn_bytes(wire), TurnAfter.of_fields(
             kinds, turn.parts, reasoning, thinking, turn.omitted, binding.visible(wire).hex(),
             started, cut)
-    key = (kinds, turn.parts, reasoning, thinking, turn.omitted, started, cut)
-    after = _SHARED.get(key)
-    if after is None:
-        if len(_SHARED) >= 512:
-            _SHARED.clear()
-        after = _SHARED[key] = TurnAfter.of_fields(kinds, turn.parts, reasoning, thinking,
-                                                    turn.omitted, "", started, cut)
-    return turn_bytes(wire), after
+    # (no prefix digest where blocks do not bind: most turns share their after facts)
+    return turn_bytes(wire), _after(kinds, turn.parts, reasoning, thinking, turn.omitted, "",
+                                    started, cut)
 
 
 def _thinking(parts: tuple[Reasoning | None, ...], content: Any,

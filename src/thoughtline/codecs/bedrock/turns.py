@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import orjson
@@ -27,6 +26,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    sharer,
 )
 from thoughtline.codecs.bedrock.encode import block_carriers, request_body, turn_blocks
 from thoughtline.codecs.bedrock.wire import (
@@ -61,10 +61,8 @@ class TurnBlocks(Named):
     redacted: int = 0
 
 
-@lru_cache(maxsize=64)
-def _plain(blocks: int) -> TurnBlocks:
-    """The after facts of a turn of ``blocks`` blocks with nothing opaque or reasoning in it."""
-    return TurnBlocks(blocks=blocks)
+#: A turn's after facts, shared by value (most user and tool turns differ only in block count).
+_blocks = sharer(TurnBlocks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +173,10 @@ class BedrockTurns:
                     context: Context) -> tuple[bytes, TurnBlocks]:
         role, blocks, fps = turn_blocks(message, plan, in_loop=context == IN_LOOP)
         if not blocks:
-            return b"", _plain(0)
+            return b"", _blocks(0, (), 0, 0, 0)
         data = orjson.dumps(blocks)[1:-1]  # (the array's items: one call per turn)
         if role != "assistant" and not any(fps):
-            return data, _plain(len(blocks))  # (most user and tool turns: shared)
+            return data, _blocks(len(blocks), (), 0, 0, 0)  # (most user and tool turns)
         counts = block_carriers(blocks) if role == "assistant" else {}
         return data, TurnBlocks.of_fields(  # (fields in order: a cold build makes one a turn)
             len(blocks), tuple([(at, fp) for at, fp in enumerate(fps) if fp]),

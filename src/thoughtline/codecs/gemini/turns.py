@@ -37,6 +37,7 @@ from thoughtline.codecs.base import (
     TurnFacts,
     Walk,
     maker,
+    sharer,
     turn_bytes,
     with_role,
 )
@@ -78,8 +79,8 @@ class TurnSent(Named):
 
 
 NOTHING = TurnSent()
-#: A model turn's after facts by their fields (``GeminiTurns._model``).
-_SHARED: dict[tuple[Any, ...], TurnSent] = {}
+#: A model turn's after facts, shared by value (a history's model turns repeat a handful).
+_sent_as = sharer(TurnSent)
 
 
 class CallLog:
@@ -243,17 +244,13 @@ class GeminiTurns:
                     signatures += 1
                 if part.get(THOUGHT) is True:
                     thoughts += 1
-            key: tuple[Any, ...] = (names, False, signatures, 0, thoughts, 0)
+            after = _sent_as(names, False, signatures, 0, thoughts, 0, ())
         else:
             as_text = plan.profile.foreign_calls == "text"
             calls = sum(1 for p in message.parts if type(p) is ToolCall) if as_text else 0
-            key = (names, as_text and bool(names), 0,
-                   sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE), 0, calls)
-        after = _SHARED.get(key)
-        if after is None:  # (model turns repeat a handful of these: shared, as they are frozen)
-            if len(_SHARED) >= 512:
-                _SHARED.clear()
-            after = _SHARED[key] = TurnSent.of_fields(*key, ())
+            after = _sent_as(names, as_text and bool(names), 0,
+                             sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE), 0, calls,
+                             ())
         return turn_bytes(wire), after
 
     def moves(self, state: Calls, facts: TurnFacts) -> bool:
@@ -287,6 +284,8 @@ class GeminiTurns:
 
 
 TURNS = GeminiTurns()
+
+
 def summary(sent: Sent) -> dict[str, Any]:
     """What the request log records about the reasoning a request carried."""
     totals = sent.totals
