@@ -859,3 +859,19 @@ def test_platform_envelopes_of_the_same_rejection_teach_the_same_lesson(wrap: st
     lesson = CODEC.classify(400, body, encoded, plan)
     assert lesson is not None
     assert lesson.fingerprints == {part_fingerprint(history[1].parts[0])}
+
+
+def test_a_stored_position_its_bytes_lack_teaches_no_fingerprint() -> None:
+    # A rejection is read against the after facts stored with a turn's bytes; where the two
+    # disagree (a crafted or damaged row that still matches its digest), the block named is
+    # not there: nothing is learned and nothing crashes.
+    from thoughtline.codecs.anthropic.sent import TurnAfter
+    from thoughtline.codecs.base import Walk
+
+    after = TurnAfter(kinds=("thinking", "text"), parts=(0, 1), reasoning=(0, 5))
+    turns = [b'{"role":"assistant","content":[{"type":"thinking","thinking":"t",'
+             b'"signature":"sig-1"}]}']
+    walk: Walk[Any, Any] = Walk(state=None, turns=turns, fragments=[], facts=[],
+                                afters=[after], contexts=[""], history=[])
+    assert Index(walk=walk).fingerprints == {
+        (0, 0): part_fingerprint(Reasoning(kind="thinking", text="t", signature="sig-1"))}

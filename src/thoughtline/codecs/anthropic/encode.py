@@ -116,9 +116,13 @@ class Index:
         out: dict[Location, str] = {}
         for n, (i, after) in enumerate(self._sent()):
             if after.reasoning:
-                content = orjson.loads(turns[i])["content"]
+                content = orjson.loads(turns[i]).get("content")
                 for m in after.reasoning:
-                    out[(n, m)] = block_fingerprint(content[m])
+                    # (a stored form's after facts are trusted as far as its digest goes: a
+                    # position its bytes lack names no block, and teaches nothing)
+                    if isinstance(content, list) and 0 <= m < len(content) \
+                            and isinstance(content[m], dict):
+                        out[(n, m)] = block_fingerprint(content[m])
             for m, fp in after.thinking:
                 out[(n, m)] = fp
         return out
