@@ -203,7 +203,6 @@ class WireCache:
         elif not flat and stored is not None and kept < split and stored.plan == digest:
             first, state = self._spliced(encoder, stored, facts, kept, state,
                                          (turns, afters, contexts, states), raw_afters)
-        spliced = first  # turns[kept:spliced] are stored forms, spliced as one piece
         if first >= split:  # the rest are messages (the usual case)
             state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
                                   (turns, afters, contexts, states))
@@ -220,14 +219,12 @@ class WireCache:
             turns.append(data)
             afters.append(after)
             contexts.append(context)
-        if spliced > kept:  # the stored turns: one joined chunk (it has its end, as chunks do)
-            joined = b",".join([data for data in turns[kept:spliced] if data])
-            if joined:
-                chunks.append(orjson.Fragment(joined))
-                ends.append(spliced)
+        # This walk's turns, stored forms included, one piece each: joined into one chunk only
+        # if a later walk reuses them (``_reused``), so a resume's first request copies its
+        # stored bytes once, into the body, and not into a joined chunk first.
         singles = len(chunks)  # (only the chunks need their ends: the singles are joined)
         fragment = orjson.Fragment
-        chunks += [fragment(data) for data in turns[spliced:] if data]
+        chunks += [fragment(data) for data in turns[kept:] if data]
         walk: Walk[Any, Any] = Walk(
             state=state, turns=turns, fragments=chunks, facts=facts,
             afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
