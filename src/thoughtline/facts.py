@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -219,17 +220,67 @@ class TurnFacts(NamedTuple):
 
 
 _ROLE = operator.itemgetter(0)  # ``TurnFacts.role``, read as the tuple's first item
+_LEAD = '{"role":"'  # how ``TurnFacts.to_json`` serialized compactly begins
+_AFTER_LEAD = len(_LEAD)
+_CLOSED = ('",', '"}')  # what follows the role there
+
+
+class Pending(Sequence[TurnFacts]):
+    """Turns' facts some of which are read only when first used (a resumed history's stored
+    turns: most requests never need them), each from a ``to_json`` text (``texts``, "" for
+    the turns whose facts are at hand): ``with_role`` finds a role's turns without reading
+    them, from how their texts begin (``leads_with``)."""
+
+    __slots__ = ()
+
+    @property
+    def texts(self) -> list[str]:
+        raise NotImplementedError
+
+    def indices_of(self, role: str) -> tuple[int, ...]:
+        texts = self.texts
+        found = positions(list(map(str.startswith, texts, itertools.repeat(
+            tuple(f"{_LEAD}{role}{end}" for end in _CLOSED)))), True)
+        # (a text that begins with no role, and a turn whose facts are at hand: read)
+        others = positions(list(map(str.startswith, texts, itertools.repeat(_LEAD))), False)
+        found += [index for index in others if self[index].role == role]
+        return tuple(sorted(found))
+
+
+def leads_with(text: str, role: str) -> bool | None:
+    """Does ``text``, a ``TurnFacts.to_json`` object serialized compactly (its role first), name
+    ``role``? None: it does not begin with a plain role (parse it to know). A reader of such a
+    text checks that its role is the one it begins with (``names_its_role``), so the two agree."""
+    if not text.startswith(_LEAD):
+        return None
+    return text.startswith(tuple(f"{_LEAD}{role}{end}" for end in _CLOSED))
+
+
+def names_its_role(text: str, facts: TurnFacts) -> bool:
+    """Is ``facts.role``, read from ``text``, the role ``text`` begins with (if it begins with
+    one: ``leads_with``, three C calls here, as every stored meta read asks)? A text naming a
+    role twice is not one ``to_json`` wrote."""
+    role = facts.role
+    return not text.startswith(_LEAD) or (
+        text.startswith(role, _AFTER_LEAD) and text.startswith(_CLOSED, _AFTER_LEAD + len(role)))
 
 
 def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:
     """The indices of the turns of ``role``, in order: found at C speed (every request's walk
-    looks for its system turns among all its turns' facts)."""
-    roles = list(map(_ROLE, facts))
+    looks for its system turns among all its turns' facts), or without reading the facts not
+    read yet (``Pending``)."""
+    if isinstance(facts, Pending):
+        return facts.indices_of(role)
+    return tuple(positions(list(map(_ROLE, facts)), role))
+
+
+def positions(items: list[Any], value: object) -> list[int]:
+    """The indices of ``items`` equal to ``value``, in order, found at C speed."""
     found: list[int] = []
     at = -1
     while True:
         try:
-            at = roles.index(role, at + 1)
+            at = items.index(value, at + 1)
         except ValueError:
-            return tuple(found)
+            return found
         found.append(at)

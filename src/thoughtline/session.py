@@ -152,7 +152,8 @@ class Session:
         ids = [mid for _, mid in found.entries]
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
-                                      load=self._loader(self.id), scan=scan, wires=found.wires)
+                                      load=self._loader(self.id), scan=scan, wires=found.wires,
+                                      metas=found.metas)
         self._ids = list(ids)
         self.problems = tuple(
             LoadProblem(seq=seq, kind=ProblemKind.WIRE_FORM, digest=mid,

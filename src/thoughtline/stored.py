@@ -20,7 +20,7 @@ from typing import overload
 
 import orjson
 
-from thoughtline.facts import TurnFacts
+from thoughtline.facts import TurnFacts, names_its_role
 from thoughtline.messages import Message, ToolCall, ToolResult
 
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
@@ -31,9 +31,10 @@ Forms = Mapping[str, tuple[bytes, str]]
 def facts_of_meta(meta: str) -> TurnFacts | None:
     """The neutral facts a stored form's meta holds (None: it holds none: decode the turn)."""
     try:
-        return TurnFacts.from_json(orjson.loads(meta))
+        found = TurnFacts.from_json(orjson.loads(meta))
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError):
         return None
+    return found if names_its_role(meta, found) else None
 
 
 def shape_of(m: Message) -> Shape:
@@ -82,7 +83,8 @@ class StoredHistory(_TwoParts):
     def __init__(self, *, ids: Sequence[str], forms: Mapping[str, Forms], plan: str,
                  load: Callable[[], Sequence[Message]],
                  scan: tuple[list[str], dict[int, list[str]]] | None = None,
-                 wires: Sequence[bytes | None] | None = None) -> None:
+                 wires: Sequence[bytes | None] | None = None,
+                 metas: Sequence[str] | None = None) -> None:
         self._ids = tuple(ids)
         #: The unanswered-call scan after the stored messages, when it was stored with them:
         #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
@@ -96,6 +98,8 @@ class StoredHistory(_TwoParts):
         self._shapes: list[Shape] | None = None
         #: ``stored_wire``: each stored message's bytes (context "") in order, as loaded
         self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
+        #: ``metas``: each stored message's first form's meta in order ("": none), as loaded
+        self._metas: list[str] | None = list(metas) if metas is not None else None
         self._tail: list[Message] = []
         self._rows: list[Forms] | None = None
 
@@ -195,6 +199,15 @@ class StoredHistory(_TwoParts):
         if self._wires is None:
             self._wires = [self._wire(index) for index in range(len(self._ids))]
         return self._wires
+
+    def metas(self) -> list[str]:
+        """The meta of each stored message's first form for ``plan`` ("": it has none), in
+        order: where a walk reads a stored turn's role without reading its facts
+        (``facts.Pending``). Made once and shared: read it, never edit it."""
+        if self._metas is None:
+            self._metas = [next(iter(forms.values()))[1] if forms else ""
+                           for forms in self.rows()]
+        return self._metas
 
     def _wire(self, index: int) -> bytes | None:
         form = self.forms(index).get("")

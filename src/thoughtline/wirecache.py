@@ -39,6 +39,7 @@ from thoughtline.codecs.base import (
     Walk,
     context_key,
 )
+from thoughtline.facts import Pending, names_its_role
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.store.wireforms import WireForm
@@ -61,7 +62,9 @@ class _Remembered:
     states: list[object]  # the state after each turn (non-flat encoders only)
     turns: list[bytes]
     afters: list[object]  # after facts, or a stored form's meta not parsed yet
-    facts: list[object]  # (non-flat encoders only: a flat walk reads facts on demand)
+    #: (non-flat encoders only: a flat walk reads facts on demand); ``_Unread`` while a resumed
+    #: history's stored turns are not all read (the next walk reads them)
+    facts: list[object] | _Unread
     contexts: list[Context]
     #: The array content in pieces (``Fragment``s): earlier requests' turns joined into a few
     #: chunks, then the last walk's own turns one piece each (no copy of them yet)
@@ -86,6 +89,45 @@ class _Lazy(Sequence[Any]):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         return self._resolve(index, self._entries[index])
+
+
+class _Unread(Pending):
+    """A walk's facts in which a resumed history's stored turns are still their rows (each
+    context's (data, meta)): a row's facts are read from its meta on first use, in place. A
+    walk reads a stored turn's facts only where its encoder cannot settle the turn's context
+    from the contexts it is stored under (``TurnEncoder.settled``)."""
+
+    __slots__ = ("_read", "entries", "metas")
+
+    def __init__(self, entries: list[Any], metas: list[str], read: Any) -> None:
+        #: Per turn: its facts, or its stored row (not read yet), and its row's first meta
+        self.entries, self.metas, self._read = entries, metas, read
+
+    @property
+    def texts(self) -> list[str]:
+        return self.metas
+
+    def __len__(self) -> int:
+        return len(self.entries)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return [self[i] for i in range(*index.indices(len(self)))]
+        entry = self.entries[index]
+        if type(entry) is not TurnFacts:
+            entry = self.entries[index] = self._read(index, entry)
+        return entry
+
+    def __iter__(self) -> Any:
+        return iter(self.read(len(self.entries)))
+
+    def read(self, upto: int) -> list[Any]:
+        """Every entry before ``upto`` read: the entries, now facts up to there."""
+        entries = self.entries
+        for index in range(upto):
+            if type(entries[index]) is not TurnFacts:
+                entries[index] = self._read(index, entries[index])
+        return entries
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
@@ -171,16 +213,28 @@ class WireCache:
                 encoder, digest, entry, stored, index, history)
 
         raw_afters: dict[str, Any] = {}  # a stored meta's after facts, parsed but not read
+        remembered: list[object] | _Unread
         if flat:
             facts: Sequence[TurnFacts] = _Lazy(tokens, fact)
-            raw_facts: list[object] = []
+            remembered = []
         else:
-            raw_facts = last.facts[:kept] if last is not None else []
-            if stored is not None and kept < split and stored.plan == digest:
-                raw_facts += self._stored_facts(encoder, stored, kept, raw_afters)
+            raw_facts: list[Any] = []
+            if last is not None:  # (what the last walk left unread is read now, once)
+                before = last.facts
+                raw_facts = (before.read(kept) if isinstance(before, _Unread) else before)[:kept]
+            unread = stored is not None and kept < split and stored.plan == digest
+            if unread:
+                assert stored is not None
+                raw_facts += stored.rows()[kept:]  # (read on first use: ``_Unread``)
             raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
             raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
-            facts = raw_facts  # type: ignore[assignment]
+            facts = remembered = raw_facts
+            if unread:
+                assert stored is not None
+                metas = [""] * kept + stored.metas()[kept:]
+                metas += [""] * (size - len(metas))
+                facts = remembered = _Unread(raw_facts, metas, lambda i, row: self._row_facts(
+                    encoder, i, row, history, raw_afters))
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
             kept = 0
@@ -232,7 +286,7 @@ class WireCache:
             contexts=contexts, history=history)
         self._last[(codec.api, digest)] = _Remembered(
             tokens=tokens, start=start, states=states, turns=turns, afters=afters,
-            facts=raw_facts, contexts=contexts, ends=ends, chunks=chunks, singles=singles)
+            facts=remembered, contexts=contexts, ends=ends, chunks=chunks, singles=singles)
         return walk
 
     def _after(self, encoder: TurnEncoder[Any, Any], index: int, entry: object,
@@ -308,44 +362,52 @@ class WireCache:
             contexts.append(context)
         return state
 
-    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                      begin: int, raw_afters: dict[str, Any]) -> list[TurnFacts]:
-        """The facts of the stored turns from ``begin`` on, from their forms' metas (each
-        distinct meta parsed once, by ``_facts_of``), up to the first turn with no form this
-        encoder reads."""
+    def _row_facts(self, encoder: TurnEncoder[Any, Any], index: int, row: Any,
+                   history: Sequence[Message], raw_afters: dict[str, Any]) -> TurnFacts:
+        """The facts of stored turn ``index`` from its row's metas (each distinct meta parsed
+        once, by ``_facts_of``), else from the turn itself (which decodes the history)."""
         known = self._fact_metas(encoder)
-        out: list[TurnFacts] = []
-        for forms in itertools.islice(stored.rows(), begin, None):
-            found = None
-            for _, meta in forms.values():
-                found = known.get(meta)
-                if found is None and meta not in known:
-                    found = self._facts_of(encoder, meta, raw_afters)
-                if found is not None:
-                    break
-            if found is None:
-                break
-            out.append(found)
-        return out
+        for _, meta in row.values():
+            found = known.get(meta)
+            if found is None and meta not in known:
+                found = self._facts_of(encoder, meta, raw_afters)
+            if found is not None:
+                return found
+        return encoder.facts(history[index])
 
     def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                  facts: Sequence[TurnFacts], begin: int, state: object,
                  into: tuple[list[Any], list[Any], list[Any], list[Any]],
                  raw_afters: dict[str, Any]) -> tuple[int, object]:
         """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
-        each has one for its context: where that stopped, and the state there."""
+        each has one for its context: where that stopped, and the state there. A turn whose
+        context its forms settle (``TurnEncoder.settled``) is walked without its facts."""
         turns, afters, contexts, states = into
         parsed = self._metas(encoder)
         rows = stored.rows()
-        context_of, advance, moves = encoder.context, encoder.advance, encoder.moves
+        settled, context_of = encoder.settled, encoder.context
+        advance, moves = encoder.advance, encoder.moves
+        # (a stored turn's facts read here where its meta was parsed before: ``_Unread``)
+        entries, metas = (facts.entries, facts.metas) if isinstance(facts, _Unread) else (
+            facts, [])
+        known = self._fact_metas(encoder)
         for index in range(begin, len(rows)):
-            fact = facts[index]
-            context = context_of(state, index, fact)
-            row = rows[index].get(context if type(context) is str else context_key(context))
+            forms = rows[index]
+            context = settled(state, index, forms)
+            fact = None
+            if context is None:  # (its facts, read from its meta now if not yet)
+                fact = entries[index]
+                if type(fact) is not TurnFacts:
+                    meta = metas[index]
+                    fact = known.get(meta) if meta in known else self._facts_of(
+                        encoder, meta, raw_afters)
+                    fact = entries[index] = fact or facts[index]  # (else: another form)
+                context = context_of(state, index, fact)
+            row = forms.get(context if type(context) is str else context_key(context))
             if row is None:
                 return index, state
             after: object = (context, row[1])  # its after facts: parsed when read (``_after``)
-            if moves(state, fact):
+            if fact is not None and moves(state, fact):
                 found = parsed.get(row[1]) or self._parse(encoder, row[1], raw_afters)
                 if found is None:
                     return index, state
@@ -371,9 +433,10 @@ class WireCache:
                 parsed[meta] = _read_after(encoder, facts, raw_afters[meta])
             else:
                 try:
-                    parsed[meta] = _read(encoder, orjson.loads(meta))
+                    found = _read(encoder, orjson.loads(meta))
                 except orjson.JSONDecodeError:
-                    parsed[meta] = None
+                    found = None
+                parsed[meta] = found if found is None or names_its_role(meta, found[0]) else None
         return parsed[meta]
 
     def _fact_metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, TurnFacts | None]:
@@ -389,7 +452,10 @@ class WireCache:
                 raw = orjson.loads(meta)
             except orjson.JSONDecodeError:
                 raw = None
-            found = known[meta] = _read_facts(encoder, raw)
+            found = _read_facts(encoder, raw)
+            if found is not None and not names_its_role(meta, found):
+                found = None  # (its role is read from how it begins: ``Pending``)
+            known[meta] = found
             if found is not None and raw_afters is not None:
                 raw_afters[meta] = raw["after"]
         return known[meta]

@@ -306,3 +306,78 @@ def test_a_walk_hands_assemble_the_turns_facts_and_afters() -> None:
     joined = b"[" + b",".join(orjson.dumps(f) for f in walk.fragments) + b"]"
     assert orjson.loads(joined) == [item for turn in walk.turns
                                     for item in orjson.loads(b"[" + turn + b"]")]
+
+
+# --- a resumed walk reads stored facts only where it must ----------------------------------
+
+
+def test_a_meta_whose_role_is_not_the_one_it_begins_with_is_not_read() -> None:
+    """A resumed walk finds a role's turns from how their stored metas begin (without parsing
+    them); a meta that begins with one role and names another later (JSON keeps the last) is
+    not one the core wrote, and is read as no facts at all (the turn is decoded instead)."""
+    from thoughtline.facts import leads_with, names_its_role
+    from thoughtline.stored import facts_of_meta
+
+    plain = '{"role":"system","after":{}}'
+    twice = '{"role":"user","opens":true,"role":"system","after":{}}'
+    assert leads_with(plain, "system") is True and leads_with(plain, "user") is False
+    assert leads_with('{"opens":true,"role":"user"}', "user") is None
+    assert facts_of_meta(plain) is not None and facts_of_meta(twice) is None
+    assert names_its_role(plain, TurnFacts(role="system"))
+    assert not names_its_role('{"role":"systemic"}', TurnFacts(role="system"))
+    cache = WireCache()
+    assert cache._facts_of(TURNS, twice) is None
+    assert cache._facts_of(TURNS, '{"role":"u\\u0073er","after":{}}') is None  # (escaped)
+
+
+def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_one() -> None:
+    from thoughtline.facts import with_role
+    from thoughtline.wirecache import _Unread
+
+    read: list[int] = []
+
+    def reader(index: int, row: Any) -> TurnFacts:
+        read.append(index)
+        return TurnFacts(role="system" if index == 3 else "user")
+
+    metas = ['{"role":"system","after":{}}', '{"role":"user","after":{}}', "",
+             '{"after":{},"role":"system"}', '{"role":"system"}']
+    facts = _Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, reader)
+    assert with_role(facts, "system") == (0, 2, 3, 4)
+    assert read == [3]  # (2's facts are at hand; 3's meta begins without its role)
+    assert [f.role for f in facts] == ["user", "user", "system", "system", "user"]
+
+
+def test_a_resumed_anthropic_walk_reads_no_facts_its_forms_settle(tmp_path: Path) -> None:
+    """On a model that keeps prior thinking and binds no blocks, a stored turn's context is
+    settled by the contexts it is stored under: the first request after a resume parses the
+    stored metas of the system turns only (what the request's ``system`` is made from), and is
+    byte-identical to the request of the decoded history."""
+    from dataclasses import replace
+
+    from thoughtline import config
+    from thoughtline.messages import Origin, system
+
+    provider = replace(config.presets()["anthropic"], model="claude-opus-4-5")
+    who = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com",
+                 model="claude-opus-4-5")
+    history: list[Message] = [system("be brief")]
+    for n in range(6):
+        history += [user(f"q{n}"), Message(role="assistant", origin=who, parts=(
+            Reasoning(kind="signed", text=f"t{n}", signature=f"sig-{n}", origin=who),
+            Text(text=f"a{n}")))]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, provider)
+        session.append(history)
+        resumed = Session.resume(store, session.id)
+        sent = resumed.request_bytes([PENDING], stream=True)
+        assert resumed._history.decoded is False
+        parsed = [meta for metas in resumed.wire_cache._meta_facts.values() for meta in metas]
+        assert [orjson.loads(meta)["role"] for meta in parsed] == ["system"]
+        ordinary = Session.resume(store, session.id)
+        assert len(ordinary.history) == len(history)  # (decodes every turn)
+        assert sent == ordinary.request_bytes([PENDING], stream=True)
+        # The next walk of the resumed session reads the rest, once.
+        resumed.request_bytes([PENDING], stream=True)
+        parsed = [meta for metas in resumed.wire_cache._meta_facts.values() for meta in metas]
+        assert len(parsed) > 1

@@ -28,6 +28,9 @@ state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for 
             state = advance(state, facts[index], context, after)
     encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
 
+A resumed walk asks ``settled`` first: where the contexts a stored turn has forms under settle its
+context, the turn's facts are not even read.
+
 ``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
 the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
 JSON fields, stored with the form under their field names. A turn that, e.g., no longer keeps its
@@ -299,6 +302,13 @@ class TurnEncoder(Protocol[StateT, AfterT]):
 
     def context(self, state: StateT, index: int, facts: TurnFacts) -> Context:
         """What turn ``index``'s bytes depend on besides the turn and the plan."""
+        ...
+
+    def settled(self, state: StateT, index: int, forms: Mapping[str, object]) -> Context | None:
+        """A stored turn's context in ``state`` when the contexts it has forms under (``forms``'
+        keys, under this plan's digest) settle it, and the turn cannot move ``state``: a resumed
+        walk then reads nothing of the turn but the form. None: its facts are read (``context``,
+        ``moves``). Only what holds for every form this encoder writes may settle a context."""
         ...
 
     def encode_turn(self, message: Message, plan: ReplayPlan,

@@ -11,7 +11,7 @@ the body around the array; nothing here knows a field name.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,6 +77,10 @@ class FlatTurns:
 
     def context(self, state: None, index: int, facts: TurnFacts) -> Context:
         return ""
+
+    def settled(self, state: None, index: int,
+                forms: Mapping[str, object]) -> Context | None:
+        return None  # (never asked of a flat walk; a subclass that walks contexts reads facts)
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Counts]:

@@ -47,6 +47,8 @@ class StoredForms:
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
     #: each entry's verified form bytes under the context "", in order (or None)
     wires: tuple[bytes | None, ...] = ()
+    #: each entry's first verified form's meta, in order ("" where it has none)
+    metas: tuple[str, ...] = ()
 
 
 def form_digest(meta: str, data: bytes, context: str = "") -> str:
@@ -94,6 +96,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     entries: list[tuple[int, str]] = []
     forms: dict[str, dict[str, tuple[bytes, str]]] = {}
     wires: list[bytes | None] = []
+    metas: list[str] = []
     problems: list[str] = []
     last_seq, last_mid = -1, ""
     check = form_digest
@@ -103,6 +106,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                 last_seq, last_mid = seq, mid
                 entries.append((seq, mid))
                 wires.append(None)
+                metas.append("")
             if data is None:
                 continue  # no form for this plan: the codec encodes the turn
             data = bytes(data)  # PostgreSQL gives memoryview
@@ -113,12 +117,14 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
             found = forms.get(mid)
             if found is None:
                 forms[mid] = {context: (data, meta)}
+                metas[-1] = meta
             else:
                 found[context] = (data, meta)
             if not context:
                 wires[-1] = data
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
-                       scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires))
+                       scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires),
+                       metas=tuple(metas))
 
 
 def _scan(tx: Tx, ids: list[str]) -> bytes | None:

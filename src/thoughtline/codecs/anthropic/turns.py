@@ -21,7 +21,7 @@ the request log and a rejection are read from the request as sent (``Index``), n
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -136,6 +136,19 @@ class Encoder:
         if state.chain_matters:
             context += _CHAIN + ("cut" if state.cut else "started" if state.started else "new")
         return context
+
+    def settled(self, state: State, index: int, forms: Mapping[str, object]) -> Context | None:
+        """Where blocks do not bind (nothing moves the state): "" is the context of every turn
+        without thinking and of no other, so a turn stored under it has it; a turn with thinking
+        keeps it where the rule keeps its index and it is complete, and a form that keeps it
+        was only written for a complete one; where the rule drops the index, it drops."""
+        if state.binds:
+            return None
+        if "" in forms:
+            return ""
+        if state.keep_prior or index >= state.loop or index == state.last:
+            return KEEP if KEEP in forms else None
+        return DROP if DROP in forms else None
 
     def later(self, state: State, context: Context) -> tuple[Context, ...]:
         """A turn that keeps its thinking now loses it in a later request once a new user turn

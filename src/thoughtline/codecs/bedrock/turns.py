@@ -169,6 +169,11 @@ class BedrockTurns:
         in_loop = start is not None and index >= start and facts.role == "assistant"
         return IN_LOOP if in_loop else ""
 
+    def settled(self, state: Loop, index: int, forms: Mapping[str, object]) -> Context | None:
+        """Before the current loop (or with no loop to follow) every turn's context is ""."""
+        start = state.start
+        return "" if start is None or index < start else None
+
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnBlocks]:
         role, blocks, fps = turn_blocks(message, plan, in_loop=context == IN_LOOP)

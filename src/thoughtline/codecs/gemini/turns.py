@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -213,6 +213,11 @@ class GeminiTurns:
         for call_id in facts.results:
             out += log.answering(call_id, upto)
         return tuple(out)
+
+    def settled(self, state: Calls, index: int, forms: Mapping[str, object]) -> Context | None:
+        """Never: a turn stored under "" may be a model turn whose calls the state follows, and
+        a result turn's context is the calls it answers."""
+        return None
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnSent]:
