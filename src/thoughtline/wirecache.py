@@ -153,6 +153,8 @@ class WireCache:
         #: that reads a turn's after facts only where the state can move (``moves``).
         self._meta_facts: dict[type, dict[str, TurnFacts | None]] = {}
         self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
+        #: Per encoder type: after facts by their JSON (``_shared_after``; None: unreadable).
+        self._after_texts: dict[type, dict[bytes, Named | None]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
         self._legacy: dict[str, Any] = {}
@@ -391,6 +393,7 @@ class WireCache:
         entries, metas = (facts.entries, facts.metas) if isinstance(facts, _Unread) else (
             facts, [])
         known = self._fact_metas(encoder)
+        keys: dict[Any, str] = {}
         for index in range(begin, len(rows)):
             forms = rows[index]
             context = settled(state, index, forms)
@@ -403,7 +406,13 @@ class WireCache:
                         encoder, meta, raw_afters)
                     fact = entries[index] = fact or facts[index]  # (else: another form)
                 context = context_of(state, index, fact)
-            row = forms.get(context if type(context) is str else context_key(context))
+            if type(context) is str:
+                row = forms.get(context)
+            else:  # (a context's stored key, made once per distinct context in this walk)
+                key = keys.get(context)
+                if key is None:
+                    key = keys[context] = context_key(context)
+                row = forms.get(key)
             if row is None:
                 return index, state
             after: object = (context, row[1])  # its after facts: parsed when read (``_after``)
@@ -430,7 +439,7 @@ class WireCache:
         if meta not in parsed:
             facts = self._fact_metas(encoder).get(meta)
             if raw_afters and meta in raw_afters and facts is not None:
-                parsed[meta] = _read_after(encoder, facts, raw_afters[meta])
+                parsed[meta] = self._shared_after(encoder, facts, raw_afters[meta])
             else:
                 try:
                     found = _read(encoder, orjson.loads(meta))
@@ -438,6 +447,21 @@ class WireCache:
                     found = None
                 parsed[meta] = found if found is None or names_its_role(meta, found[0]) else None
         return parsed[meta]
+
+    def _shared_after(self, encoder: TurnEncoder[Any, Any], facts: TurnFacts,
+                      raw: Any) -> tuple[TurnFacts, Named] | None:
+        """``_read_after``, with each distinct after value read once (turns whose metas differ
+        by their call ids alone share their after facts)."""
+        try:
+            text = orjson.dumps(raw)
+        except TypeError:
+            return None
+        afters = self._after_texts.setdefault(type(encoder), {})
+        if text not in afters:
+            found = _read_after(encoder, facts, raw)
+            afters[text] = None if found is None else found[1]
+        after = afters[text]
+        return None if after is None else (facts, after)
 
     def _fact_metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, TurnFacts | None]:
         return self._meta_facts.setdefault(type(encoder), {})
