@@ -392,7 +392,7 @@ class WireCache:
         # (a stored turn's facts read here where its meta was parsed before: ``_Unread``)
         entries, metas = (facts.entries, facts.metas) if isinstance(facts, _Unread) else (
             facts, [])
-        known = self._fact_metas(encoder)
+        known, extra_type = self._fact_metas(encoder), encoder.extra_type
         keys: dict[Any, str] = {}
         for index in range(begin, len(rows)):
             forms = rows[index]
@@ -402,8 +402,9 @@ class WireCache:
                 fact = entries[index]
                 if type(fact) is not TurnFacts:
                     meta = metas[index]
-                    fact = known.get(meta) if meta in known else self._facts_of(
-                        encoder, meta, raw_afters)
+                    fact = known.get(meta, _UNSEEN)
+                    if fact is _UNSEEN:
+                        fact = known[meta] = _meta_facts(extra_type, meta, raw_afters)
                     fact = entries[index] = fact or facts[index]  # (else: another form)
                 context = context_of(state, index, fact)
             if type(context) is str:
@@ -471,18 +472,10 @@ class WireCache:
         """A stored form's facts alone (None: not this encoder's: encode instead); its after
         facts, parsed with them, go to ``raw_afters`` for ``_parse`` (read when needed)."""
         known = self._fact_metas(encoder)
-        if meta not in known:
-            try:
-                raw = orjson.loads(meta)
-            except orjson.JSONDecodeError:
-                raw = None
-            found = _read_facts(encoder, raw)
-            if found is not None and not names_its_role(meta, found):
-                found = None  # (its role is read from how it begins: ``Pending``)
-            known[meta] = found
-            if found is not None and raw_afters is not None:
-                raw_afters[meta] = raw["after"]
-        return known[meta]
+        found = known.get(meta, _UNSEEN)
+        if found is _UNSEEN:
+            found = known[meta] = _meta_facts(encoder.extra_type, meta, raw_afters)
+        return found  # type: ignore[return-value]
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
@@ -610,6 +603,27 @@ def _read_after(encoder: TurnEncoder[Any, Any], facts: TurnFacts,
 
 #: What reading a stored meta that is not a turn's may raise (it is then encoded instead).
 _UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
+
+
+_UNSEEN = object()  # (a meta not looked at yet: None is a meta that holds no facts)
+
+
+def _meta_facts(extra_type: type[Named] | None, meta: str,
+                raw_afters: dict[str, Any] | None) -> TurnFacts | None:
+    """The facts a stored meta holds (None: none, or not this encoder's), its role the one it
+    begins with (``Pending``); its after facts, parsed with them, go to ``raw_afters``. In one
+    frame: a resume reads one per distinct meta, and most differ by their call ids."""
+    try:
+        raw = orjson.loads(meta)
+        found = TurnFacts.from_json(raw, extra_type)
+        after = raw["after"]
+    except _UNREADABLE:
+        return None
+    if not names_its_role(meta, found):
+        return None
+    if raw_afters is not None:
+        raw_afters[meta] = after
+    return found
 
 
 def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
