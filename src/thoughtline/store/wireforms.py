@@ -56,8 +56,11 @@ def form_digest(meta: str, data: bytes, context: str = "") -> str:
     the meta (the turn's facts, its after facts) and the context a form is found under as much as
     the bytes. (``meta`` and a context are compact JSON or plain text without a raw newline, so
     the parts cannot run into each other; a form without a context digests as it always did.)"""
-    head = context.encode("utf-8") + b"\n" if context else b""
-    return "sha256:" + sha256(head + meta.encode("utf-8") + b"\n" + data).hexdigest()
+    hashed = sha256(context.encode("utf-8") + b"\n") if context else sha256()
+    hashed.update(meta.encode("utf-8"))
+    hashed.update(b"\n")
+    hashed.update(data)  # (fed in parts: a resume checks every form, so no copy of its bytes)
+    return "sha256:" + hashed.hexdigest()
 
 
 def scan_key(ids: Sequence[str]) -> str:
