@@ -3,7 +3,8 @@
 Owns the file and the connection: owner-only permissions (SQLite gives the ``-wal``/``-shm`` files
 the database file's mode), WAL journal, ``synchronous=FULL`` (``NORMAL`` on request: a WAL commit
 then survives a process crash or SIGKILL but not a power loss), a busy timeout so the CLI and a
-gateway can share the file, foreign keys, and one connection shared by threads behind a lock.
+gateway can share the file, foreign keys, memory-mapped reads, and one connection shared by
+threads behind a lock.
 Writers take the write lock up front (``BEGIN IMMEDIATE``) so two processes never deadlock
 upgrading a read. sqlite3 errors become ``StoreError`` here and nowhere else.
 """
@@ -28,6 +29,12 @@ _PRAGMAS = (
     f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}",
     "PRAGMA journal_mode = WAL",
     "PRAGMA foreign_keys = ON",
+    # Pages read through a memory map, not copied into each connection's page cache first: a
+    # resume reads every stored form of a session once, in a new connection (measured: the
+    # 4,000 forms of a 1,000-round Gemini session 17.0 -> 9.6 ms). sqlite.org/mmap.html: an I/O
+    # error on the file then ends the process instead of failing the query (the page cache's
+    # behaviour, and WAL's durability, are unchanged; the file is local and private).
+    "PRAGMA mmap_size = 268435456",
 )
 _SYNCHRONOUS = ("FULL", "NORMAL")
 
