@@ -93,15 +93,20 @@ class _Lazy(Sequence[Any]):
 
 class _Unread(Pending):
     """A walk's facts in which a resumed history's stored turns are still their rows (each
-    context's (data, meta)): a row's facts are read from its meta on first use, in place. A
-    walk reads a stored turn's facts only where its encoder cannot settle the turn's context
-    from the contexts it is stored under (``TurnEncoder.settled``)."""
+    context's (data, meta)): a row's facts are read from its first meta on first use (each
+    distinct meta parsed once, into ``known``), in place, else by ``fallback`` (the row's other
+    metas, then the turn itself). A walk reads a stored turn's facts only where its encoder
+    cannot settle the turn's context from the contexts it is stored under
+    (``TurnEncoder.settled``)."""
 
-    __slots__ = ("_read", "entries", "metas")
+    __slots__ = ("_extra", "_fallback", "_known", "_raw_afters", "entries", "metas")
 
-    def __init__(self, entries: list[Any], metas: list[str], read: Any) -> None:
+    def __init__(self, entries: list[Any], metas: list[str], known: dict[str, Any],
+                 extra: type[Named] | None, raw_afters: dict[str, Any], fallback: Any) -> None:
         #: Per turn: its facts, or its stored row (not read yet), and its row's first meta
-        self.entries, self.metas, self._read = entries, metas, read
+        self.entries, self.metas = entries, metas
+        self._known, self._extra, self._raw_afters = known, extra, raw_afters
+        self._fallback = fallback
 
     @property
     def texts(self) -> list[str]:
@@ -114,9 +119,7 @@ class _Unread(Pending):
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         entry = self.entries[index]
-        if type(entry) is not TurnFacts:
-            entry = self.entries[index] = self._read(index, entry)
-        return entry
+        return entry if type(entry) is TurnFacts else self.at(index % len(self.entries))
 
     def __iter__(self) -> Any:
         return iter(self.read(len(self.entries)))
@@ -126,8 +129,19 @@ class _Unread(Pending):
         entries = self.entries
         for index in range(upto):
             if type(entries[index]) is not TurnFacts:
-                entries[index] = self._read(index, entries[index])
+                self.at(index)
         return entries
+
+    def at(self, index: int) -> TurnFacts:
+        """Entry ``index`` (not negative) read, if it was not."""
+        meta, known = self.metas[index], self._known
+        found = known.get(meta, _UNSEEN)
+        if found is _UNSEEN:
+            found = known[meta] = _meta_facts(self._extra, meta, self._raw_afters)
+        if found is None:
+            found = self._fallback(index, self.entries[index])
+        self.entries[index] = found
+        return found  # type: ignore[no-any-return]
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
@@ -235,8 +249,9 @@ class WireCache:
                 assert stored is not None
                 metas = [""] * kept + stored.metas()[kept:]
                 metas += [""] * (size - len(metas))
-                facts = remembered = _Unread(raw_facts, metas, lambda i, row: self._row_facts(
-                    encoder, i, row, history, raw_afters))
+                facts = remembered = _Unread(
+                    raw_facts, metas, self._fact_metas(encoder), encoder.extra_type, raw_afters,
+                    lambda i, row: self._row_facts(encoder, i, row, history, raw_afters))
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
             kept = 0
@@ -389,10 +404,9 @@ class WireCache:
         rows = stored.rows()
         settled, context_of = encoder.settled, encoder.context
         advance, moves = encoder.advance, encoder.moves
-        # (a stored turn's facts read here where its meta was parsed before: ``_Unread``)
-        entries, metas = (facts.entries, facts.metas) if isinstance(facts, _Unread) else (
-            facts, [])
-        known, extra_type = self._fact_metas(encoder), encoder.extra_type
+        # (a walk that continues another over a new start has its facts read already)
+        entries, read = (facts.entries, facts.at) if isinstance(facts, _Unread) else (
+            facts, facts.__getitem__)
         keys: dict[Any, str] = {}
         for index in range(begin, len(rows)):
             forms = rows[index]
@@ -401,11 +415,7 @@ class WireCache:
             if context is None:  # (its facts, read from its meta now if not yet)
                 fact = entries[index]
                 if type(fact) is not TurnFacts:
-                    meta = metas[index]
-                    fact = known.get(meta, _UNSEEN)
-                    if fact is _UNSEEN:
-                        fact = known[meta] = _meta_facts(extra_type, meta, raw_afters)
-                    fact = entries[index] = fact or facts[index]  # (else: another form)
+                    fact = read(index)
                 context = context_of(state, index, fact)
             if type(context) is str:
                 row = forms.get(context)

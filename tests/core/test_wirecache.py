@@ -336,16 +336,20 @@ def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_
 
     read: list[int] = []
 
-    def reader(index: int, row: Any) -> TurnFacts:
+    def fallback(index: int, row: Any) -> TurnFacts:  # (the row's other metas, the turn)
         read.append(index)
-        return TurnFacts(role="system" if index == 3 else "user")
+        return TurnFacts(role="system")
 
     metas = ['{"role":"system","after":{}}', '{"role":"user","after":{}}', "",
-             '{"after":{},"role":"system"}', '{"role":"system"}']
-    facts = _Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, reader)
+             '{"after":{},"role":"system"}', "not a meta"]
+    known: dict[str, Any] = {}
+    facts = _Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, known, None, {},
+                    fallback)
     assert with_role(facts, "system") == (0, 2, 3, 4)
-    assert read == [3]  # (2's facts are at hand; 3's meta begins without its role)
-    assert [f.role for f in facts] == ["user", "user", "system", "system", "user"]
+    assert set(known) == {metas[3], metas[4]}  # (2's facts are at hand; 0 and 1 unread)
+    assert read == [4]  # (its meta is unreadable: the fallback)
+    assert [f.role for f in facts] == ["system", "user", "system", "system", "system"]
+    assert set(known) == {*metas[:2], *metas[3:]}
 
 
 def test_a_resumed_anthropic_walk_reads_no_facts_its_forms_settle(tmp_path: Path) -> None:
