@@ -47,7 +47,6 @@ class Named:
         return _maker(cls)(*values)
 
 
-
 _REQUIRED = object()
 _tuple = tuple.__new__  # a named tuple from its values in order, in one call
 
@@ -221,8 +220,12 @@ class TurnFacts(NamedTuple):
 
 _ROLE = operator.itemgetter(0)  # ``TurnFacts.role``, read as the tuple's first item
 _LEAD = '{"role":"'  # how ``TurnFacts.to_json`` serialized compactly begins
-_AFTER_LEAD = len(_LEAD)
-_CLOSED = ('",', '"}')  # what follows the role there
+
+
+@functools.lru_cache(maxsize=64)
+def _heads(role: str) -> tuple[str, str]:
+    """How a ``TurnFacts.to_json`` text of ``role`` begins (its role closed by "," or "}")."""
+    return f'{_LEAD}{role}",', f'{_LEAD}{role}"}}'
 
 
 class Pending(Sequence[TurnFacts]):
@@ -239,8 +242,8 @@ class Pending(Sequence[TurnFacts]):
 
     def indices_of(self, role: str) -> tuple[int, ...]:
         texts = self.texts
-        found = positions(list(map(str.startswith, texts, itertools.repeat(
-            tuple(f"{_LEAD}{role}{end}" for end in _CLOSED)))), True)
+        found = positions(list(map(str.startswith, texts, itertools.repeat(_heads(role)))),
+                          True)
         # (a text that begins with no role, and a turn whose facts are at hand: read)
         others = positions(list(map(str.startswith, texts, itertools.repeat(_LEAD))), False)
         found += [index for index in others if self[index].role == role]
@@ -251,18 +254,13 @@ def leads_with(text: str, role: str) -> bool | None:
     """Does ``text``, a ``TurnFacts.to_json`` object serialized compactly (its role first), name
     ``role``? None: it does not begin with a plain role (parse it to know). A reader of such a
     text checks that its role is the one it begins with (``names_its_role``), so the two agree."""
-    if not text.startswith(_LEAD):
-        return None
-    return text.startswith(tuple(f"{_LEAD}{role}{end}" for end in _CLOSED))
+    return text.startswith(_heads(role)) if text.startswith(_LEAD) else None
 
 
 def names_its_role(text: str, facts: TurnFacts) -> bool:
-    """Is ``facts.role``, read from ``text``, the role ``text`` begins with (if it begins with
-    one: ``leads_with``, three C calls here, as every stored meta read asks)? A text naming a
-    role twice is not one ``to_json`` wrote."""
-    role = facts.role
-    return not text.startswith(_LEAD) or (
-        text.startswith(role, _AFTER_LEAD) and text.startswith(_CLOSED, _AFTER_LEAD + len(role)))
+    """Is ``facts.role``, read from ``text``, the role ``text`` begins with, if it begins with
+    one (``leads_with``)? A text naming a role twice is not one ``to_json`` wrote."""
+    return leads_with(text, facts.role) is not False
 
 
 def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:
