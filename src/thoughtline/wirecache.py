@@ -39,11 +39,11 @@ from thoughtline.codecs.base import (
     Walk,
     context_key,
 )
-from thoughtline.facts import Pending, names_its_role
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.store.wireforms import WireForm
 from thoughtline.stored import Joined, StoredHistory
+from thoughtline.wiremetas import Metas, Unread
 
 __all__ = ["WireCache", "encode"]
 
@@ -62,9 +62,9 @@ class _Remembered:
     states: list[object]  # the state after each turn (non-flat encoders only)
     turns: list[bytes]
     afters: list[object]  # after facts, or a stored form's meta not parsed yet
-    #: (non-flat encoders only: a flat walk reads facts on demand); ``_Unread`` while a resumed
+    #: (non-flat encoders only: a flat walk reads facts on demand); ``Unread`` while a resumed
     #: history's stored turns are not all read (the next walk reads them)
-    facts: list[object] | _Unread
+    facts: list[object] | Unread
     contexts: list[Context]
     #: The array content in pieces (``Fragment``s): earlier requests' turns joined into a few
     #: chunks, then the last walk's own turns one piece each (no copy of them yet)
@@ -91,59 +91,6 @@ class _Lazy(Sequence[Any]):
         return self._resolve(index, self._entries[index])
 
 
-class _Unread(Pending):
-    """A walk's facts in which a resumed history's stored turns are still their rows (each
-    context's (data, meta)): a row's facts are read from its first meta on first use (each
-    distinct meta parsed once, into ``known``), in place, else by ``fallback`` (the row's other
-    metas, then the turn itself). A walk reads a stored turn's facts only where its encoder
-    cannot settle the turn's context from the contexts it is stored under
-    (``TurnEncoder.settled``)."""
-
-    __slots__ = ("_extra", "_fallback", "_known", "_raw_afters", "entries", "metas")
-
-    def __init__(self, entries: list[Any], metas: list[str], known: dict[str, Any],
-                 extra: type[Named] | None, raw_afters: dict[str, Any], fallback: Any) -> None:
-        #: Per turn: its facts, or its stored row (not read yet), and its row's first meta
-        self.entries, self.metas = entries, metas
-        self._known, self._extra, self._raw_afters = known, extra, raw_afters
-        self._fallback = fallback
-
-    @property
-    def texts(self) -> list[str]:
-        return self.metas
-
-    def __len__(self) -> int:
-        return len(self.entries)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        entry = self.entries[index]
-        return entry if type(entry) is TurnFacts else self.at(index % len(self.entries))
-
-    def __iter__(self) -> Any:
-        return iter(self.read(len(self.entries)))
-
-    def read(self, upto: int) -> list[Any]:
-        """Every entry before ``upto`` read: the entries, now facts up to there."""
-        entries = self.entries
-        for index in range(upto):
-            if type(entries[index]) is not TurnFacts:
-                self.at(index)
-        return entries
-
-    def at(self, index: int) -> TurnFacts:
-        """Entry ``index`` (not negative) read, if it was not."""
-        meta, known = self.metas[index], self._known
-        found = known.get(meta, _UNSEEN)
-        if found is _UNSEEN:
-            found = known[meta] = _meta_facts(self._extra, meta, self._raw_afters)
-        if found is None:
-            found = self._fallback(index, self.entries[index])
-        self.entries[index] = found
-        return found  # type: ignore[no-any-return]
-
-
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
            cache: object) -> Encoded:
     """The request for ``history``: through ``cache`` when there is one (a codec's own memo,
@@ -160,15 +107,9 @@ class WireCache:
         #: Per plan digest: each turn encoded here, by ``_memo_key`` (its message's identity,
         #: and its context unless that is ""), with the message (an id can be reused).
         self._memo: dict[str, dict[object, tuple[Message, bytes, Named]]] = {}
-        #: Per encoder type: a stored meta's facts and after facts (None: not this encoder's);
-        #: keyed by the meta string, so turns that share a meta are parsed once.
-        self._parsed: dict[type, dict[str, tuple[TurnFacts, Named] | None]] = {}
-        #: Per encoder type: a stored meta's facts alone (None: not this encoder's), for a walk
-        #: that reads a turn's after facts only where the state can move (``moves``).
-        self._meta_facts: dict[type, dict[str, TurnFacts | None]] = {}
+        #: Per encoder type: the stored metas read so far (each distinct meta parsed once).
+        self._readers: dict[type, Metas] = {}
         self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
-        #: Per encoder type: after facts by their JSON (``_shared_after``; None: unreadable).
-        self._after_texts: dict[type, dict[bytes, Named | None]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
         self._legacy: dict[str, Any] = {}
@@ -229,7 +170,7 @@ class WireCache:
                 encoder, digest, entry, stored, index, history)
 
         raw_afters: dict[str, Any] = {}  # a stored meta's after facts, parsed but not read
-        remembered: list[object] | _Unread
+        remembered: list[object] | Unread
         if flat:
             facts: Sequence[TurnFacts] = _Lazy(tokens, fact)
             remembered = []
@@ -237,11 +178,11 @@ class WireCache:
             raw_facts: list[Any] = []
             if last is not None:  # (what the last walk left unread is read now, once)
                 before = last.facts
-                raw_facts = (before.read(kept) if isinstance(before, _Unread) else before)[:kept]
+                raw_facts = (before.read(kept) if isinstance(before, Unread) else before)[:kept]
             unread = stored is not None and kept < split and stored.plan == digest
             if unread:
                 assert stored is not None
-                raw_facts += stored.rows()[kept:]  # (read on first use: ``_Unread``)
+                raw_facts += stored.rows()[kept:]  # (read on first use: ``Unread``)
             raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
             raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
             facts = remembered = raw_facts
@@ -249,9 +190,8 @@ class WireCache:
                 assert stored is not None
                 metas = [""] * kept + stored.metas()[kept:]
                 metas += [""] * (size - len(metas))
-                facts = remembered = _Unread(
-                    raw_facts, metas, self._fact_metas(encoder), encoder.extra_type, raw_afters,
-                    lambda i, row: self._row_facts(encoder, i, row, history, raw_afters))
+                facts = remembered = self._metas(encoder).unread(raw_facts, metas, history,
+                                                                 raw_afters)
         start = encoder.start(plan, spec, facts)
         if last is None or start != last.start:
             kept = 0
@@ -318,7 +258,7 @@ class WireCache:
             assert stored is not None
             entry = ("", stored.forms(index)[""][1])
         assert isinstance(entry, tuple)
-        parsed = self._parse(encoder, entry[1])
+        parsed = self._metas(encoder).parse(entry[1])
         if parsed is not None:
             return parsed[1]
         token = tokens[index]
@@ -334,13 +274,9 @@ class WireCache:
             if hit is None or hit[0] is not token:
                 hit = self._fact_memo[key] = (token, encoder.facts(token))
             return hit[1]
-        assert stored is not None
-        if stored.plan == digest:  # (forms under another digest may be another API's)
-            for _, meta in stored.forms(index).values():
-                found = self._facts_of(encoder, meta)
-                if found is not None:
-                    return found
-        return encoder.facts(history[index])  # no form for this plan: decode the history
+        assert stored is not None  # (forms under another digest may be another API's)
+        forms = stored.forms(index) if stored.plan == digest else {}
+        return self._metas(encoder).row_facts(index, forms, history)  # (none: decoded)
 
     def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
                        begin: int) -> list[TurnFacts]:
@@ -379,19 +315,6 @@ class WireCache:
             contexts.append(context)
         return state
 
-    def _row_facts(self, encoder: TurnEncoder[Any, Any], index: int, row: Any,
-                   history: Sequence[Message], raw_afters: dict[str, Any]) -> TurnFacts:
-        """The facts of stored turn ``index`` from its row's metas (each distinct meta parsed
-        once, by ``_facts_of``), else from the turn itself (which decodes the history)."""
-        known = self._fact_metas(encoder)
-        for _, meta in row.values():
-            found = known.get(meta)
-            if found is None and meta not in known:
-                found = self._facts_of(encoder, meta, raw_afters)
-            if found is not None:
-                return found
-        return encoder.facts(history[index])
-
     def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
                  facts: Sequence[TurnFacts], begin: int, state: object,
                  into: tuple[list[Any], list[Any], list[Any], list[Any]],
@@ -400,12 +323,13 @@ class WireCache:
         each has one for its context: where that stopped, and the state there. A turn whose
         context its forms settle (``TurnEncoder.settled``) is walked without its facts."""
         turns, afters, contexts, states = into
-        parsed = self._metas(encoder)
+        reader = self._metas(encoder)
+        parsed = reader.parsed
         rows = stored.rows()
         settled, context_of = encoder.settled, encoder.context
         advance, moves = encoder.advance, encoder.moves
         # (a walk that continues another over a new start has its facts read already)
-        entries, read = (facts.entries, facts.at) if isinstance(facts, _Unread) else (
+        entries, read = (facts.entries, facts.at) if isinstance(facts, Unread) else (
             facts, facts.__getitem__)
         keys: dict[Any, str] = {}
         for index in range(begin, len(rows)):
@@ -428,7 +352,7 @@ class WireCache:
                 return index, state
             after: object = (context, row[1])  # its after facts: parsed when read (``_after``)
             if fact is not None and moves(state, fact):
-                found = parsed.get(row[1]) or self._parse(encoder, row[1], raw_afters)
+                found = parsed.get(row[1]) or reader.parse(row[1], raw_afters)
                 if found is None:
                     return index, state
                 after = found[1]
@@ -439,53 +363,11 @@ class WireCache:
             contexts.append(context)
         return len(rows), state
 
-    def _metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, tuple[TurnFacts, Named] | None]:
-        return self._parsed.setdefault(type(encoder), {})
-
-    def _parse(self, encoder: TurnEncoder[Any, Any], meta: str,
-               raw_afters: dict[str, Any] | None = None) -> tuple[TurnFacts, Named] | None:
-        """A stored form's facts and after facts (None: not this encoder's: encode instead);
-        ``raw_afters`` may hold its after facts as parsed with its facts (``_facts_of``)."""
-        parsed = self._metas(encoder)
-        if meta not in parsed:
-            facts = self._fact_metas(encoder).get(meta)
-            if raw_afters and meta in raw_afters and facts is not None:
-                parsed[meta] = self._shared_after(encoder, facts, raw_afters[meta])
-            else:
-                try:
-                    found = _read(encoder, orjson.loads(meta))
-                except orjson.JSONDecodeError:
-                    found = None
-                parsed[meta] = found if found is None or names_its_role(meta, found[0]) else None
-        return parsed[meta]
-
-    def _shared_after(self, encoder: TurnEncoder[Any, Any], facts: TurnFacts,
-                      raw: Any) -> tuple[TurnFacts, Named] | None:
-        """``_read_after``, with each distinct after value read once (turns whose metas differ
-        by their call ids alone share their after facts)."""
-        try:
-            text = orjson.dumps(raw)
-        except TypeError:
-            return None
-        afters = self._after_texts.setdefault(type(encoder), {})
-        if text not in afters:
-            found = _read_after(encoder, facts, raw)
-            afters[text] = None if found is None else found[1]
-        after = afters[text]
-        return None if after is None else (facts, after)
-
-    def _fact_metas(self, encoder: TurnEncoder[Any, Any]) -> dict[str, TurnFacts | None]:
-        return self._meta_facts.setdefault(type(encoder), {})
-
-    def _facts_of(self, encoder: TurnEncoder[Any, Any], meta: str,
-                  raw_afters: dict[str, Any] | None = None) -> TurnFacts | None:
-        """A stored form's facts alone (None: not this encoder's: encode instead); its after
-        facts, parsed with them, go to ``raw_afters`` for ``_parse`` (read when needed)."""
-        known = self._fact_metas(encoder)
-        found = known.get(meta, _UNSEEN)
-        if found is _UNSEEN:
-            found = known[meta] = _meta_facts(encoder.extra_type, meta, raw_afters)
-        return found  # type: ignore[return-value]
+    def _metas(self, encoder: TurnEncoder[Any, Any]) -> Metas:
+        found = self._readers.get(type(encoder))
+        if found is None:
+            found = self._readers[type(encoder)] = Metas(encoder)
+        return found
 
     def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
               tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
@@ -595,56 +477,6 @@ class WireCache:
         self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
         for form in forms:
             self._flat_done.pop(form.plan, None)
-
-
-def _read(encoder: TurnEncoder[Any, Any], raw: Any) -> tuple[TurnFacts, Named] | None:
-    """The facts and after facts a parsed stored meta holds (None: not this encoder's)."""
-    facts = _read_facts(encoder, raw)
-    return None if facts is None else _read_after(encoder, facts, raw["after"])
-
-
-def _read_after(encoder: TurnEncoder[Any, Any], facts: TurnFacts,
-                raw: Any) -> tuple[TurnFacts, Named] | None:
-    try:
-        return facts, encoder.after_type.from_json(raw)
-    except _UNREADABLE:
-        return None
-
-
-#: What reading a stored meta that is not a turn's may raise (it is then encoded instead).
-_UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
-
-
-_UNSEEN = object()  # (a meta not looked at yet: None is a meta that holds no facts)
-
-
-def _meta_facts(extra_type: type[Named] | None, meta: str,
-                raw_afters: dict[str, Any] | None) -> TurnFacts | None:
-    """The facts a stored meta holds (None: none, or not this encoder's), its role the one it
-    begins with (``Pending``); its after facts, parsed with them, go to ``raw_afters``. In one
-    frame: a resume reads one per distinct meta, and most differ by their call ids."""
-    try:
-        raw = orjson.loads(meta)
-        found = TurnFacts.from_json(raw, extra_type)
-        after = raw["after"]
-    except _UNREADABLE:
-        return None
-    if not names_its_role(meta, found):
-        return None
-    if raw_afters is not None:
-        raw_afters[meta] = after
-    return found
-
-
-def _read_facts(encoder: TurnEncoder[Any, Any], raw: Any) -> TurnFacts | None:
-    """The facts a parsed stored meta holds (None: not this encoder's). Its after facts are
-    read when needed (``_read``)."""
-    try:
-        if "after" not in raw:
-            return None
-        return TurnFacts.from_json(raw, encoder.extra_type)
-    except _UNREADABLE:
-        return None
 
 
 def _memo_key(message: Message, key: str) -> object:

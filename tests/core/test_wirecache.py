@@ -33,6 +33,7 @@ from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult,
 from thoughtline.replay import ReplayPlan, answered
 from thoughtline.store.db import Database
 from thoughtline.wirecache import WireCache
+from thoughtline.wiremetas import Metas
 
 PENDING = user("and the next step?")
 DEEPSEEK = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",
@@ -325,14 +326,14 @@ def test_a_meta_whose_role_is_not_the_one_it_begins_with_is_not_read() -> None:
     assert facts_of_meta(plain) is not None and facts_of_meta(twice) is None
     assert names_its_role(plain, TurnFacts(role="system"))
     assert not names_its_role('{"role":"systemic"}', TurnFacts(role="system"))
-    cache = WireCache()
-    assert cache._facts_of(TURNS, twice) is None
-    assert cache._facts_of(TURNS, '{"role":"u\\u0073er","after":{}}') is None  # (escaped)
+    reader = Metas(TURNS)
+    assert reader.facts_of(twice) is None
+    assert reader.facts_of('{"role":"u\\u0073er","after":{}}') is None  # (escaped)
 
 
 def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_one() -> None:
     from thoughtline.facts import with_role
-    from thoughtline.wirecache import _Unread
+    from thoughtline.wiremetas import Unread
 
     read: list[int] = []
 
@@ -342,9 +343,9 @@ def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_
 
     metas = ['{"role":"system","after":{}}', '{"role":"user","after":{}}', "",
              '{"after":{},"role":"system"}', "not a meta"]
-    known: dict[str, Any] = {}
-    facts = _Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, known, None, {},
-                    fallback)
+    reader = Metas(TURNS)
+    known = reader.facts
+    facts = Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, reader, fallback, {})
     assert with_role(facts, "system") == (0, 2, 3, 4)
     assert set(known) == {metas[3], metas[4]}  # (2's facts are at hand; 0 and 1 unread)
     assert read == [4]  # (its meta is unreadable: the fallback)
@@ -376,12 +377,12 @@ def test_a_resumed_anthropic_walk_reads_no_facts_its_forms_settle(tmp_path: Path
         resumed = Session.resume(store, session.id)
         sent = resumed.request_bytes([PENDING], stream=True)
         assert resumed._history.decoded is False
-        parsed = [meta for metas in resumed.wire_cache._meta_facts.values() for meta in metas]
+        parsed = [meta for reader in resumed.wire_cache._readers.values() for meta in reader.facts]
         assert [orjson.loads(meta)["role"] for meta in parsed] == ["system"]
         ordinary = Session.resume(store, session.id)
         assert len(ordinary.history) == len(history)  # (decodes every turn)
         assert sent == ordinary.request_bytes([PENDING], stream=True)
         # The next walk of the resumed session reads the rest, once.
         resumed.request_bytes([PENDING], stream=True)
-        parsed = [meta for metas in resumed.wire_cache._meta_facts.values() for meta in metas]
+        parsed = [meta for reader in resumed.wire_cache._readers.values() for meta in reader.facts]
         assert len(parsed) > 1
