@@ -875,3 +875,15 @@ def test_a_stored_position_its_bytes_lack_teaches_no_fingerprint() -> None:
                                 afters=[after], contexts=[""], history=[])
     assert Index(walk=walk).fingerprints == {
         (0, 0): part_fingerprint(Reasoning(kind="thinking", text="t", signature="sig-1"))}
+
+
+@pytest.mark.parametrize("data", [b'["not", "a", "message"]', b'"text"', b'{"content":"x"}'])
+def test_a_stored_turn_that_is_not_a_message_teaches_no_fingerprint(data: bytes) -> None:
+    # The same, where the stored bytes are no message object at all.
+    from thoughtline.codecs.anthropic.sent import TurnAfter
+    from thoughtline.codecs.base import Walk
+
+    after = TurnAfter(kinds=("thinking",), parts=(0,), reasoning=(0,))
+    walk: Walk[Any, Any] = Walk(state=None, turns=[data], fragments=[], facts=[],
+                                afters=[after], contexts=[""], history=[])
+    assert Index(walk=walk).fingerprints == {}

@@ -116,13 +116,14 @@ class Index:
         out: dict[Location, str] = {}
         for n, (i, after) in enumerate(self._sent()):
             if after.reasoning:
-                content = orjson.loads(turns[i]).get("content")
+                sent = orjson.loads(turns[i])
+                content = sent.get("content") if isinstance(sent, dict) else None
+                blocks = content if isinstance(content, list) else []
                 for m in after.reasoning:
                     # (a stored form's after facts are trusted as far as its digest goes: a
                     # position its bytes lack names no block, and teaches nothing)
-                    if isinstance(content, list) and 0 <= m < len(content) \
-                            and isinstance(content[m], dict):
-                        out[(n, m)] = block_fingerprint(content[m])
+                    if 0 <= m < len(blocks) and isinstance(blocks[m], dict):
+                        out[(n, m)] = block_fingerprint(blocks[m])
             for m, fp in after.thinking:
                 out[(n, m)] = fp
         return out
