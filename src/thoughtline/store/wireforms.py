@@ -42,7 +42,7 @@ class StoredForms:
 
     entries: tuple[tuple[int, str], ...]  # (seq, message id), in order
     #: message id -> context -> (data, meta), only verified ones
-    forms: Mapping[str, Mapping[str, tuple[bytes, str]]]
+    forms: Mapping[str, dict[str, tuple[bytes, str]]]
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
     #: each entry's verified form bytes under the context "", in order (or None)
@@ -56,11 +56,9 @@ def form_digest(meta: str, data: bytes, context: str = "") -> str:
     the meta (the turn's facts, its after facts) and the context a form is found under as much as
     the bytes. (``meta`` and a context are compact JSON or plain text without a raw newline, so
     the parts cannot run into each other; a form without a context digests as it always did.)"""
-    hashed = sha256(context.encode("utf-8") + b"\n") if context else sha256()
-    hashed.update(meta.encode("utf-8"))
-    hashed.update(b"\n")
-    hashed.update(data)  # (fed in parts: a resume checks every form, so no copy of its bytes)
-    return "sha256:" + hashed.hexdigest()
+    hashed = sha256((f"{context}\n{meta}\n" if context else meta + "\n").encode())
+    hashed.update(data)  # (fed apart: a resume checks every form, so no copy of its bytes)
+    return f"sha256:{hashed.hexdigest()}"
 
 
 def scan_key(ids: Sequence[str]) -> str:
@@ -101,30 +99,33 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     wires: list[bytes | None] = []
     metas: list[str] = []
     problems: list[str] = []
-    last_seq, last_mid = -1, ""
+    last_seq = -1  # (seqs are unique along the chain: its members' visible ranges are disjoint)
     check = form_digest
     for member, bound in history.chain(tx, session_id):
         for seq, mid, context, meta, stored, data in tx.rows(_FORMS, (plan, member, bound)):
-            if seq != last_seq or mid != last_mid:  # one row per context of an entry
-                last_seq, last_mid = seq, mid
+            if seq != last_seq:  # an entry's first row (its form under "", when it has one)
+                last_seq = seq
                 entries.append((seq, mid))
+                if data is not None and stored == check(meta, data := bytes(data), context):
+                    forms[mid] = {context: (data, meta)}  # (a repeated message: the same)
+                    wires.append(None if context else data)
+                    metas.append(meta)
+                    continue
                 wires.append(None)
                 metas.append("")
-            if data is None:
-                continue  # no form for this plan: the codec encodes the turn
-            data = bytes(data)  # PostgreSQL gives memoryview
-            if stored != check(meta, data, context):
-                if mid not in problems:
-                    problems.append(mid)
-                continue
-            found = forms.get(mid)
-            if found is None:
-                forms[mid] = {context: (data, meta)}
-                metas[-1] = meta
-            else:
-                found[context] = (data, meta)
-            if not context:
-                wires[-1] = data
+                if data is None:
+                    continue  # no form for this plan: the codec encodes the turn
+            else:  # another context of the entry
+                if stored == check(meta, data := bytes(data), context):
+                    found = forms.get(mid)
+                    if found is None:  # (its first form failed its digest)
+                        forms[mid] = {context: (data, meta)}
+                        metas[-1] = meta
+                    else:
+                        found[context] = (data, meta)
+                    continue
+            if mid not in problems:  # (bytes(): PostgreSQL gives memoryview)
+                problems.append(mid)
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
                        scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires),
                        metas=tuple(metas))
