@@ -88,33 +88,37 @@ class CallLog:
     that extend one another: a state sees the first ``upto`` of them, so a state never changes
     when a later one appends (and a state that is not the log's tip branches a copy)."""
 
-    __slots__ = ("entries", "positions")
+    __slots__ = ("earlier", "entries", "latest")
 
     def __init__(self, entries: Sequence[tuple[str, str, bool]] = ()) -> None:
         self.entries: list[tuple[str, str, bool]] = []
-        self.positions: dict[str, list[int]] = {}  # call id -> where it was made, ascending
+        self.latest: dict[str, int] = {}  # call id -> where it was made last
+        #: call id -> where else it was made, ascending (only ids made more than once: most
+        #: are made once, and a resume makes one entry per call of a long session)
+        self.earlier: dict[str, list[int]] = {}
         self.extend(entries)
 
     def extend(self, entries: Iterable[tuple[str, str, bool]]) -> None:
-        positions, made = self.positions, self.entries
+        latest, made = self.latest, self.entries
         for entry in entries:
-            found = positions.get(entry[0])
-            if found is None:  # (most ids are made once: no list to look up first)
-                positions[entry[0]] = [len(made)]
-            else:
-                found.append(len(made))
+            before = latest.get(entry[0])
+            if before is not None:
+                self.earlier.setdefault(entry[0], []).append(before)
+            latest[entry[0]] = len(made)
             made.append(entry)
 
     def answering(self, call_id: str, upto: int) -> tuple[str, bool]:
         """(name, sent as text) of the latest call with this id among the first ``upto`` (the id
         itself, as a function response, when there is none)."""
-        positions = self.positions.get(call_id)
-        if positions:
-            at = bisect.bisect_left(positions, upto) - 1
-            if at >= 0:
-                _, name, text = self.entries[positions[at]]
-                return name, text
-        return call_id, False
+        at = self.latest.get(call_id)
+        if at is not None and at >= upto:  # (made again after them: an earlier making, if any)
+            earlier = self.earlier.get(call_id, [])
+            found = bisect.bisect_left(earlier, upto) - 1
+            at = earlier[found] if found >= 0 else None
+        if at is None:
+            return call_id, False
+        _, name, text = self.entries[at]
+        return name, text
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
