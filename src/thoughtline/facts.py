@@ -259,8 +259,18 @@ def leads_with(text: str, role: str) -> bool | None:
 
 def names_its_role(text: str, facts: TurnFacts) -> bool:
     """Is ``facts.role``, read from ``text``, the role ``text`` begins with, if it begins with
-    one (``leads_with``)? A text naming a role twice is not one ``to_json`` wrote."""
-    return leads_with(text, facts.role) is not False
+    one (``leads_with``)? A text naming a role twice is not one ``to_json`` wrote. (Once per
+    distinct stored meta of a resume: the heads of a role are looked up, not rebuilt.)"""
+    role = facts[0]
+    heads = _HEADS.get(role)
+    if heads is None:
+        heads = _heads(role)
+        if len(_HEADS) < 64:  # (the roles a meta may name are few; a stray one is not kept)
+            _HEADS[role] = heads
+    return text.startswith(heads) or not text.startswith(_LEAD)
+
+
+_HEADS: dict[str, tuple[str, str]] = {}  # ``_heads`` of the roles read so far
 
 
 def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:

@@ -61,7 +61,7 @@ class _Remembered:
     start: object
     states: list[object]  # the state after each turn (non-flat encoders only)
     turns: list[bytes]
-    afters: list[object]  # after facts, or a stored form's meta not parsed yet
+    afters: list[object]  # after facts, or (None) a stored form's, not parsed yet
     #: (non-flat encoders only: a flat walk reads facts on demand); ``Unread`` while a resumed
     #: history's stored turns are not all read (the next walk reads them)
     facts: list[object] | Unread
@@ -225,7 +225,7 @@ class WireCache:
             if not flat:
                 if encoder.moves(state, facts[index]):
                     state = encoder.advance(state, facts[index], context, self._after(
-                        encoder, index, after, tokens, stored, history, plan))
+                        encoder, index, after, tokens, stored, history, plan, contexts))
                 states.append(state)
             turns.append(data)
             afters.append(after)
@@ -234,12 +234,11 @@ class WireCache:
         # if a later walk reuses them (``_reused``), so a resume's first request copies its
         # stored bytes once, into the body, and not into a joined chunk first.
         singles = len(chunks)  # (only the chunks need their ends: the singles are joined)
-        fragment = orjson.Fragment
-        chunks += [fragment(data) for data in turns[kept:] if data]
+        chunks += map(orjson.Fragment, filter(None, itertools.islice(turns, kept, None)))
         walk: Walk[Any, Any] = Walk(
             state=state, turns=turns, fragments=chunks, facts=facts,
             afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
-                                                              stored, history, plan)),
+                                                              stored, history, plan, contexts)),
             contexts=contexts, history=history)
         self._last[(codec.api, digest)] = _Remembered(
             tokens=tokens, start=start, states=states, turns=turns, afters=afters,
@@ -248,15 +247,16 @@ class WireCache:
 
     def _after(self, encoder: TurnEncoder[Any, Any], index: int, entry: object,
                tokens: list[object], stored: StoredHistory | None,
-               history: Sequence[Message], plan: ReplayPlan) -> Named:
+               history: Sequence[Message], plan: ReplayPlan, contexts: list[Context]) -> Named:
         """A turn's after facts: ``entry`` itself, or parsed from a stored form's meta — ``entry``
-        is (context, meta), or None for the form under "" — (a meta that does not parse: the
-        turn encoded again, which decodes the stored history)."""
+        is (context, meta), or None for the stored form under its context in ``contexts`` — (a
+        meta that does not parse: the turn encoded again, which decodes the stored history)."""
         if isinstance(entry, Named):
             return entry
-        if entry is None:
+        if entry is None:  # (a walk keeps these only over the same undecoded stored history)
             assert stored is not None
-            entry = ("", stored.forms(index)[""][1])
+            context = contexts[index]
+            entry = (context, stored.forms(index)[context_key(context)][1])
         assert isinstance(entry, tuple)
         parsed = self._metas(encoder).parse(entry[1])
         if parsed is not None:
@@ -321,47 +321,65 @@ class WireCache:
                  raw_afters: dict[str, Any]) -> tuple[int, object]:
         """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
         each has one for its context: where that stopped, and the state there. A turn whose
-        context its forms settle (``TurnEncoder.settled``) is walked without its facts."""
+        context its forms settle (``TurnEncoder.settled``) is walked without its facts.
+
+        In two passes: the contexts and states first (a turn that moves the state has its form
+        and after facts read there), then every turn's form under its context, at C speed; the
+        walk stops at the first turn without one (what the first pass walked past it is
+        dropped: states are values, and a log a later state extended is branched, not edited)."""
         turns, afters, contexts, states = into
         reader = self._metas(encoder)
-        parsed = reader.parsed
         rows = stored.rows()
         settled, context_of = encoder.settled, encoder.context
         advance, moves = encoder.advance, encoder.moves
         # (a walk that continues another over a new start has its facts read already)
-        entries, read = (facts.entries, facts.at) if isinstance(facts, Unread) else (
-            facts, facts.__getitem__)
-        keys: dict[Any, str] = {}
-        for index in range(begin, len(rows)):
-            forms = rows[index]
-            context = settled(state, index, forms)
-            fact = None
+        if isinstance(facts, Unread):
+            entries, read, texts = facts.entries, facts.at, facts.metas
+        else:
+            entries, read, texts = facts, facts.__getitem__, [""] * len(facts)
+        known, facts_of = reader.facts, reader.facts_of  # (most metas repeat a handful)
+        keys: dict[Any, str] = {}  # each context that is no string -> its stored key
+        moved: list[tuple[int, Named]] = []  # (index, after facts) of the turns that moved it
+        stop = len(rows)
+        initial = state
+        for index in range(begin, stop):
+            context = settled(state, index, rows[index])
             if context is None:  # (its facts, read from its meta now if not yet)
                 fact = entries[index]
                 if type(fact) is not TurnFacts:
-                    fact = read(index)
+                    fact = known.get(texts[index]) or facts_of(texts[index], raw_afters)
+                    if fact is None:  # (a meta that holds none: the row's others, or the turn)
+                        fact = read(index)
+                    else:
+                        entries[index] = fact
                 context = context_of(state, index, fact)
-            if type(context) is str:
-                row = forms.get(context)
-            else:  # (a context's stored key, made once per distinct context in this walk)
-                key = keys.get(context)
-                if key is None:
-                    key = keys[context] = context_key(context)
-                row = forms.get(key)
-            if row is None:
-                return index, state
-            after: object = (context, row[1])  # its after facts: parsed when read (``_after``)
-            if fact is not None and moves(state, fact):
-                found = parsed.get(row[1]) or reader.parse(row[1], raw_afters)
-                if found is None:
-                    return index, state
-                after = found[1]
-                state = advance(state, fact, context, found[1])
+                if type(context) is not str and context not in keys:
+                    keys[context] = context_key(context)
+                if moves(state, fact):  # (its after facts now: the next state needs them)
+                    row = rows[index].get(keys.get(context, context))  # type: ignore[arg-type]
+                    found = None if row is None else reader.parse(row[1], raw_afters)
+                    if found is None:
+                        stop = index
+                        break
+                    moved.append((index, found[1]))
+                    state = advance(state, fact, context, found[1])
+            elif type(context) is not str and context not in keys:
+                keys[context] = context_key(context)
             states.append(state)
-            turns.append(row[0])
-            afters.append(after)
             contexts.append(context)
-        return len(rows), state
+        walked = contexts[begin:]
+        picked = list(map(dict.get, rows[begin:stop],
+                          map(keys.get, walked, walked) if keys else walked))
+        if None in picked:  # (a turn without a form for its context: encoded from there)
+            stop = begin + picked.index(None)
+            del picked[stop - begin:], states[stop:], contexts[stop:]
+            state = states[-1] if stop > begin else initial
+        turns += map(operator.itemgetter(0), picked)
+        afters += [None] * len(picked)  # (parsed from its form's meta when read: ``_after``)
+        for index, after in moved:
+            if index < stop:
+                afters[index] = after
+        return stop, state
 
     def _metas(self, encoder: TurnEncoder[Any, Any]) -> Metas:
         found = self._readers.get(type(encoder))

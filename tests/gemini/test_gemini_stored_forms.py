@@ -15,6 +15,7 @@ the context it was encoded under.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -102,6 +103,56 @@ def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
         everything = [*both, user("more")]
         assert last.request_bytes([PENDING], stream=True) == fresh(last, everything)
         assert last._history.decoded is not splices(last, everything)
+
+
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(whole=HISTORIES, setup=SETUP, lost=st.sets(st.integers(0, 40), max_size=3))
+def test_a_resume_whose_forms_stop_mid_history_encodes_on_from_there(
+        tmp_path_factory, whole: list[Message], setup: Setup,  # type: ignore[no-untyped-def]
+        lost: set[int]) -> None:
+    """Stored turns whose forms are gone: the resumed walk splices the turns before the first,
+    in the state they leave (the calls made up to there: ids are reused by later calls of
+    other names), and encodes from it on, as a fresh encode does."""
+    home = tmp_path_factory.mktemp("gemini-lost")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, PROVIDERS[setup.provider or "pro"])
+        setup.apply(session)
+        session.append(whole)
+        ids = list(session._ids or ())
+    raw = sqlite3.connect(home / "state.db", isolation_level=None)
+    raw.executemany("DELETE FROM wire_forms WHERE message_id = ?",
+                    [(ids[i],) for i in sorted(lost) if i < len(ids)])
+    raw.close()
+    more = [*whole, user("more")]
+    with open_store(home / "state.db", home) as store:
+        resumed = Session.resume(store, session.id)
+        assert resumed.request_bytes([PENDING], stream=True) == fresh(resumed, whole)
+        resumed.append([user("more")])
+        assert resumed.request_bytes([PENDING], stream=True) == fresh(resumed, more)
+        again = Session.resume(store, session.id)
+        assert again.request_bytes([PENDING], stream=True) == fresh(again, more)
+
+
+def test_a_lost_result_form_is_encoded_against_the_calls_made_before_it(tmp_path: Path) -> None:
+    """The first result's form is gone, and a later call reuses its id under another name: the
+    resumed walk stops at the result in the state before it (the first call's name), not in the
+    state the turns after it leave."""
+    whole = [user("go"),
+             _call("c1", "lookup"), tool_results([ToolResult(call_id="c1", content="a")]),
+             _call("c1", "weather"), tool_results([ToolResult(call_id="c1", content="b")])]
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, PROVIDERS["pro"])
+        session.append(whole)
+        ids = list(session._ids or ())
+    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    raw.execute("DELETE FROM wire_forms WHERE message_id = ?", (ids[2],))
+    raw.close()
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        resumed = Session.resume(store, session.id)
+        body = resumed.request_bytes([PENDING], stream=True)
+        assert body == fresh(resumed, whole)
+    assert body.count(b'"name":"lookup"') == 2 and body.count(b'"name":"weather"') == 2
 
 
 def _call(call_id: str, name: str, signature: str | None = None, origin=PRO) -> Message:  # type: ignore[no-untyped-def]

@@ -111,6 +111,34 @@ def test_a_spliced_resume_is_byte_identical_to_a_fresh_encode(
         assert again._history.decoded is not settled
 
 
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                  HealthCheck.function_scoped_fixture])
+@given(history=HISTORIES, provider=PROVIDERS, lost=st.sets(st.integers(0, 7), max_size=3))
+def test_a_resume_whose_forms_stop_mid_history_encodes_on_from_there(
+        tmp_path_factory, history: list[Message], provider: ProviderConfig,  # type: ignore[no-untyped-def]
+        lost: set[int]) -> None:
+    """A stored turn without a form (its rows gone): the resumed walk splices the turns before
+    it, in the state they leave, and encodes from it on, byte for byte as a fresh encode."""
+    home = tmp_path_factory.mktemp("lost")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, provider)
+        session.append(history)
+        ids = list(session._ids or ())
+    raw = sqlite3.connect(home / "state.db", isolation_level=None)
+    raw.executemany("DELETE FROM wire_forms WHERE message_id = ?",
+                    [(ids[i],) for i in sorted(lost) if i < len(ids)])
+    raw.close()
+    with open_store(home / "state.db", home) as store:
+        resumed = Session.resume(store, session.id)
+        assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, provider)
+        resumed.append([user("more")])
+        expected = _fresh_bytes([*history, user("more")], provider)
+        assert resumed.request_bytes([PENDING], stream=True) == expected
+        # What it wrote through is each turn's form under its own context.
+        again = Session.resume(store, session.id)
+        assert again.request_bytes([PENDING], stream=True) == expected
+
+
 def test_a_corrupt_wire_form_is_reported_rebuilt_and_never_sent(tmp_path: Path) -> None:
     provider = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",
                               model="deepseek-reasoner")
