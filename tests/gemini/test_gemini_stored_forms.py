@@ -15,10 +15,12 @@ the context it was encoded under.
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
+import orjson
 import pytest
 from gemini_histories import (
     CHANGE,
@@ -153,6 +155,60 @@ def test_a_lost_result_form_is_encoded_against_the_calls_made_before_it(tmp_path
         body = resumed.request_bytes([PENDING], stream=True)
         assert body == fresh(resumed, whole)
     assert body.count(b'"name":"lookup"') == 2 and body.count(b'"name":"weather"') == 2
+
+
+def _keys_near(context: object) -> list[str]:
+    """Other keys the turn could be stored under (in another history, or before it moved): ""
+    and "every" (a model turn's), and a result turn's own ids answered otherwise: one call of
+    another name, or sent the other way (as text or not)."""
+    out = ["", "every"]
+    if isinstance(context, str) and context.startswith("["):
+        said = orjson.loads(context)
+        for at in range(0, len(said), 3):
+            for change in ((at + 1, "other"), (at + 2, not said[at + 2])):
+                near = list(said)
+                near[change[0]] = change[1]
+                out.append(orjson.dumps(near).decode())
+    return out
+
+
+@settings(max_examples=200, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(history=HISTORIES, setup=SETUP)
+def test_settled_names_only_the_context_a_turns_facts_give(
+        tmp_path_factory, history: list[Message], setup: Setup) -> None:  # type: ignore[no-untyped-def]
+    """A resumed walk takes a stored turn's context from the keys it has forms under where
+    ``settled`` names one, without reading its facts: only a result turn's own key, checked
+    against the calls made (ids are reused by later calls of other names), in a state the
+    turn cannot move; and a result turn stored under its own key always settles."""
+    home = tmp_path_factory.mktemp("gemini-settled")
+    with open_store(home / "state.db", home) as store:
+        session = Session.create(store, PROVIDERS[setup.provider or "pro"])
+        setup.apply(session)
+        turn = session._turn([])
+    plan, spec = TurnEngine.plan(turn), TurnEngine.spec(turn, stream=True)
+    encoder = session.codec.turns
+    assert encoder is not None
+    facts = [encoder.facts(m) for m in history]
+    state = encoder.start(plan, spec, facts)
+    before, contexts = [], []  # each turn's state and context, the whole history walked first
+    for index, message in enumerate(history):
+        before.append(state)
+        contexts.append(encoder.context(state, index, facts[index]))
+        _, after = encoder.encode_turn(message, plan, contexts[-1])
+        if encoder.moves(state, facts[index]):
+            state = encoder.advance(state, facts[index], contexts[-1], after)
+    # Asked after: each state but the last sees only the first calls of a log made longer since
+    # (as a walk that goes on from an earlier turn than the last walk's end).
+    for index, (state, context) in enumerate(zip(before, contexts, strict=True)):
+        for size in (1, 2):
+            for stored in itertools.combinations([context, *_keys_near(context)], size):
+                found = encoder.settled(state, index, dict.fromkeys(stored, (b"", "")))
+                if found is not None:
+                    assert found == context
+                    assert not encoder.moves(state, facts[index])
+                elif context in stored:
+                    assert not str(context).startswith("[")  # (a result turn's own key)
 
 
 def _call(call_id: str, name: str, signature: str | None = None, origin=PRO) -> Message:  # type: ignore[no-untyped-def]

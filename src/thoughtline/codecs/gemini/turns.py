@@ -6,9 +6,11 @@ else they depend on, computed from the walk without decoding the turn:
 - a model turn: whether every unsigned call carries the dummy (``sign_every_call``, a session
   setting, not part of the plan) — ``"every"`` or ``""``, and ``""`` for a turn with no call
   that can be sent;
-- a user or tool turn with tool results: for each result (in part order), the name of the call
-  it answers and whether that call went as text — a result answers its call by name, found in an
-  earlier model turn, and goes as text when the call did;
+- a user or tool turn with tool results: for each result (in part order), the call id it
+  answers, the name of that call and whether it went as text — a result answers its call by
+  name, found in an earlier model turn, and goes as text when the call did — as JSON text (the
+  key its form is stored under). With the ids in it, a resumed walk checks a stored result
+  turn's key against the calls made without reading the turn's facts (``settled``);
 - a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``: its bytes are
   empty and its texts are in its after facts).
 
@@ -50,7 +52,7 @@ from thoughtline.codecs.gemini.encode import (
     user_turn,
 )
 from thoughtline.codecs.gemini.wire import DUMMY_SIGNATURE, SIG, THOUGHT
-from thoughtline.messages import Message, ToolCall, ToolResult, fingerprint
+from thoughtline.messages import Message, ToolCall, fingerprint
 from thoughtline.replay import ReplayPlan
 
 EVERY = "every"  # a model turn's context when every unsigned call carries the dummy
@@ -194,7 +196,7 @@ class GeminiTurns:
     """The Gemini ``TurnEncoder``."""
 
     #: Bump when a turn's bytes or its after facts change: older stored forms are not found.
-    version = "gemini-turns-3"
+    version = "gemini-turns-4"
     flat = False
     extra_type = None
     after_type = TurnSent
@@ -215,12 +217,19 @@ class GeminiTurns:
         log, upto = state.log, state.upto
         out: list[str | bool] = []
         for call_id in facts.results:
+            out.append(call_id)
             out += log.answering(call_id, upto)
-        return tuple(out)
+        return orjson.dumps(out).decode()
 
     def settled(self, state: Calls, index: int, forms: Mapping[str, object]) -> Context | None:
-        """Never: a turn stored under "" may be a model turn whose calls the state follows, and
-        a result turn's context is the calls it answers."""
+        """A result turn's context: the key it is stored under whose calls (its results' ids,
+        in part order: only a turn with those results was stored under it) the walk answers now
+        as the key says. A result turn moves no state. Any other turn: None (one stored under
+        "" may be a model turn whose calls the state follows)."""
+        log, upto = state.log, state.upto
+        for key in forms:
+            if key.startswith("[") and _answers_as(key, log, upto):
+                return key
         return None
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
@@ -231,10 +240,10 @@ class GeminiTurns:
         if message.role == "assistant":
             return self._model(message, plan, context == EVERY)
         answering: dict[str, tuple[str, bool]] = {}
-        if context:
-            ids = [p.call_id for p in message.parts if isinstance(p, ToolResult)]
-            for at, call_id in enumerate(ids):
-                answering[call_id] = (str(context[2 * at]), bool(context[2 * at + 1]))
+        if context:  # (call id, name, as text) per result, as ``context`` wrote them
+            said = orjson.loads(context)
+            for at in range(0, len(said), 3):
+                answering[str(said[at])] = (str(said[at + 1]), bool(said[at + 2]))
         wire = user_turn(message, answering)
         return (turn_bytes(wire) if wire is not None else b""), NOTHING
 
@@ -293,6 +302,22 @@ class GeminiTurns:
 
 
 TURNS = GeminiTurns()
+
+
+def _answers_as(key: str, log: CallLog, upto: int) -> bool:
+    """Does the log, up to ``upto``, answer each call a result turn's stored ``key`` names as it
+    says (a key that is not one ``context`` writes: no)?"""
+    try:
+        said = orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return False
+    if type(said) is not list or not said or len(said) % 3:
+        return False
+    for at in range(0, len(said), 3):
+        call_id, name, text = said[at:at + 3]
+        if type(call_id) is not str or log.answering(call_id, upto) != (name, text):
+            return False
+    return True
 
 
 def summary(sent: Sent) -> dict[str, Any]:
