@@ -13,6 +13,7 @@ history; it knows no wire field names
 
 from __future__ import annotations
 
+import operator
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -149,17 +150,18 @@ class Session:
         if digest is None:
             return False
         found = self.store.load_wire_forms(self.id, digest)
-        ids = [mid for _, mid in found.entries]
+        ids = list(map(operator.itemgetter(1), found.entries))
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
                                       load=self._loader(self.id), scan=scan, wires=found.wires,
                                       metas=found.metas)
         self._ids = list(ids)
+        failed = set(found.problems)  # (most resumes: none, and no entry is looked at)
         self.problems = tuple(
             LoadProblem(seq=seq, kind=ProblemKind.WIRE_FORM, digest=mid,
                         detail="its stored wire form failed its digest: it was left out and is "
                                "rebuilt from the canonical history")
-            for seq, mid in found.entries if mid in found.problems)
+            for seq, mid in found.entries if mid in failed) if failed else ()
         return True
 
     def _forms_digest(self, plan: replay.ReplayPlan) -> str | None:

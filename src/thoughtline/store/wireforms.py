@@ -17,6 +17,7 @@ holding it) and collected with that message. A resume reads it instead of every 
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from hashlib import sha256
@@ -127,7 +128,8 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
             if mid not in problems:  # (bytes(): PostgreSQL gives memoryview)
                 problems.append(mid)
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
-                       scan=_scan(tx, [mid for _, mid in entries]), wires=tuple(wires),
+                       scan=_scan(tx, list(map(operator.itemgetter(1), entries))),
+                       wires=tuple(wires),
                        metas=tuple(metas))
 
 
