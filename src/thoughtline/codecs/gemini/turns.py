@@ -26,8 +26,8 @@ from __future__ import annotations
 import bisect
 import itertools
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, NamedTuple
 
 import orjson
 
@@ -38,7 +38,6 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
-    maker,
     sharer,
     turn_bytes,
     with_role,
@@ -101,13 +100,15 @@ class CallLog:
         self.extend(entries)
 
     def extend(self, entries: Iterable[tuple[str, str, bool]]) -> None:
-        latest, made = self.latest, self.entries
         for entry in entries:
-            before = latest.get(entry[0])
-            if before is not None:
-                self.earlier.setdefault(entry[0], []).append(before)
-            latest[entry[0]] = len(made)
-            made.append(entry)
+            self.add(*entry)
+
+    def add(self, call_id: str, name: str, text: bool) -> None:
+        before = self.latest.get(call_id)
+        if before is not None:
+            self.earlier.setdefault(call_id, []).append(before)
+        self.latest[call_id] = len(self.entries)
+        self.entries.append((call_id, name, text))
 
     def answering(self, call_id: str, upto: int) -> tuple[str, bool]:
         """(name, sent as text) of the latest call with this id among the first ``upto`` (the id
@@ -123,20 +124,31 @@ class CallLog:
         return name, text
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Calls:
+class Calls(NamedTuple):
     """The walk state: the calls made so far (the first ``upto`` of ``log``), a result answering
     the latest call with its id; and where the system turns are (their parts go to
     ``systemInstruction``, read from their after facts; known from the start, so ``assemble``
-    need not look for them)."""
+    need not look for them).
+
+    A named tuple, made in one C call (a walk makes one per model turn with calls). States
+    compare by all but their log, which the states of one walk share."""
 
     sign_every: bool
-    system: tuple[int, ...] = ()
-    upto: int = 0
-    log: CallLog = field(default_factory=CallLog, compare=False)
+    system: tuple[int, ...]
+    upto: int
+    log: CallLog
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Calls and self[:3] == other[:3]
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    def __hash__(self) -> int:
+        return hash(self[:3])
 
 
-_calls = maker(Calls)  # (fields in order: a cold walk makes one per model turn with calls)
+_calls = tuple.__new__  # ``_calls(Calls, (fields in order))``: a state in one C call
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -207,7 +219,7 @@ class GeminiTurns:
     def start(self, plan: ReplayPlan, spec: RequestSpec,
               facts: Sequence[TurnFacts]) -> Calls:
         return Calls(sign_every=sign_every_of({**plan.settings, **spec.settings}),
-                     system=with_role(facts, "system"))
+                     system=with_role(facts, "system"), upto=0, log=CallLog())
 
     def context(self, state: Calls, index: int, facts: TurnFacts) -> Context:
         if facts.role == "assistant":
@@ -285,8 +297,11 @@ class GeminiTurns:
         calls, names = facts.calls, after.names
         if len(calls) != len(names):
             raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
-        log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
-        return _calls(state.sign_every, state.system, len(log.entries), log)
+        if len(calls) == 1:  # (most model turns make one call)
+            log.add(calls[0], names[0], after.text_mode)
+        else:
+            log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
+        return _calls(Calls, (state.sign_every, state.system, len(log.entries), log))
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
