@@ -158,17 +158,18 @@ def test_a_lost_result_form_is_encoded_against_the_calls_made_before_it(tmp_path
 
 
 def _keys_near(context: object) -> list[str]:
-    """Other keys the turn could be stored under (in another history, or before it moved): ""
-    and "every" (a model turn's), and a result turn's own ids answered otherwise: one call of
-    another name, or sent the other way (as text or not)."""
-    out = ["", "every"]
-    if isinstance(context, str) and context.startswith("["):
-        said = orjson.loads(context)
-        for at in range(0, len(said), 3):
-            for change in ((at + 1, "other"), (at + 2, not said[at + 2])):
-                near = list(said)
-                near[change[0]] = change[1]
-                out.append(orjson.dumps(near).decode())
+    """Other keys the turn could be stored under (in another history, or before it moved): a
+    turn with results only ever under its results' keys — its own ids answered otherwise (one
+    call of another name, or sent the other way) —, any other turn under "" and "every"."""
+    if not (isinstance(context, str) and context.startswith("[")):
+        return ["", "every"]
+    said = orjson.loads(context)
+    out = []
+    for at in range(0, len(said), 3):
+        for change in ((at + 1, "other"), (at + 2, not said[at + 2])):
+            near = list(said)
+            near[change[0]] = change[1]
+            out.append(orjson.dumps(near).decode())
     return out
 
 

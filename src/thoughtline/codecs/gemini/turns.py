@@ -238,6 +238,8 @@ class GeminiTurns:
         in part order: only a turn with those results was stored under it) the walk answers now
         as the key says. A result turn moves no state. Any other turn: None (one stored under
         "" may be a model turn whose calls the state follows)."""
+        if "" in forms:  # (a model or user turn: a turn with results is never stored under "")
+            return None
         log, upto = state.log, state.upto
         for key in forms:
             if key.startswith("[") and _answers_as(key, log, upto):
