@@ -338,6 +338,7 @@ class WireCache:
         else:
             entries, read, texts = facts, facts.__getitem__, [""] * len(facts)
         known, facts_of = reader.facts, reader.facts_of  # (most metas repeat a handful)
+        after_of = reader.after_of
         keys: dict[Any, str] = {}  # each context that is no string -> its stored key
         moved: list[tuple[int, Named]] = []  # (index, after facts) of the turns that moved it
         stop = len(rows)
@@ -357,12 +358,12 @@ class WireCache:
                     keys[context] = context_key(context)
                 if moves(state, fact):  # (its after facts now: the next state needs them)
                     row = rows[index].get(keys.get(context, context))  # type: ignore[arg-type]
-                    found = None if row is None else reader.parse(row[1], raw_afters)
-                    if found is None:
+                    after = None if row is None else after_of(row[1], raw_afters)
+                    if after is None:
                         stop = index
                         break
-                    moved.append((index, found[1]))
-                    state = advance(state, fact, context, found[1])
+                    moved.append((index, after))
+                    state = advance(state, fact, context, after)
             elif type(context) is not str and context not in keys:
                 keys[context] = context_key(context)
             states.append(state)

@@ -55,10 +55,22 @@ class Metas:
                 fresh: dict[str, Any] = {}
                 facts = read_meta(meta, self.encoder.extra_type, fresh)
                 raw = fresh.get(meta)
-            parsed[meta] = None if facts is None else self._with_after(facts, raw)
+            after = None if facts is None else self._after(raw)
+            parsed[meta] = None if facts is None or after is None else (facts, after)
         return parsed[meta]
 
-    def _with_after(self, facts: TurnFacts, raw: Any) -> tuple[TurnFacts, Named] | None:
+    def after_of(self, meta: str, raw_afters: dict[str, Any]) -> Named | None:
+        """A meta's after facts, its facts read already (``facts_of`` with ``raw_afters``): what
+        a resumed walk gives ``advance`` for a turn that moves the state."""
+        raw = raw_afters.get(meta)
+        if raw is None:
+            found = self.parse(meta)
+            return None if found is None else found[1]
+        return self._after(raw)
+
+    def _after(self, raw: Any) -> Named | None:
+        """After facts from their JSON value, one per distinct value (None: not this
+        encoder's)."""
         try:
             text = orjson.dumps(raw)
         except TypeError:
@@ -69,8 +81,7 @@ class Metas:
                 afters[text] = self.encoder.after_type.from_json(raw)
             except UNREADABLE:
                 afters[text] = None
-        after = afters[text]
-        return None if after is None else (facts, after)
+        return afters[text]
 
     def row_facts(self, index: int, row: Mapping[str, tuple[bytes, str]],
                   history: Sequence[Message],
