@@ -222,10 +222,18 @@ _ROLE = operator.itemgetter(0)  # ``TurnFacts.role``, read as the tuple's first 
 _LEAD = '{"role":"'  # how ``TurnFacts.to_json`` serialized compactly begins
 
 
-@functools.lru_cache(maxsize=64)
+_HEADS: dict[str, tuple[str, str]] = {}  # ``_heads`` of the roles read so far
+
+
 def _heads(role: str) -> tuple[str, str]:
-    """How a ``TurnFacts.to_json`` text of ``role`` begins (its role closed by "," or "}")."""
-    return f'{_LEAD}{role}",', f'{_LEAD}{role}"}}'
+    """How a ``TurnFacts.to_json`` text of ``role`` begins (its role closed by "," or "}"):
+    looked up, not rebuilt, once per distinct stored meta of a resume."""
+    heads = _HEADS.get(role)
+    if heads is None:
+        heads = f'{_LEAD}{role}",', f'{_LEAD}{role}"}}'
+        if len(_HEADS) < 64:  # (the roles a meta may name are few; a stray one is not kept)
+            _HEADS[role] = heads
+    return heads
 
 
 class Pending(Sequence[TurnFacts]):
@@ -259,18 +267,10 @@ def leads_with(text: str, role: str) -> bool | None:
 
 def names_its_role(text: str, facts: TurnFacts) -> bool:
     """Is ``facts.role``, read from ``text``, the role ``text`` begins with, if it begins with
-    one (``leads_with``)? A text naming a role twice is not one ``to_json`` wrote. (Once per
-    distinct stored meta of a resume: the heads of a role are looked up, not rebuilt.)"""
-    role = facts[0]
-    heads = _HEADS.get(role)
-    if heads is None:
-        heads = _heads(role)
-        if len(_HEADS) < 64:  # (the roles a meta may name are few; a stray one is not kept)
-            _HEADS[role] = heads
+    one (``leads_with``)? A text naming a role twice is not one ``to_json`` wrote."""
+    role = facts[0]  # (its heads read from the cache here: once per distinct stored meta)
+    heads = _HEADS.get(role) or _heads(role)
     return text.startswith(heads) or not text.startswith(_LEAD)
-
-
-_HEADS: dict[str, tuple[str, str]] = {}  # ``_heads`` of the roles read so far
 
 
 def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:
