@@ -20,3 +20,13 @@ def forge_stored_form(db: Path, needle: bytes, replacement: bytes) -> None:
                     (data.replace(needle, replacement), data))
     finally:
         raw.close()
+
+
+def drop_stored_forms(db: Path, message_ids: list[str]) -> None:
+    """Delete every stored wire form of these messages, behind the store's back."""
+    raw = sqlite3.connect(db, isolation_level=None)
+    try:
+        raw.executemany("DELETE FROM wire_forms WHERE message_id = ?",
+                        [(mid,) for mid in message_ids])
+    finally:
+        raw.close()

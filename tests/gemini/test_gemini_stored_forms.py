@@ -16,7 +16,6 @@ the context it was encoded under.
 from __future__ import annotations
 
 import itertools
-import sqlite3
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,7 +36,7 @@ from gemini_histories import (
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers_forms import FORM_FAILED, forge_stored_form
+from helpers_forms import FORM_FAILED, drop_stored_forms, forge_stored_form
 from thoughtline import Session, open_store
 from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
@@ -122,10 +121,7 @@ def test_a_resume_whose_forms_stop_mid_history_encodes_on_from_there(
         setup.apply(session)
         session.append(whole)
         ids = list(session._ids or ())
-    raw = sqlite3.connect(home / "state.db", isolation_level=None)
-    raw.executemany("DELETE FROM wire_forms WHERE message_id = ?",
-                    [(ids[i],) for i in sorted(lost) if i < len(ids)])
-    raw.close()
+    drop_stored_forms(home / "state.db", [ids[i] for i in sorted(lost) if i < len(ids)])
     more = [*whole, user("more")]
     with open_store(home / "state.db", home) as store:
         resumed = Session.resume(store, session.id)
@@ -147,9 +143,7 @@ def test_a_lost_result_form_is_encoded_against_the_calls_made_before_it(tmp_path
         session = Session.create(store, PROVIDERS["pro"])
         session.append(whole)
         ids = list(session._ids or ())
-    raw = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
-    raw.execute("DELETE FROM wire_forms WHERE message_id = ?", (ids[2],))
-    raw.close()
+    drop_stored_forms(tmp_path / "state.db", [ids[2]])
     with open_store(tmp_path / "state.db", tmp_path) as store:
         resumed = Session.resume(store, session.id)
         body = resumed.request_bytes([PENDING], stream=True)

@@ -19,7 +19,7 @@ import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers_forms import FORM_FAILED, forge_stored_form
+from helpers_forms import FORM_FAILED, drop_stored_forms, forge_stored_form
 from test_properties_openai_chat import HISTORIES
 from thoughtline import ProviderConfig, Session, open_store
 from thoughtline.codecs import registry
@@ -124,10 +124,7 @@ def test_a_resume_whose_forms_stop_mid_history_encodes_on_from_there(
         session = Session.create(store, provider)
         session.append(history)
         ids = list(session._ids or ())
-    raw = sqlite3.connect(home / "state.db", isolation_level=None)
-    raw.executemany("DELETE FROM wire_forms WHERE message_id = ?",
-                    [(ids[i],) for i in sorted(lost) if i < len(ids)])
-    raw.close()
+    drop_stored_forms(home / "state.db", [ids[i] for i in sorted(lost) if i < len(ids)])
     with open_store(home / "state.db", home) as store:
         resumed = Session.resume(store, session.id)
         assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, provider)
