@@ -13,9 +13,9 @@ import functools
 import itertools
 import operator
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, get_args
 
-from thoughtline.messages import Message, ToolCall, ToolResult
+from thoughtline.messages import Message, Role, ToolCall, ToolResult
 
 
 class Named:
@@ -271,6 +271,21 @@ def names_its_role(text: str, facts: TurnFacts) -> bool:
     role = facts[0]  # (its heads read from the cache here: once per distinct stored meta)
     heads = _HEADS.get(role) or _heads(role)
     return text.startswith(heads) or not text.startswith(_LEAD)
+
+
+#: How a ``to_json`` text of a turn with no calls and no results begins: its role (one a message
+#: can have), then the end, or a key that ``to_json`` writes after those two, or the wire
+#: cache's ``"after"`` (``TurnFacts`` fields are written in order, empty ones left out).
+_QUIET = tuple(f'{_LEAD}{role}"{rest}' for role in get_args(Role)
+               for rest in ("}", ',"incomplete":', ',"opens":', ',"extra":', ',"after":'))
+
+
+def names_no_calls(text: str) -> bool:
+    """Does ``text``, a ``TurnFacts.to_json`` object serialized compactly (as the wire cache
+    stores it), name no tool calls and no tool results? Read without parsing it, at C speed: a
+    resumed walk settles such turns of a long history without reading their facts. False
+    whenever it cannot tell (then parse it)."""
+    return text.startswith(_QUIET)
 
 
 def with_role(facts: Sequence[TurnFacts], role: str) -> tuple[int, ...]:

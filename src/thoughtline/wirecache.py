@@ -320,8 +320,8 @@ class WireCache:
                  into: tuple[list[Any], list[Any], list[Any], list[Any]],
                  raw_afters: dict[str, Any]) -> tuple[int, object]:
         """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
-        each has one for its context: where that stopped, and the state there. A turn whose
-        context its forms settle (``TurnEncoder.settled``) is walked without its facts.
+        each has one for its context: where that stopped, and the state there. A run of turns whose
+        contexts their rows settle (``TurnEncoder.settled``) is walked without their facts.
 
         In two passes: the contexts and states first (a turn that moves the state has its form
         and after facts read there), then every turn's form under its context, at C speed; the
@@ -343,31 +343,37 @@ class WireCache:
         moved: list[tuple[int, Named]] = []  # (index, after facts) of the turns that moved it
         stop = len(rows)
         initial = state
-        for index in range(begin, stop):
-            context = settled(state, index, rows[index])
-            if context is None:  # (its facts, read from its meta now if not yet)
-                fact = entries[index]
-                if type(fact) is not TurnFacts:
-                    fact = known.get(texts[index]) or facts_of(texts[index], raw_afters)
-                    if fact is None:  # (a meta that holds none: the row's others, or the turn)
-                        fact = read(index)
-                    else:
-                        entries[index] = fact
-                context = context_of(state, index, fact)
-                if type(context) is not str and context not in keys:
-                    keys[context] = context_key(context)
-                if moves(state, fact):  # (its after facts now: the next state needs them)
-                    row = rows[index].get(keys.get(context, context))  # type: ignore[arg-type]
-                    after = None if row is None else after_of(row[1], raw_afters)
-                    if after is None:
-                        stop = index
-                        break
-                    moved.append((index, after))
-                    state = advance(state, fact, context, after)
-            elif type(context) is not str and context not in keys:
+        index = begin
+        while index < stop:
+            run, after = settled(state, index, rows)  # (its contexts are stored keys: strings)
+            if run:
+                contexts += run
+                states += after
+                state = after[-1]
+                index += len(run)
+                if index >= stop:
+                    break
+            fact = entries[index]  # (its facts, read from its meta now if not yet)
+            if type(fact) is not TurnFacts:
+                fact = known.get(texts[index]) or facts_of(texts[index], raw_afters)
+                if fact is None:  # (a meta that holds none: the row's others, or the turn)
+                    fact = read(index)
+                else:
+                    entries[index] = fact
+            context = context_of(state, index, fact)
+            if type(context) is not str and context not in keys:
                 keys[context] = context_key(context)
+            if moves(state, fact):  # (its after facts now: the next state needs them)
+                row = rows[index].get(keys.get(context, context))  # type: ignore[arg-type]
+                after = None if row is None else after_of(row[1], raw_afters)
+                if after is None:
+                    stop = index
+                    break
+                moved.append((index, after))
+                state = advance(state, fact, context, after)
             states.append(state)
             contexts.append(context)
+            index += 1
         walked = contexts[begin:]
         picked = list(map(dict.get, rows[begin:stop],
                           map(keys.get, walked, walked) if keys else walked))

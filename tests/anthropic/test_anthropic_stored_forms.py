@@ -382,10 +382,13 @@ def test_settled_names_only_the_context_a_turns_facts_give(
             for keep in ("drop", *(("keep",) if not facts[index].incomplete else ()))]
         for size in range(1, len(possible) + 1):
             for stored in itertools.combinations(possible, size):
-                found = encoder.settled(state, index, dict.fromkeys(stored, (b"", "")))
-                if found is not None:
+                run, states = encoder.settled(state, index,
+                                              [{}] * index + [dict.fromkeys(stored, (b"", ""))])
+                assert len(run) == len(states) <= 1  # (the rows end at this turn)
+                assert states == [state] * len(run)
+                if run:
                     settled += 1
-                    assert found == context
+                    assert run[0] == context
                     assert not encoder.moves(state, facts[index])
         _, after = encoder.encode_turn(message, plan, context)
         if encoder.moves(state, facts[index]):

@@ -28,8 +28,8 @@ state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for 
             state = advance(state, facts[index], context, after)
     encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
 
-A resumed walk asks ``settled`` first: where the contexts a stored turn has forms under settle its
-context, the turn's facts are not even read.
+A resumed walk asks ``settled`` first: where what a run of stored turns is stored as settles their
+contexts and states, those turns' facts are not even read.
 
 ``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
 the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
@@ -61,6 +61,7 @@ from thoughtline.events import Done, Event
 from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
 from thoughtline.facts import TurnFacts as TurnFacts
 from thoughtline.facts import maker as maker
+from thoughtline.facts import names_no_calls as names_no_calls
 from thoughtline.facts import sharer as sharer
 from thoughtline.facts import with_role as with_role
 from thoughtline.messages import Message, Origin, ToolSpec, freeze
@@ -304,11 +305,16 @@ class TurnEncoder(Protocol[StateT, AfterT]):
         """What turn ``index``'s bytes depend on besides the turn and the plan."""
         ...
 
-    def settled(self, state: StateT, index: int, forms: Mapping[str, object]) -> Context | None:
-        """A stored turn's context in ``state`` when the contexts it has forms under (``forms``'
-        keys, under this plan's digest) settle it, and the turn cannot move ``state``: a resumed
-        walk then reads nothing of the turn but the form. None: its facts are read (``context``,
-        ``moves``). Only what holds for every form this encoder writes may settle a context."""
+    def settled(self, state: StateT, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[StateT]]:
+        """The contexts of the stored turns ``rows[begin]``, ``rows[begin + 1]``, … and the state
+        after each, for as long as what each turn is stored as (its row: each context's key ->
+        (data, meta), under this plan's digest) settles them; each context named by the key its
+        form is stored under. A resumed walk reads nothing else of those turns (it calls no
+        ``context``, ``moves`` or ``advance`` for them). It stops at the first turn it cannot
+        settle (maybe ``begin``: nothing), whose facts are then read. One call per run of
+        turns: a long resumed history is mostly runs. Only what holds for every form this
+        encoder writes may settle a turn."""
         ...
 
     def encode_turn(self, message: Message, plan: ReplayPlan,

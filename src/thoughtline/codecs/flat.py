@@ -78,9 +78,9 @@ class FlatTurns:
     def context(self, state: None, index: int, facts: TurnFacts) -> Context:
         return ""
 
-    def settled(self, state: None, index: int,
-                forms: Mapping[str, object]) -> Context | None:
-        return None  # (never asked of a flat walk; a subclass that walks contexts reads facts)
+    def settled(self, state: None, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[None]]:
+        return [], []  # (never asked of a flat walk; a subclass that walks contexts reads facts)
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Counts]:

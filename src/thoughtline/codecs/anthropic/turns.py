@@ -137,18 +137,29 @@ class Encoder:
             context += _CHAIN + ("cut" if state.cut else "started" if state.started else "new")
         return context
 
-    def settled(self, state: State, index: int, forms: Mapping[str, object]) -> Context | None:
+    def settled(self, state: State, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[State]]:
         """Where blocks do not bind (nothing moves the state): "" is the context of every turn
         without thinking and of no other, so a turn stored under it has it; a turn with thinking
         keeps it where the rule keeps its index and it is complete, and a form that keeps it
         was only written for a complete one; where the rule drops the index, it drops."""
         if state.binds:
-            return None
-        if "" in forms:
-            return ""
-        if state.keep_prior or index >= state.loop or index == state.last:
-            return KEEP if KEEP in forms else None
-        return DROP if DROP in forms else None
+            return [], []
+        out: list[str] = []
+        keep_prior, loop, last = state.keep_prior, state.loop, state.last
+        for index in range(begin, len(rows)):
+            forms = rows[index]
+            if "" in forms:
+                out.append("")
+            elif keep_prior or index >= loop or index == last:
+                if KEEP not in forms:
+                    break
+                out.append(KEEP)
+            elif DROP in forms:
+                out.append(DROP)
+            else:
+                break
+        return out, [state] * len(out)  # (where blocks do not bind, no turn moves it)
 
     def later(self, state: State, context: Context) -> tuple[Context, ...]:
         """A turn that keeps its thinking now loses it in a later request once a new user turn

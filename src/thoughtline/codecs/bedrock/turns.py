@@ -169,10 +169,14 @@ class BedrockTurns:
         in_loop = start is not None and index >= start and facts.role == "assistant"
         return IN_LOOP if in_loop else ""
 
-    def settled(self, state: Loop, index: int, forms: Mapping[str, object]) -> Context | None:
-        """Before the current loop (or with no loop to follow) every turn's context is ""."""
+    def settled(self, state: Loop, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[Loop]]:
+        """Before the current loop (or with no loop to follow) every turn's context is "" (and
+        no turn moves the state)."""
         start = state.start
-        return "" if start is None or index < start else None
+        end = len(rows) if start is None else min(start, len(rows))
+        count = max(end - begin, 0)
+        return [""] * count, [state] * count
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnBlocks]:

@@ -38,6 +38,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    names_no_calls,
     sharer,
     turn_bytes,
     with_role,
@@ -233,18 +234,41 @@ class GeminiTurns:
             out += log.answering(call_id, upto)
         return orjson.dumps(out).decode()
 
-    def settled(self, state: Calls, index: int, forms: Mapping[str, object]) -> Context | None:
-        """A result turn's context: the key it is stored under whose calls (its results' ids,
-        in part order: only a turn with those results was stored under it) the walk answers now
-        as the key says. A result turn moves no state. Any other turn: None (one stored under
-        "" may be a model turn whose calls the state follows)."""
-        if "" in forms:  # (a model or user turn: a turn with results is never stored under "")
-            return None
-        log, upto = state.log, state.upto
-        for key in forms:
-            if key.startswith("[") and _answers_as(key, log, upto):
-                return key
-        return None
+    def settled(self, state: Calls, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[Calls]]:
+        """Each turn's context and the state after it, read from what it is stored as:
+
+        - a turn with no calls and no results (its form under "" says so: ``names_no_calls``)
+          has the context "" and moves nothing;
+        - a result turn's context is the key it is stored under whose calls (its results' ids,
+          in part order: only a turn with those results was stored under it) the walk answers
+          now as the key says; it moves nothing either;
+        - a complete model turn that makes calls is stored under the context every such turn
+          has in this walk (``"every"`` or ""), and its meta names its calls and, in its after
+          facts, their names and whether they went as text: the state logs them (``_logged``,
+          as ``advance`` does).
+
+        The run stops at any other turn, or a meta it cannot read: its facts are read then."""
+        contexts: list[str] = []
+        states: list[Calls] = []
+        making = EVERY if state.sign_every else ""  # (a complete model turn's, with calls)
+        for index in range(begin, len(rows)):
+            forms = rows[index]
+            plain = forms.get("")  # (a model or user turn: one with results is never under "")
+            if plain is not None and names_no_calls(plain[1]):
+                context = ""
+            else:
+                found = None if plain is not None else _answered(forms, state)
+                if found is None:
+                    made = forms.get(making)
+                    logged = None if made is None else _made(state, made[1])
+                    if logged is None:
+                        break
+                    found, state = making, logged
+                context = found
+            contexts.append(context)
+            states.append(state)
+        return contexts, states
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnSent]:
@@ -293,17 +317,10 @@ class GeminiTurns:
                 after: TurnSent) -> Calls:
         if not after.names:
             return state
-        log = state.log
-        if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
-            log = CallLog(log.entries[:state.upto])
         calls, names = facts.calls, after.names
         if len(calls) != len(names):
             raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
-        if len(calls) == 1:  # (most model turns make one call)
-            log.add(calls[0], names[0], after.text_mode)
-        else:
-            log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
-        return _calls(Calls, (state.sign_every, state.system, len(log.entries), log))
+        return _logged(state, calls, names, after.text_mode)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
@@ -319,6 +336,61 @@ class GeminiTurns:
 
 
 TURNS = GeminiTurns()
+
+
+def _logged(state: Calls, calls: Sequence[str], names: Sequence[str], text: bool) -> Calls:
+    """The state after a model turn made ``calls`` (ids) with these ``names``, sent as text or
+    not (``advance``, and ``settled`` from a stored meta)."""
+    log = state.log
+    if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
+        log = CallLog(log.entries[:state.upto])
+    if len(calls) == 1:  # (most model turns make one call)
+        log.add(calls[0], names[0], text)
+    else:
+        log.extend(zip(calls, names, itertools.repeat(text)))
+    return _calls(Calls, (state.sign_every, state.system, len(log.entries), log))
+
+
+#: How the stored meta of a model turn that makes calls begins (``TurnFacts.to_json``: its
+#: role, then its calls).
+_MAKES = '{"role":"assistant","calls":'
+
+
+def _made(state: Calls, meta: str) -> Calls | None:
+    """The state after the complete model turn whose stored meta is ``meta`` logged its calls,
+    read from the meta (its facts' calls; its after facts' names and text mode, as ``TurnSent``
+    writes them). None where the meta is not one of a complete model turn with calls, or does
+    not read as one (the walk reads the turn's facts instead)."""
+    if not meta.startswith(_MAKES):
+        return None
+    try:
+        raw = orjson.loads(meta)
+    except orjson.JSONDecodeError:
+        return None
+    calls, after = raw.get("calls"), raw.get("after")
+    if (raw.get("role") != "assistant" or raw.get("incomplete") or type(calls) is not list
+            or type(after) is not dict):
+        return None
+    names, text = after.get("names"), after.get("text_mode", False)
+    if (type(names) is not list or len(names) != len(calls) or not names
+            or type(text) is not bool):
+        return None
+    if len(calls) == 1:  # (most model turns make one call)
+        if type(calls[0]) is not str or type(names[0]) is not str:
+            return None
+    elif not all(type(item) is str for item in (*calls, *names)):
+        return None
+    return _logged(state, calls, names, text)
+
+
+def _answered(forms: Mapping[str, object], state: Calls) -> str | None:
+    """The key of ``forms`` a result turn is stored under whose calls the walk in ``state``
+    answers as the key says (``_answers_as``), if any."""
+    log, upto = state.log, state.upto
+    for key in forms:
+        if key.startswith("[") and _answers_as(key, log, upto):
+            return key
+    return None
 
 
 def _answers_as(key: str, log: CallLog, upto: int) -> bool:

@@ -147,9 +147,9 @@ class InteractionsTurns:
     def context(self, state: Linked, index: int, facts: TurnFacts) -> Context:
         return ""
 
-    def settled(self, state: Linked, index: int,
-                forms: Mapping[str, object]) -> Context | None:
-        return None  # (never asked of a flat walk; a subclass that walks contexts reads facts)
+    def settled(self, state: Linked, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
+                ) -> tuple[list[str], list[Linked]]:
+        return [], []  # (never asked of a flat walk; a subclass that walks contexts reads facts)
 
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Steps]:
