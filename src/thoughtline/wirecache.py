@@ -345,7 +345,8 @@ class WireCache:
         initial = state
         index = begin
         while index < stop:
-            run, after = settled(state, index, rows)  # (its contexts are stored keys: strings)
+            # (a run's contexts are the keys its forms are stored under: strings)
+            run, after = settled(state, index, rows)
             if run:
                 contexts += run
                 states += after

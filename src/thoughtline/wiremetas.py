@@ -5,7 +5,7 @@ A stored form's meta is its turn's ``TurnFacts`` and after facts, as the wire ca
 long session differ by their call ids alone, so each distinct after value is read once too).
 ``Unread`` is a walk's facts in which the stored turns stay their rows until something reads
 them: a resumed walk reads a stored turn's facts only where its encoder cannot settle the turn's
-context from the contexts it is stored under (``TurnEncoder.settled``).
+context and the state after it from what the turn is stored as (``TurnEncoder.settled``).
 """
 
 from __future__ import annotations

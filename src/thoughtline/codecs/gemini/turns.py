@@ -15,7 +15,8 @@ else they depend on, computed from the walk without decoding the turn:
   empty and its texts are in its after facts).
 
 The walk state is the calls made so far (call id -> name, sent as text), filled from each model
-turn's after facts (``TurnSent``), which also hold what the request log reads: how many
+turn's after facts (``TurnSent``; a resumed walk reads them, and the turn's call ids, straight
+from the turn's stored meta: ``settled``), which also hold what the request log reads: how many
 signatures, dummies, thoughts and calls as text the turn carried. A rejection reads the request
 as sent, without encoding it again: those counts, and the signatures themselves from the turns'
 bytes (``Sent.prints``).
