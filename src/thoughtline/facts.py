@@ -15,6 +15,8 @@ import operator
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
+import orjson
+
 from thoughtline.messages import Message, Role, ToolCall, ToolResult
 
 
@@ -273,6 +275,54 @@ def names_its_role(text: str, facts: TurnFacts) -> bool:
     return text.startswith(heads) or not text.startswith(_LEAD)
 
 
+#: What reading a stored meta that is not one the wire cache wrote may raise (the turn is then
+#: decoded, or encoded again, instead).
+UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
+
+
+def read_meta(meta: str, extra_type: type[Named] | None = None,
+              raw_afters: dict[str, Any] | None = None) -> TurnFacts | None:
+    """The facts a stored form's meta holds — ``{**facts.to_json(), "after": …}``, as the wire
+    cache writes it — its role the one it begins with (``facts.Pending``); None: it holds none
+    (decode the turn). Its after facts, parsed with them, go to ``raw_afters``. In one frame: a
+    resume reads one per distinct meta, and most differ by their call ids."""
+    try:
+        raw = orjson.loads(meta)
+        found = TurnFacts.from_json(raw, extra_type)
+        after = raw["after"]
+    except UNREADABLE:
+        return None
+    if not names_its_role(meta, found):
+        return None
+    if raw_afters is not None:
+        raw_afters[meta] = after
+    return found
+
+
+#: How a stored meta of an assistant turn with calls begins (``to_json``: its role, then calls).
+_MAKES = f'{_LEAD}assistant","calls":'
+
+
+def calls_made(meta: str) -> tuple[list[str], dict[str, Any]] | None:
+    """The call ids and the raw after facts of a complete assistant turn that makes calls, read
+    from its stored meta as ``read_meta`` reads it, without building its ``TurnFacts``: a
+    resumed walk reads one per such turn. None where the meta is not one, or where this cannot
+    tell (then ``read_meta`` it)."""
+    if not meta.startswith(_MAKES):  # (its role is the one it begins with: ``names_its_role``)
+        return None
+    try:
+        raw = orjson.loads(meta)
+    except orjson.JSONDecodeError:
+        return None
+    calls, after = raw.get("calls"), raw.get("after")
+    if (raw.get("role") != "assistant" or raw.get("incomplete") or type(calls) is not list
+            or not calls or type(after) is not dict):
+        return None
+    if len(calls) == 1:  # (most model turns make one call)
+        return (calls, after) if type(calls[0]) is str else None
+    return (calls, after) if all(type(call) is str for call in calls) else None
+
+
 #: How a ``to_json`` text of a turn with no calls and no results begins: its role (one a message
 #: can have), then the end, or a key that ``to_json`` writes after those two, or the wire
 #: cache's ``"after"`` (``TurnFacts`` fields are written in order, empty ones left out).
@@ -284,7 +334,8 @@ def names_no_calls(text: str) -> bool:
     """Does ``text``, a ``TurnFacts.to_json`` object serialized compactly (as the wire cache
     stores it), name no tool calls and no tool results? Read without parsing it, at C speed: a
     resumed walk settles such turns of a long history without reading their facts. False
-    whenever it cannot tell (then parse it)."""
+    whenever its beginning cannot tell (then parse it). It trusts the rest to be as the wire
+    cache wrote it, fields in order: a stored meta's digest is checked before it is read."""
     return text.startswith(_QUIET)
 
 

@@ -16,41 +16,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, overload
+from typing import overload
 
-import orjson
-
-from thoughtline.facts import Named, TurnFacts, names_its_role
+from thoughtline.facts import TurnFacts, read_meta
 from thoughtline.messages import Message, ToolCall, ToolResult
 
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
 #: Each context's (data, meta) of one stored message (a dict: a resumed walk looks its rows up
 #: at C speed, ``dict.get`` over all of them).
 Forms = dict[str, tuple[bytes, str]]
-
-
-#: What reading a stored meta that is not one the wire cache wrote may raise (the turn is then
-#: decoded, or encoded again, instead).
-UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
-
-
-def read_meta(meta: str, extra_type: type[Named] | None = None,
-              raw_afters: dict[str, Any] | None = None) -> TurnFacts | None:
-    """The facts a stored form's meta holds — ``{**facts.to_json(), "after": …}``, as the wire
-    cache writes it — its role the one it begins with (``facts.Pending``); None: it holds none
-    (decode the turn). Its after facts, parsed with them, go to ``raw_afters``. In one frame: a
-    resume reads one per distinct meta, and most differ by their call ids."""
-    try:
-        raw = orjson.loads(meta)
-        found = TurnFacts.from_json(raw, extra_type)
-        after = raw["after"]
-    except UNREADABLE:
-        return None
-    if not names_its_role(meta, found):
-        return None
-    if raw_afters is not None:
-        raw_afters[meta] = after
-    return found
 
 
 def facts_of_meta(meta: str) -> TurnFacts | None:

@@ -1,7 +1,7 @@
 """What the wire cache reads of a resumed history's stored metas, without decoding a turn.
 
 A stored form's meta is its turn's ``TurnFacts`` and after facts, as the wire cache writes them
-(``stored.read_meta``). ``Metas`` reads one encoder's, each distinct meta once (most metas of a
+(``facts.read_meta``). ``Metas`` reads one encoder's, each distinct meta once (most metas of a
 long session differ by their call ids alone, so each distinct after value is read once too).
 ``Unread`` is a walk's facts in which the stored turns stay their rows until something reads
 them: a resumed walk reads a stored turn's facts only where its encoder cannot settle the turn's
@@ -16,9 +16,8 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.base import Named, TurnEncoder, TurnFacts
-from thoughtline.facts import Pending
+from thoughtline.facts import UNREADABLE, Pending, read_meta
 from thoughtline.messages import Message
-from thoughtline.stored import UNREADABLE, read_meta
 
 __all__ = ["Metas", "Unread"]
 

@@ -331,6 +331,42 @@ def test_a_meta_whose_role_is_not_the_one_it_begins_with_is_not_read() -> None:
     assert reader.facts_of('{"role":"u\\u0073er","after":{}}') is None  # (escaped)
 
 
+_IDS = st.lists(st.sampled_from(["c1", "c2", 'c"3', 7]), max_size=3)
+_METAS = st.builds(
+    lambda role, calls, results, incomplete, opens, after, twice: (
+        orjson.dumps({"role": role, **({"calls": calls} if calls else {}),
+                      **({"results": results} if results else {}),
+                      **({"incomplete": True} if incomplete else {}),
+                      **({"opens": True} if opens else {}), "after": after}).decode()
+        .replace('"after"', '"role":"user","after"' if twice else '"after"')),
+    st.sampled_from(["assistant", "user", "tool", "system", "assistant\"x"]), _IDS, _IDS,
+    st.booleans(), st.booleans(), st.sampled_from([{}, {"names": ["f"]}, [], "x"]),
+    st.booleans())
+
+
+@settings(max_examples=400, deadline=None)
+@given(meta=_METAS, cut=st.integers(min_value=0, max_value=3))
+def test_the_quick_meta_readers_agree_with_read_meta(meta: str, cut: int) -> None:
+    """What a resumed walk reads of a stored meta without building its facts agrees with what
+    ``read_meta`` (the one rule the wire cache reads metas by) reads of it, or reads nothing:
+    ``names_no_calls`` only of a turn with neither calls nor results (it does not parse, so
+    it cannot tell a meta cut short or naming its role twice, which only a forged row with a
+    matching digest can be), ``calls_made`` only the calls and after facts of a complete
+    assistant turn with calls."""
+    from thoughtline.facts import calls_made, names_no_calls, read_meta
+
+    text = meta[:len(meta) - cut]  # (and cut short)
+    raw: dict[str, Any] = {}
+    facts = read_meta(text, None, raw)
+    if names_no_calls(text):  # (it does not parse: a meta as the wire cache writes it)
+        assert facts is None or not (facts.calls or facts.results)
+        assert facts is not None or cut or text.count('"role"') > 1
+    made = calls_made(text)
+    if made is not None:
+        assert facts is not None and facts.role == "assistant" and not facts.incomplete
+        assert tuple(made[0]) == facts.calls and made[1] == raw[text]
+
+
 def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_one() -> None:
     from thoughtline.facts import with_role
     from thoughtline.wiremetas import Unread

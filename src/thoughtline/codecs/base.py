@@ -60,6 +60,7 @@ import orjson
 from thoughtline.events import Done, Event
 from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
 from thoughtline.facts import TurnFacts as TurnFacts
+from thoughtline.facts import calls_made as calls_made
 from thoughtline.facts import maker as maker
 from thoughtline.facts import names_no_calls as names_no_calls
 from thoughtline.facts import sharer as sharer

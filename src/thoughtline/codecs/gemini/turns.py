@@ -39,6 +39,7 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    calls_made,
     names_no_calls,
     sharer,
     turn_bytes,
@@ -79,6 +80,17 @@ class TurnSent(Named):
     #: A system turn's texts: its parts go to ``systemInstruction``, not ``contents``, so its
     #: bytes are empty and ``assemble`` reads them from here.
     system: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, raw: Mapping[str, Any]) -> TurnSent:
+        """``Named.from_json``, field by field, one value per distinct fields (a resume reads
+        every stored model turn's that makes calls; a non-object is an ``AttributeError``)."""
+        get = raw.get
+        names, system = get("names"), get("system")
+        sent: TurnSent = _sent_as(tuple(names) if names else (), get("text_mode", False),
+                                  get("signatures", 0), get("dummies", 0), get("thoughts", 0),
+                                  get("calls_as_text", 0), tuple(system) if system else ())
+        return sent
 
 
 NOTHING = TurnSent()
@@ -245,9 +257,8 @@ class GeminiTurns:
           in part order: only a turn with those results was stored under it) the walk answers
           now as the key says; it moves nothing either;
         - a complete model turn that makes calls is stored under the context every such turn
-          has in this walk (``"every"`` or ""), and its meta names its calls and, in its after
-          facts, their names and whether they went as text: the state logs them (``_logged``,
-          as ``advance`` does).
+          has in this walk (``"every"`` or ""), and its meta holds its calls and after facts:
+          the state logs them as ``advance`` does (``_made``).
 
         The run stops at any other turn, or a meta it cannot read: its facts are read then."""
         contexts: list[str] = []
@@ -318,10 +329,7 @@ class GeminiTurns:
                 after: TurnSent) -> Calls:
         if not after.names:
             return state
-        calls, names = facts.calls, after.names
-        if len(calls) != len(names):
-            raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
-        return _logged(state, calls, names, after.text_mode)
+        return _logged(state, facts.calls, after)
 
     def assemble(self, walk: Walk[Calls, TurnSent], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
@@ -339,49 +347,33 @@ class GeminiTurns:
 TURNS = GeminiTurns()
 
 
-def _logged(state: Calls, calls: Sequence[str], names: Sequence[str], text: bool) -> Calls:
-    """The state after a model turn made ``calls`` (ids) with these ``names``, sent as text or
-    not (``advance``, and ``settled`` from a stored meta)."""
+def _logged(state: Calls, calls: Sequence[str], after: TurnSent) -> Calls:
+    """The state after a model turn made ``calls`` (ids), named and sent as its ``after`` facts
+    say (``advance``; ``settled`` from the turn's stored meta: ``_made``)."""
+    names = after.names
+    if len(calls) != len(names):
+        raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
     log = state.log
     if len(log.entries) != state.upto:  # an earlier state walked on anew: branch the log
         log = CallLog(log.entries[:state.upto])
     if len(calls) == 1:  # (most model turns make one call)
-        log.add(calls[0], names[0], text)
+        log.add(calls[0], names[0], after.text_mode)
     else:
-        log.extend(zip(calls, names, itertools.repeat(text)))
+        log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
     return _calls(Calls, (state.sign_every, state.system, len(log.entries), log))
 
 
-#: How the stored meta of a model turn that makes calls begins (``TurnFacts.to_json``: its
-#: role, then its calls).
-_MAKES = '{"role":"assistant","calls":'
-
-
 def _made(state: Calls, meta: str) -> Calls | None:
-    """The state after the complete model turn whose stored meta is ``meta`` logged its calls,
-    read from the meta (its facts' calls; its after facts' names and text mode, as ``TurnSent``
-    writes them). None where the meta is not one of a complete model turn with calls, or does
-    not read as one (the walk reads the turn's facts instead)."""
-    if not meta.startswith(_MAKES):
+    """The state after the complete model turn with calls whose stored meta is ``meta``, its
+    calls and after facts read as the wire cache reads them (``calls_made``,
+    ``TurnSent.from_json``); None where the meta is not one, or does not read."""
+    found = calls_made(meta)
+    if found is None:
         return None
     try:
-        raw = orjson.loads(meta)
-    except orjson.JSONDecodeError:
+        return _logged(state, found[0], TurnSent.from_json(found[1]))
+    except (TypeError, ValueError):  # (names that do not match its calls, or unhashable)
         return None
-    calls, after = raw.get("calls"), raw.get("after")
-    if (raw.get("role") != "assistant" or raw.get("incomplete") or type(calls) is not list
-            or type(after) is not dict):
-        return None
-    names, text = after.get("names"), after.get("text_mode", False)
-    if (type(names) is not list or len(names) != len(calls) or not names
-            or type(text) is not bool):
-        return None
-    if len(calls) == 1:  # (most model turns make one call)
-        if type(calls[0]) is not str or type(names[0]) is not str:
-            return None
-    elif not all(type(item) is str for item in (*calls, *names)):
-        return None
-    return _logged(state, calls, names, text)
 
 
 def _answered(forms: Mapping[str, object], state: Calls) -> str | None:
