@@ -13,10 +13,13 @@ Claude 3.5 and older no extended thinking) are written here, not read from the t
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from thoughtline import replay
 from thoughtline.codecs import registry
@@ -94,3 +97,18 @@ def test_a_regional_profile_id_names_the_same_model_on_both_codecs() -> None:
     assert claude_key("claude-sonnet-4-5@20250929") == models.normalize("claude-sonnet-4.5")
     ident = model_id(regional)  # a profile: the request may be served in another region
     assert ident.cross_region and ident.base == "anthropic.claude-sonnet-4-5-20250929-v1:0"
+
+
+_SEGMENTS = st.sampled_from(["us", "eu", "apne1", "apne", "global", "us-gov", "anthropic",
+                             "claude-sonnet-4-5-20250929-v1:0", "claude-opus-4", "5", "x", ""])
+
+
+@given(st.lists(_SEGMENTS, min_size=1, max_size=5).map(".".join))
+def test_an_id_too_short_for_a_profile_prefix_is_not_matched_against_it(model_id: str) -> None:
+    """``strip_profile_prefix`` skips the table's pattern for ids with fewer than two dots (a
+    prefix is followed by ``<vendor>.<model>``): it strips exactly what the pattern strips."""
+    from thoughtline.codecs import claude
+
+    pattern = re.compile(rf"^(?:{claude.table().profile_prefix})\.(?=[a-z0-9-]+\.)")
+    stripped = pattern.sub("", model_id, count=1)
+    assert claude.strip_profile_prefix(model_id) == (stripped, stripped != model_id)

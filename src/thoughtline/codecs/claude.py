@@ -57,7 +57,7 @@ class Floors:
 class Table:
     """``routes/claude-models.toml``, typed."""
 
-    profile_prefix: re.Pattern[str]
+    profile_prefix: str  # a regular-expression alternation (compiled on first use)
     thinking_from: Version
     adaptive_only: Floors
     adaptive: Floors
@@ -90,7 +90,7 @@ def table() -> Table:
         thinking = raw["thinking"]
         prefix = raw["ids"]["profile_prefix"]
         return Table(
-            profile_prefix=re.compile(rf"^(?:{prefix})\.(?=[a-z0-9-]+\.)"),
+            profile_prefix=str(prefix),
             thinking_from=_version(thinking["from"], "thinking.from"),
             adaptive_only=_floors(thinking["adaptive_only"], "thinking.adaptive_only"),
             adaptive=_floors(thinking["adaptive"], "thinking.adaptive"),
@@ -100,14 +100,26 @@ def table() -> Table:
                                          "keeps_prior_thinking"),
             binds_blocks=_floors(raw["binds_blocks"]["from"], "binds_blocks"),
             account_bound=_floors(raw["account_bound"]["from"], "account_bound"))
-    except (KeyError, TypeError, AttributeError, re.error) as exc:
+    except (KeyError, TypeError, AttributeError) as exc:
         raise ConfigError(f"claude-models.toml: malformed ({exc!r})") from exc
+
+
+@cache
+def _profile_prefix() -> re.Pattern[str]:
+    """The table's profile prefix before ``<vendor>.<model>``, compiled once it is needed."""
+    try:
+        return re.compile(rf"^(?:{table().profile_prefix})\.(?=[a-z0-9-]+\.)")
+    except re.error as exc:
+        raise ConfigError(f"claude-models.toml: malformed ids.profile_prefix ({exc})") from exc
 
 
 def strip_profile_prefix(model_id: str) -> tuple[str, bool]:
     """A lower-cased Bedrock id without its inference-profile prefix (``us.``, ``apne1.``,
-    ``global.`` …), and whether it had one."""
-    stripped = table().profile_prefix.sub("", model_id, count=1)
+    ``global.`` …), and whether it had one. An id with fewer than two dots has none (a prefix is
+    followed by ``<vendor>.``), so most ids need neither the table nor its pattern."""
+    if model_id.count(".") < 2:
+        return model_id, False
+    stripped = _profile_prefix().sub("", model_id, count=1)
     return stripped, stripped != model_id
 
 
@@ -125,7 +137,7 @@ def normalize(model: str) -> str:
     name = name.removeprefix("anthropic.")
     name = _BEDROCK_VERSION.sub("", name)
     name = _DATE.sub("", name)
-    return re.sub(r"(?<=\d)\.(?=\d)", "-", name)
+    return re.sub(r"(?<=\d)\.(?=\d)", "-", name) if "." in name else name
 
 
 def is_claude(model: str) -> bool:
