@@ -176,19 +176,20 @@ class WireCache:
             remembered = []
         else:
             raw_facts: list[Any] = []
-            if last is not None:  # (what the last walk left unread is read now, once)
-                before = last.facts
-                raw_facts = (before.read(kept) if isinstance(before, Unread) else before)[:kept]
-            unread = stored is not None and kept < split and stored.plan == digest
-            if unread:
-                assert stored is not None
+            metas: list[str] = []  # each stored row's first meta while it is unread, else ""
+            if last is not None:  # (what the last walk left unread stays unread: a resumed
+                before = last.facts  # session's next requests do not read every stored meta)
+                if isinstance(before, Unread):
+                    raw_facts, metas = before.entries[:kept], before.metas[:kept]
+                else:
+                    raw_facts = before[:kept]
+            if stored is not None and kept < split and stored.plan == digest:
                 raw_facts += stored.rows()[kept:]  # (read on first use: ``Unread``)
+                metas = (metas or [""] * kept) + stored.metas()[kept:]
             raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
             raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
             facts = remembered = raw_facts
-            if unread:
-                assert stored is not None
-                metas = [""] * kept + stored.metas()[kept:]
+            if metas:
                 metas += [""] * (size - len(metas))
                 facts = remembered = self._metas(encoder).unread(raw_facts, metas, history,
                                                                  raw_afters)
