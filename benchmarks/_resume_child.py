@@ -1,10 +1,10 @@
 """Child process of the resume scenario: run by path, so nothing but thoughtline gets imported.
 
 Times (inside this fresh process) importing thoughtline, then opening ``state.db``, resuming the
-session, building its next request and serializing it; then the floors: reading every row the
-session has stored (canonical history and wire forms) with bare ``sqlite3`` and serializing the
-same body, and reading only the rows a spliced resume reads (entries and wire forms) and
-serializing the body. Prints one JSON object.
+session, building its next request and serializing it, and, outside that total, the request after
+it; then the floors: reading every row the session has stored (canonical history and wire forms)
+with bare ``sqlite3`` and serializing the same body, and reading only the rows a spliced resume
+reads (entries and wire forms) and serializing the body. Prints one JSON object.
 """
 
 import sys
@@ -62,6 +62,10 @@ def main() -> None:
     body = orjson.loads(data)
     c4 = time.process_time()
     turns = session.turns
+    # The resumed session's next request (a tool loop's next step): it continues the first walk.
+    n0 = time.perf_counter()
+    session.request_bytes([user("And the next step?")], stream=True)
+    n1 = time.perf_counter()
     store.close()
     f0 = time.perf_counter()
     conn = sqlite3.connect(path)
@@ -86,6 +90,7 @@ def main() -> None:
     print(orjson.dumps({
         "import_s": imported - started, "open_s": t1 - t0, "load_s": t2 - t1,
         "build_s": t3 - t2, "dumps_s": t4 - t3, "inproc_s": t4 - t0, "cpu_s": c4 - c0,
+        "next_s": n1 - n0,
         "floor_s": f1 - f0, "read_floor_s": r1 - r0, "serialize_s": s1 - s0,
         "bytes": len(data), "same_bytes": data == floor_data, "rows": len(rows),
         "read_rows": len(read), "turns": turns,
