@@ -497,7 +497,10 @@ def test_deepseek_gets_no_store_switch_and_its_readable_items() -> None:
     body = body_for([user("q"), turn, user("again")], plan, params={"reasoning_effort": "none"})
     assert "store" not in body and "include" not in body
     assert body["reasoning"] == {"effort": "none"}
-    assert sorted_bytes(reasoning_items(body)[0]) == sorted_bytes(response["output"][0])
+    # only what DeepSeek reads: its encrypted_content ("<response id>-0") references nothing
+    issued = response["output"][0]
+    kept = {k: issued[k] for k in ("type", "id", "summary", "content")}
+    assert sorted_bytes(reasoning_items(body)[0]) == sorted_bytes(kept)
 
 
 def test_a_readable_item_without_encrypted_content_is_not_sent_to_openai() -> None:
@@ -581,6 +584,7 @@ def _error(message: str, code: str | None = "invalid_encrypted_content") -> str:
 def test_every_wording_is_recognised() -> None:
     _history, body, ids = _two_turns()
     texts = {
+        "signature-invalid": "Encrypted content could not be decrypted or parsed.",
         "undecryptable": f"The encrypted content for item {ids[1]} could not be verified. "
                          "Reason: Encrypted content could not be decrypted or parsed.",
         "unverified": f"The encrypted content for item {ids[1]} could not be verified.",
@@ -595,7 +599,8 @@ def test_every_wording_is_recognised() -> None:
     }
     assert set(texts) == {w.id for w in WORDINGS}
     for wording, text in texts.items():
-        lesson = classify(400, _error(text), body)
+        code = "thinking_signature_invalid" if wording == "signature-invalid" else None
+        lesson = classify(400, _error(text, code) if code else _error(text), body)
         assert lesson is not None and lesson.wording == wording, wording
         assert lesson.fingerprints and len(lesson.fingerprints) <= len(ids)
 

@@ -6,9 +6,12 @@ call or message it led to: the reasoning item exactly as received (``id`` and
 the function call with its ``id``. A reasoning item is left out when the plan forbids it: a turn
 that was cut short, an item from outside the route's scope, a fingerprint the provider rejected,
 or an item with neither encrypted content nor readable text on a route that does not take
-those. A readable-only reasoning item (``reasoning_text``, no ``encrypted_content``: relays
-without encryption) goes back at the head of its turn, as those relays expect. Nothing of ours
-reaches the wire.
+those. A route that reads only some fields of a reasoning item (the profile's
+``reasoning_keys``: DeepSeek reads its ``reasoning_text`` content) gets only those; an item whose
+``encrypted_content`` the provider could not decrypt (``bare_fingerprint``) goes back without
+it, its id, summary and place kept. A readable-only reasoning item (``reasoning_text``, no
+``encrypted_content``: relays without encryption) goes back at the head of its turn, as those
+relays expect. Nothing of ours reaches the wire.
 
 A turn's input items depend on the turn and the plan only, so the API's turn encoder
 (``TURNS``, ``codecs.flat``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
@@ -82,6 +85,8 @@ def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
                 origin = part.origin or message.origin
                 if item is not None and origin is not None:
                     out[item_fingerprint(item)] = origin
+                    if item.get(ENCRYPTED) and item.get("id"):  # as sent bare or projected
+                        out.setdefault(item_fingerprint(_without_encrypted(item)), origin)
     return out
 
 
@@ -118,6 +123,39 @@ def item_fingerprint(item: Mapping[str, Any]) -> str:
     if not (isinstance(value, str) and value):
         value = text_of(item.get("id"))
     return fingerprint(text_of(item.get("type")) or REASONING, value)
+
+
+def bare_fingerprint(item: Mapping[str, Any]) -> str:
+    """What ``classify`` records when the provider could not decrypt an item's
+    ``encrypted_content`` but the item itself may stay (``thinking_signature_invalid``,
+    provider-updates §5b): the item goes back without that value, its id, summary and place
+    kept. Keyed by the value itself, so only that one value is left off."""
+    return fingerprint("bare", text_of(item.get(ENCRYPTED)))
+
+
+def _without_encrypted(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in item.items() if k != ENCRYPTED}
+
+
+def _reasoning_item(item: dict[str, Any], plan: ReplayPlan) -> dict[str, Any]:
+    """A stored reasoning item as this route reads it: only the profile's ``reasoning_keys``
+    when it names them (key order kept, so the bytes are the stored ones less the dropped
+    fields)."""
+    keys = plan.profile.reasoning_keys
+    if keys and item.get("type") == REASONING:
+        return {k: v for k, v in item.items() if k in keys}
+    return item
+
+
+def _bared(item: dict[str, Any], plan: ReplayPlan) -> dict[str, Any] | None:
+    """``item`` without its encrypted_content when the provider could not decrypt it; None
+    when the provider then refused the bare item too (a ``store: false`` upstream that looks
+    the id up: "Item with id 'rs_…' not found", openclaw PR #88917)."""
+    if (plan.fingerprints and item.get("type") == REASONING and item.get(ENCRYPTED)
+            and plan.rejected(bare_fingerprint(item))):
+        bare = _without_encrypted(item)
+        return None if plan.rejected(item_fingerprint(bare)) else bare
+    return item
 
 
 def id_fingerprint(item_id: str) -> str:
@@ -219,6 +257,7 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
         flush()
         if isinstance(part, Reasoning):
             item = part.native.get(NS)
+            item = _reasoning_item(item, plan) if item is not None else None
             if (item is not None and part.complete and not cut
                     and _sendable(item, part.origin or message.origin, plan)):
                 out.append(item)
@@ -242,7 +281,11 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
     # provided without its required following item" (errors/openai-responses-400-…).
     while out and out[-1].get("type") == REASONING:
         out.pop()
-    return out
+    # Left off only now, so that a bared item keeps its exact place (it is not moved to the
+    # head as a readable-only one would be).
+    if not plan.fingerprints:
+        return out
+    return [bare for bare in (_bared(item, plan) for item in out) if bare is not None]
 
 
 def _own_compaction(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:

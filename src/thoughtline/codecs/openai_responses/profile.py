@@ -52,6 +52,7 @@ class ResponsesProfile(Profile):
     params: frozenset[str] = frozenset({"effort"})
     context: str = ""
     scope: Scope = "model"
+    reasoning_keys: frozenset[str] = frozenset()
 
     def narrowed(self, verdicts: Sequence[Verdict]) -> ResponsesProfile:
         dropped: set[str] = set()
@@ -84,13 +85,22 @@ class ResponsesProfile(Profile):
             return model_family(origin.model) == model_family(target.model)
         return True
 
+    @property
+    def sealed(self) -> bool:
+        """Replayed reasoning items keep their ``encrypted_content``."""
+        return not self.reasoning_keys or ENCRYPTED in self.reasoning_keys
+
     def describe(self) -> list[str]:
         where = {"provider": "any model of the service that issued them",
                  "family": "the same model (any dated snapshot) at the service that issued them",
                  "model": "only the exact model, at the service that issued them"}[self.scope]
-        lines = [f"replayed: every encrypted reasoning item verbatim, in its place, to {where}"]
+        what = ("every encrypted reasoning item verbatim" if self.sealed
+                else "each reasoning item without its encrypted_content")
+        lines = [f"replayed: {what}, in its place, to {where}"]
         if self.plain_reasoning:
             lines.append("replayed: readable reasoning items (reasoning_text) too")
+        if self.reasoning_keys:
+            lines.append("reasoning items carry only: " + ", ".join(sorted(self.reasoning_keys)))
         if self.phase:
             lines.append("replayed: the assistant message phase (commentary / final_answer)")
         switches = [s for s, on in (("store=false", self.stateless),
@@ -104,7 +114,7 @@ class ResponsesProfile(Profile):
         return lines
 
     def public_json(self) -> dict[str, Any]:
-        carriers = [ENCRYPTED, *([PHASE] if self.phase else []),
+        carriers = [*([ENCRYPTED] if self.sealed else []), *([PHASE] if self.phase else []),
                     *(["reasoning_text"] if self.plain_reasoning else [])]
         extras: dict[str, Any] = {}
         if self.stateless:
@@ -113,8 +123,11 @@ class ResponsesProfile(Profile):
             extras["include"] = [INCLUDE_ENCRYPTED]
         if self.context:
             extras["reasoning"] = {"context": self.context}
-        return {"carriers": sorted(carriers), "must_echo": False, "body_extras": extras,
-                "native": [NS], "scope": self.scope, "reasoning_params": sorted(self.params)}
+        out = {"carriers": sorted(carriers), "must_echo": False, "body_extras": extras,
+               "native": [NS], "scope": self.scope, "reasoning_params": sorted(self.params)}
+        if self.reasoning_keys:
+            out["reasoning_keys"] = sorted(self.reasoning_keys)
+        return out
 
 
 def profile_of(row: ApiRow, model: str) -> ResponsesProfile:
@@ -124,6 +137,9 @@ def profile_of(row: ApiRow, model: str) -> ResponsesProfile:
         scope = str(raw.get("scope", "model"))
         if scope not in _SCOPES:
             raise ValueError(f"scope must be one of {', '.join(_SCOPES)}, not {scope!r}")
+        keys = frozenset(str(k) for k in raw.get("reasoning_keys", ()))
+        if keys and "type" not in keys:
+            raise ValueError("reasoning_keys must keep 'type'")
         context = ""
         patterns = [re.compile(p, re.I) for p in raw.get("context_models", ())]
         if any(p.search(model) for p in patterns):
@@ -133,7 +149,8 @@ def profile_of(row: ApiRow, model: str) -> ResponsesProfile:
             phase=bool(raw.get("phase", True)),
             plain_reasoning=bool(raw.get("plain_reasoning", False)),
             params=frozenset(str(p) for p in raw.get("params", ("effort",))),
-            context=context, scope=scope)  # type: ignore[arg-type]
+            context=context, scope=scope,  # type: ignore[arg-type]
+            reasoning_keys=keys)
     except (TypeError, ValueError, re.error) as exc:
         raise ConfigError(f"{API} route row {row.id!r}: bad profile data ({exc})") from exc
 

@@ -16,6 +16,23 @@ finds the offending item(s) in the request that was sent:
    snapshot the scope let through), else those from before the current tool loop (the stale
    ones), else all but the newest.
 
+An error ``param`` naming an input position (``input[3].encrypted_content``) names that item
+before rule 1; a quoted value may be abbreviated to its ends (``VPy0...8OA=``, kaitranntt/ccs
+#1402): an item whose value starts and ends so is named by rule 2.
+
+``thinking_signature_invalid`` (provider-updates §5b; openclaw PR #92941, hermes-agent#70595:
+"Encrypted content could not be decrypted or parsed") is read by its code, before any phrase
+(its message is the "undecryptable" one), and repairs less: the offending item goes back
+*without its encrypted_content* only — its id, summary and place kept, every other item's
+value kept (``encode.bare_fingerprint``). Seen in the wild it quotes the value abbreviated
+and carries no ``param`` (ccs#1402); both are read. When it names nothing, the culprits are
+guessed as above, except that the items stamped with another issuer than this caller come
+first (a relay rotating accounts: hermes-agent#119336) — and the guess is deliberately the
+same narrow one, not "every item": a wrong guess costs one failed turn whose own rejection is
+still learned (the retry's lesson is kept), whereas stripping every value would silently throw
+away the whole line of thought for good, the peer behaviour this module exists to avoid; and
+leaving off only a value (never the item) is already the mildest repair there is.
+
 A route that refuses one of the stateless request switches as an unknown parameter (``store``,
 ``include``, ``reasoning.context``, a message ``phase``) teaches a verdict that drops it for that
 (provider, host, model) — the learn-once fallback of provider-contracts §9 on this API.
@@ -38,6 +55,7 @@ import orjson
 
 from thoughtline.codecs.base import Lesson
 from thoughtline.codecs.openai_responses.encode import (
+    bare_fingerprint,
     id_fingerprint,
     issuer_fingerprint,
     item_fingerprint,
@@ -58,11 +76,18 @@ from thoughtline.verdicts import Verdict
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Wording:
     id: str
-    phrase: str  # lower-case substring of the error message
+    phrase: str  # lower-case substring of the error message ("": matched by code only)
     what: str
+    code: str = ""  # an error code that names this case whatever the message says
 
 
 WORDINGS: tuple[Wording, ...] = (
+    # openclaw PR #92941, hermes-agent#70595; the body seen in kaitranntt/ccs#1402:
+    # {"message": "The encrypted content VPy0...8OA= could not be verified. Reason: Encrypted
+    # content could not be decrypted or parsed.", "type": "invalid_request_error",
+    # "code": "thinking_signature_invalid"}.
+    Wording(id="signature-invalid", phrase="", code="thinking_signature_invalid",
+            what="its encrypted content could not be decrypted or parsed"),
     # "The encrypted content gAAA… could not be verified." (provider-contracts §9), also
     # "The encrypted content for item rs_… could not be verified. Reason: Encrypted content could
     # not be decrypted or parsed." (hermes-agent #32617, #32062); code invalid_encrypted_content.
@@ -86,6 +111,10 @@ WORDINGS: tuple[Wording, ...] = (
 _CODE = "invalid_encrypted_content"
 _ID = re.compile(r"""(?:item(?: with id)?\s+['"`]?)([A-Za-z0-9_\-:.]+)""", re.I)
 _TOKEN = re.compile(r"[A-Za-z0-9_\-+/=]{12,}")
+#: A value quoted by its ends: "The encrypted content VPy0...8OA= could not be verified"
+#: (kaitranntt/ccs #1402), "gAAA...c90=" (openai/codex #8119).
+_ENDS = re.compile(r"([A-Za-z0-9_\-+/=]{4,})(?:\.{3}|…)([A-Za-z0-9_\-+/=]{3,})")
+_INPUT_PARAM = re.compile(r"^input\[(\d+)\]")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -96,20 +125,31 @@ class _Sent:
 
 def error_of(body: str) -> tuple[str, str]:
     """(message, code) of an error body; the raw text when it is not the usual JSON shape."""
+    message, code, _ = _fields(body)
+    return message, code
+
+
+def _fields(body: str) -> tuple[str, str, str]:
+    """(message, code, param) of an error body."""
     try:
         data = orjson.loads(body)
     except orjson.JSONDecodeError:
-        return body, ""
+        return body, "", ""
     error = data.get("error", data) if is_map(data) else None
     if is_map(error):
-        return text_of(error.get("message")) or body, text_of(error.get("code"))
-    return (error if isinstance(error, str) else body), ""
+        return (text_of(error.get("message")) or body, text_of(error.get("code")),
+                text_of(error.get("param")))
+    return (error if isinstance(error, str) else body), "", ""
 
 
 def wording_of(message: str, code: str) -> Wording | None:
+    code = code.lower()
+    for wording in WORDINGS:
+        if wording.code and wording.code == code:
+            return wording
     lowered = message.lower()
     for wording in WORDINGS:
-        if wording.phrase in lowered:
+        if wording.phrase and wording.phrase in lowered:
             return wording
     if code == _CODE:
         return WORDINGS[1]
@@ -130,14 +170,25 @@ def _sent_items(body: Mapping[str, Any]) -> tuple[list[_Sent], int]:
     return sent, loop
 
 
+def _by_param(param: str, sent: Sequence[_Sent]) -> list[_Sent]:
+    """The item an error ``param`` points at (``input[3].encrypted_content``), if it was sent."""
+    match = _INPUT_PARAM.match(param)
+    if match is None:
+        return []
+    return [s for s in sent if s.position == int(match.group(1))]
+
+
 def _named(message: str, sent: Sequence[_Sent]) -> list[_Sent]:
     ids = {m.group(1).rstrip(".'\"`") for m in _ID.finditer(message)}
     by_id = [s for s in sent if text_of(s.item.get("id")) in ids]
     if by_id:
         return by_id
     tokens = [t.rstrip(".") for t in _TOKEN.findall(message)]
-    return [s for s in sent if isinstance(s.item.get(ENCRYPTED), str) and any(
-        s.item[ENCRYPTED].startswith(t) for t in tokens if len(t) >= 12)]
+    ends = _ENDS.findall(message)
+    return [s for s in sent if isinstance(s.item.get(ENCRYPTED), str) and (any(
+        s.item[ENCRYPTED].startswith(t) for t in tokens if len(t) >= 12) or any(
+        s.item[ENCRYPTED].startswith(head) and s.item[ENCRYPTED].endswith(tail)
+        for head, tail in ends))]
 
 
 def _unnamed(sent: Sequence[_Sent], loop: int, *, origins: Mapping[str, Origin] | None,
@@ -225,6 +276,23 @@ def _issuer_lesson(culprits: Sequence[_Sent], issuers: set[str], provider: str,
     return Lesson(notice=notice, fingerprints=frozenset(fingerprints), wording=wording.id)
 
 
+def _bare_lesson(culprits: Sequence[_Sent], provider: str, wording: Wording) -> Lesson:
+    """Leave off only the culprits' encrypted content (an item without one is dropped whole:
+    there is nothing less to leave off)."""
+    fingerprints: set[str] = set()
+    for sent in culprits:
+        if sent.item.get("type") == REASONING and sent.item.get(ENCRYPTED):
+            fingerprints.add(bare_fingerprint(sent.item))
+        else:
+            fingerprints |= fingerprints_for([sent])
+    count = len(culprits)
+    notice = (f"{provider} rejected the encrypted content of {count} replayed reasoning "
+              f"item{'s' if count != 1 else ''} ({wording.what}); retrying once without "
+              f"{'it' if count == 1 else 'them'} — the item{'s' if count != 1 else ''}, "
+              "ids and order are kept")
+    return Lesson(notice=notice, fingerprints=frozenset(fingerprints), wording=wording.id)
+
+
 def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
              provider: str = "the provider", origins: Mapping[str, Origin] | None = None,
              target: Origin | None = None, issuer: str = "") -> Lesson | None:
@@ -238,7 +306,7 @@ def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
     """
     if status is not None and not 400 <= status < 500:
         return None
-    message, code = error_of(body)
+    message, code, param = _fields(body)
     wording = wording_of(message, code)
     if wording is None:
         return _switch_lesson(message, target)
@@ -247,7 +315,12 @@ def classify(status: int | None, body: str, sent_body: Mapping[str, Any], *,
         foreign, issuers = _foreign(sent, origins, issuer)
         if foreign:
             return _issuer_lesson(foreign, issuers, provider, wording)
-    culprits = _named(message, sent) or _unnamed(sent, loop, origins=origins, target=target)
+    culprits = _by_param(param, sent) or _named(message, sent)
+    if wording.id == "signature-invalid":
+        culprits = (culprits or _foreign(sent, origins, issuer)[0]
+                    or _unnamed(sent, loop, origins=origins, target=target))
+        return _bare_lesson(culprits, provider, wording) if culprits else None
+    culprits = culprits or _unnamed(sent, loop, origins=origins, target=target)
     if not culprits:
         return None
     fingerprints = fingerprints_for(culprits)
