@@ -50,6 +50,15 @@ class ResponsesPersonality:
     #: only, as a relay without encryption returns them (Kimi on vLLM behind a Responses
     #: front, provider-updates §4b).
     encrypted: bool = True
+    #: Readable reasoning items also carry ``encrypted_content: "<response id>-<n>"``, a
+    #: reference to nothing a stateless server kept, as DeepSeek's /responses does
+    #: (pydantic-ai-deepseek-responses-replay-reasoning).
+    reference: bool = False
+    #: Takes a reasoning item back without its ``encrypted_content`` (its id not looked up):
+    #: what the retry of openclaw PR #92941 relies on after ``thinking_signature_invalid``.
+    #: OpenAI itself, with ``store: false``, answers such an item "Item with id 'rs_…' not
+    #: found" (opencode PR #2480; openclaw PR #88917 met it after this very retry).
+    bare: bool = False
 
 
 RESPONSES_PERSONALITIES: Mapping[str, ResponsesPersonality] = MappingProxyType({
@@ -62,6 +71,16 @@ RESPONSES_PERSONALITIES: Mapping[str, ResponsesPersonality] = MappingProxyType({
     "readable-relay": ResponsesPersonality(name="readable-relay", issuer="vllm-emulator",
                                            models=("kimi-k3",), wordings="relay", phase=False,
                                            encrypted=False),
+    # A Codex-style upstream that answers thinking_signature_invalid (kaitranntt/ccs #1402)
+    # and takes the item back bare (openclaw PR #92941).
+    "codex": ResponsesPersonality(name="codex", issuer="codex-emulator", models=("gpt-5.5",),
+                                  bare=True),
+    # DeepSeek's native /responses: stateless, readable reasoning_text, phase on messages
+    # (the recording above); a tool-calling turn's reasoning_text must come back
+    # (api-docs.deepseek.com thinking mode; provider-updates §5b).
+    "deepseek": ResponsesPersonality(name="deepseek", issuer="deepseek-emulator",
+                                     models=("deepseek-v4-flash", "deepseek-v4-pro"),
+                                     wordings="deepseek", encrypted=False, reference=True),
 })
 
 _UNAUTHORIZED = {"error": {"message": "Missing bearer token in the Authorization header.",
@@ -82,6 +101,8 @@ class ResponsesState:
     chunk_delay: float = 0.0
     issued: list[dict[str, Any]] = field(default_factory=list)  # reasoning items, as sent
     pinned: Pinned = field(default_factory=Pinned)  # position-critical items, when on
+    #: encrypted values it can no longer decrypt → whether its error quotes them
+    invalid: dict[str, bool] = field(default_factory=dict)
 
 
 def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
@@ -113,14 +134,16 @@ def _answer(state: ResponsesState, request: Request, raw: bytes, body: Any) -> R
                                      "type": "invalid_request_error", "param": None,
                                      "code": None}})
     rejection = check_request(body, sealer=state.sealer, wordings=state.personality.wordings,
-                              readable=not state.personality.encrypted)
+                              readable=not state.personality.encrypted, invalid=state.invalid,
+                              bare=state.personality.bare)
     rejection = rejection or state.pinned.check(body)
     if rejection is not None:
         return _json(rejection.status, rejection.body)
     model = body.get("model") if isinstance(body.get("model"), str) else ""
     model = model or state.personality.models[0]
     plan, output, ids = build_output(body, state.sealer, phase=state.personality.phase,
-                                     encrypted=state.personality.encrypted)
+                                     encrypted=state.personality.encrypted,
+                                     reference=state.personality.reference)
     output = state.pinned.add(output, state.sealer)
     state.issued.extend(i for i in output if i["type"] == "reasoning")
     response = response_body(body, model, output, ids, plan, len(raw))
@@ -190,6 +213,13 @@ class ResponsesEmulator(ChatEmulator):
         """Every reasoning item this instance issued, exactly as its answer carried it (the
         ``output_item.done`` form when streamed), oldest first."""
         return tuple(self._state.issued)  # type: ignore[attr-defined]
+
+    def invalidate(self, value: str, *, named: bool = True) -> None:
+        """From now on answer ``thinking_signature_invalid`` to any request that replays
+        ``value`` (as after a key rotation: the value is well formed, it no longer decrypts).
+        ``named``: the error quotes the value by its ends, as seen in the wild; else it gives
+        only the reason, naming nothing (``responses_rules._signature_invalid``)."""
+        self._state.invalid[value] = named  # type: ignore[attr-defined]
 
     def pin_items(self, on: bool = True) -> None:
         """Answer with position-critical items too (``responses_pinned``): a

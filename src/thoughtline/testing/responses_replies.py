@@ -53,7 +53,7 @@ def _ids(digest: str) -> dict[str, str]:
 
 
 def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
-                 encrypted: bool = True,
+                 encrypted: bool = True, reference: bool = False,
                  ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
     """The planned turn, its output items (with sealed reasoning) and their ids. A request
     ending in ``compaction_trigger`` gets exactly one sealed ``compaction`` item
@@ -80,6 +80,12 @@ def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
     if not encrypted:  # a relay without encryption: the reasoning itself, readable
         reasoning = {"id": ids["rs"], "type": "reasoning", "summary": [],
                      "content": [{"type": "reasoning_text", "text": plan.reasoning}]}
+    if not encrypted and reference:
+        # DeepSeek's shape, key for key (pydantic-ai-deepseek-responses-replay-reasoning):
+        # the encrypted_content is "<response id>-<output index>", not a sealed value
+        reasoning = {"content": [{"text": plan.reasoning, "type": "reasoning_text"}],
+                     "encrypted_content": f"{ids['resp']}-0", "id": ids["rs"],
+                     "status": "completed", "summary": [], "type": "reasoning"}
     output: list[dict[str, Any]] = [reasoning, message]
     if call is not None:
         output.append({"id": ids["fc"], "type": "function_call", "status": "completed",
@@ -110,7 +116,7 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
     kind = item["type"]
     added = dict(item)
     events: list[dict[str, Any]] = []
-    readable = kind == "reasoning" and "encrypted_content" not in item
+    readable = kind == "reasoning" and bool(item.get("content"))
     if readable:
         added.update(content=[])
     elif kind == "reasoning":
@@ -163,9 +169,9 @@ def stream_events(response: Mapping[str, Any], sealer: Sealer) -> list[dict[str,
         events.extend(_item_events(index, item))
     final_output = []
     for item in response["output"]:
-        if "encrypted_content" in item:  # re-sealed: a different, equally valid value
-            plaintext = sealer.open(item["encrypted_content"]).plaintext or {}
-            item = {**item, "encrypted_content": sealer.seal(plaintext)}
+        opened = sealer.open(item.get("encrypted_content"))
+        if opened.verdict == "ok":  # re-sealed: a different, equally valid value
+            item = {**item, "encrypted_content": sealer.seal(opened.plaintext or {})}
         final_output.append(item)
     events.append({"type": "response.completed", "response": {**response,
                                                               "output": final_output}})

@@ -2,19 +2,24 @@
 
 Owns the checks of one request body: unknown parameters (a route never receives a field it does
 not read), the shape of input items, and the rules for replayed encrypted reasoning — an item
-edited, issued elsewhere, sent only by id with ``store: false``, or cut off from the item it led
-to. Knows nothing of thoughtline's codecs: it reads the wire the way the provider does.
+edited, issued elsewhere, sent only by id with ``store: false``, cut off from the item it led
+to, or a value the provider can no longer decrypt (``thinking_signature_invalid``). DeepSeek's
+rules (``wordings="deepseek"``) read a reasoning item for its ``reasoning_text`` only and demand
+it back on every tool-calling turn. Knows nothing of thoughtline's codecs: it reads the wire the
+way the provider does.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any, Literal
 
 from thoughtline.testing.responses_sealing import Sealer
 
-Wordings = Literal["openai", "xai", "relay"]
+Wordings = Literal["openai", "xai", "relay", "deepseek"]
+_NONE: Mapping[str, bool] = MappingProxyType({})
 
 # POST /v1/responses request parameters (OpenAI API reference, openai-python ResponseCreateParams).
 _PARAMS = frozenset({
@@ -113,6 +118,17 @@ def _decrypt_error(item: Mapping[str, Any], verdict: str, wordings: Wordings) ->
                   code="invalid_encrypted_content")
 
 
+def _signature_invalid(value: str, named: bool) -> Rejection:
+    """A value the provider can no longer decrypt (a rotated key, another account's item):
+    openclaw PR #92941, hermes-agent#70595 (provider-updates §5b). The body seen in the wild
+    quotes the value by its ends and names no ``param`` (kaitranntt/ccs #1402); the unnamed form
+    is the bare reason."""
+    reason = "Encrypted content could not be decrypted or parsed."
+    message = (f"The encrypted content {value[:4]}...{value[-4:]} could not be verified. "
+               f"Reason: {reason}") if named else reason
+    return _error(message, code="thinking_signature_invalid")
+
+
 def _readable(item: Mapping[str, Any]) -> bool:
     content = item.get("content")
     return isinstance(content, list) and any(
@@ -121,9 +137,20 @@ def _readable(item: Mapping[str, Any]) -> bool:
 
 
 def _check_reasoning(items: Sequence[Any], index: int, *, sealer: Sealer, stateless: bool,
-                     wordings: Wordings, readable: bool = False) -> Rejection | None:
+                     wordings: Wordings, readable: bool = False, bare: bool = False,
+                     invalid: Mapping[str, bool] = _NONE) -> Rejection | None:
     item = items[index]
     value = item.get("encrypted_content")
+    if wordings == "deepseek":
+        # DeepSeek's /responses is stateless: its items' encrypted_content is "<response
+        # id>-<n>", a reference to nothing kept (pydantic-ai-deepseek-responses-replay-
+        # reasoning); the reasoning it reads back is the reasoning_text (api-docs.deepseek.com,
+        # thinking mode).
+        return None
+    if isinstance(value, str) and value in invalid:
+        return _signature_invalid(value, invalid[value])
+    if not value and bare and item.get("id"):
+        return None  # an upstream that takes the item bare (see ResponsesPersonality.bare)
     if not value and readable and _readable(item):
         # A relay without encryption takes its readable reasoning back as it gave it
         # (provider-updates §4b: Kimi on vLLM behind a Responses front).
@@ -158,10 +185,33 @@ def _check_outputs(items: Sequence[Any]) -> Rejection | None:
     return None
 
 
+def _check_thinking(items: Sequence[Any]) -> Rejection | None:
+    """DeepSeek: a turn that called a tool must bring its reasoning back. The chat endpoint's
+    wording is "The `reasoning_content` in the thinking mode must be passed back to the API."
+    (provider-contracts §2); /responses says ``reasoning_text`` (lidge-jun/opencodex #1594,
+    provider-updates §5b)."""
+    called = reasoned = False
+    for item in [*items, None]:
+        kind = item.get("type") if isinstance(item, Mapping) else None
+        role = item.get("role") if isinstance(item, Mapping) else None
+        if kind in ("reasoning", "function_call") or role == "assistant":
+            called = called or kind == "function_call"
+            reasoned = reasoned or (kind == "reasoning" and _readable(item))
+            continue
+        if called and not reasoned:  # the end of a tool-calling turn without its reasoning
+            return _error("The `reasoning_text` in the thinking mode must be passed back to "
+                          "the API.")
+        called = reasoned = False
+    return None
+
+
 def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings = "openai",
-                  readable: bool = False) -> Rejection | None:
+                  readable: bool = False, invalid: Mapping[str, bool] = _NONE,
+                  bare: bool = False) -> Rejection | None:
     """The rejection this body earns, or None when the emulated provider accepts it
-    (``readable``: a relay that issues readable reasoning items and takes them back)."""
+    (``readable``: a relay that issues readable reasoning items and takes them back;
+    ``invalid``: encrypted values it can no longer decrypt → whether its error names them;
+    ``bare``: it takes a reasoning item back without its encrypted_content)."""
     rejection = _check_params(body)
     if rejection is not None:
         return rejection
@@ -171,7 +221,8 @@ def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings
         rejection = _check_item(index, item)
         if rejection is None and item.get("type") == "reasoning":
             rejection = _check_reasoning(items, index, sealer=sealer, stateless=stateless,
-                                         wordings=wordings, readable=readable)
+                                         wordings=wordings, readable=readable, bare=bare,
+                                         invalid=invalid)
         if rejection is None and item.get("type") == "compaction_trigger" \
                 and index != len(items) - 1:
             # provider-updates §4b: "Compacts the current context. Must be the final input item"
@@ -183,4 +234,6 @@ def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings
                 rejection = _decrypt_error(item, opened.verdict, wordings)
         if rejection is not None:
             return rejection
-    return _check_outputs(items)
+    if wordings == "deepseek":
+        rejection = _check_thinking(items)
+    return rejection or _check_outputs(items)
