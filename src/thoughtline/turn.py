@@ -14,8 +14,8 @@ import contextlib
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from thoughtline import platforms, replay
@@ -44,6 +44,8 @@ class TurnOptions:
     #: At most this many requests (1 or 2): the second only when the first's 4xx taught
     #: something. A turn sent again after a compaction gets what its first sending left over.
     requests: int = 2
+    #: Told the upstream's request id of each response (the transport's ``on_request_id``).
+    on_request_id: Callable[[str], None] | None = None
 
 
 class TurnSink(Protocol):
@@ -175,6 +177,8 @@ class TurnEngine:
             route = turn.route
             encoded, plan = self.build(turn, stream=options.stream, config=config)
             target = self.target(turn, route, stream=options.stream)
+            if options.on_request_id is not None:
+                target = replace(target, on_request_id=options.on_request_id)
             record = _Attempt(route=route, encoded=encoded, attempt=attempt,
                               stream=options.stream, learned=tuple(learned),
                               started=time.monotonic(),

@@ -3,8 +3,9 @@
 Owns timeouts, bounded retries with backoff (429, 5xx, connection errors; ``Retry-After``
 honoured), authentication through the target's ``httpx.Auth`` (applied anew on every attempt, so
 SigV4 re-signs each retry), the response framings (SSE, the AWS event stream decoded by botocore's
-parser, a streamed JSON array) and the mapping of httpx exceptions to ``ProviderError`` — once,
-here. It knows nothing of routes, carriers or reasoning; the learn-once fallback sits above it.
+parser, a streamed JSON array), telling the caller each response's request id, and the mapping of
+httpx exceptions to ``ProviderError`` — once, here. It knows nothing of routes, carriers or
+reasoning; the learn-once fallback sits above it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ from thoughtline.transport.redact import cut, redact
 _sleep = asyncio.sleep
 
 RETRY_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 529})
+
+#: Response headers that carry the upstream's own id of a request, the first present wins:
+#: Anthropic's ``request-id`` (platform.claude.com/docs/en/api/errors), the ``x-request-id`` of
+#: OpenAI (platform.openai.com/docs/api-reference/debugging-requests) and of most
+#: OpenAI-compatible servers, AWS's ``x-amzn-requestid`` (Bedrock).
+REQUEST_ID_HEADERS = ("request-id", "x-request-id", "x-amzn-requestid")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,6 +94,9 @@ class Target:
     #: Values never to appear in an error's text or body (the key the request authenticates
     #: with): a provider may echo them back, whole or cut short.
     secrets: tuple[str, ...] = ()
+    #: Told the request id of every response the upstream sends ("" when it names none): a
+    #: stream's before its first event, an error's before it is raised.
+    on_request_id: Callable[[str], None] | None = None
 
 
 class Transport(Protocol):
@@ -132,6 +142,11 @@ def provider_message(body: str) -> str:
 
 def _text(exc: Exception) -> str:
     return str(exc) or type(exc).__name__
+
+
+def request_id(headers: Mapping[str, str]) -> str:
+    """The upstream's id of the request a response answers ("" when it names none)."""
+    return next((headers[name] for name in REQUEST_ID_HEADERS if headers.get(name)), "")
 
 
 def _retry_after(headers: Mapping[str, str]) -> float | None:
@@ -305,6 +320,8 @@ class HttpTransport:
                 self.retries += 1
                 await self._backoff(attempt, None, target)
                 continue
+            if target.on_request_id is not None:
+                target.on_request_id(request_id(response.headers))
             if response.status_code < 400:
                 return response
             try:
