@@ -25,6 +25,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from thoughtline.codecs import shape
+from thoughtline.codecs.anthropic import client as messages_client
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
 from thoughtline.codecs.openai_chat import client
 from thoughtline.errors import (
@@ -172,13 +173,25 @@ class Gateway:
             return _unauthorized(CHAT)
         return Response(self.metrics.text(), media_type=CONTENT_TYPE)
 
+    async def probe(self, request: Request) -> Response:
+        """``HEAD /``: Claude Code's check that the gateway is there (no token needed)."""
+        return Response(status_code=200)
+
     async def models(self, request: Request) -> Response:
         record = _Record(fields={"method": "GET", "path": request.url.path})
+        face = MESSAGES if messages_client.asks_models(request.headers) else CHAT
         tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
-            return self._logged(record, _unauthorized(CHAT))
+            return self._logged(record, _unauthorized(face))
         record.fields["tenant"] = tenant
-        return self._logged(record, _json(200, client.models_json(upstream_models(self.config))))
+        models = upstream_models(self.config)
+        if face is CHAT:
+            return self._logged(record, _json(200, client.models_json(models)))
+        try:
+            return self._logged(record, _json(200, messages_client.models_json(
+                models, request.query_params)))
+        except ClientRequestError as exc:
+            return self._logged(record, HttpError(400, str(exc), param=exc.param).response(face))
 
     def endpoint(self, face: Face, *, compact: bool = False) -> Any:
         """The request handler of ``face`` (``compact``: its compaction endpoint)."""
@@ -588,4 +601,4 @@ def create_app(gateway: Gateway) -> Front:
               for path in both_ways(RESPONSES.compact_paths)}
     gets = {"/v1/models": gateway.models, "/healthz": gateway.healthz,
             "/readyz": gateway.readyz, "/metrics": gateway.metrics_text}
-    return Front(posts, gets, lifespan)
+    return Front(posts, gets, lifespan, heads={"/": gateway.probe})

@@ -1,4 +1,5 @@
-"""The gateway's ASGI entry point: the faces' POST paths by one dict lookup, the rest routed.
+"""The gateway's ASGI entry point: the faces' POST paths by one dict lookup, the rest routed
+(GET routes, and HEAD-only ones such as Claude Code's probe of ``/``).
 
 ``Front`` is what ``app.create_app`` returns and a server runs.
 """
@@ -27,9 +28,11 @@ class Front:
     """
 
     def __init__(self, posts: Mapping[str, Handler], gets: Mapping[str, Handler],
-                 lifespan: Any) -> None:
+                 lifespan: Any, *, heads: Mapping[str, Handler] | None = None) -> None:
         routes = [Route(path, handler, methods=["POST"]) for path, handler in posts.items()]
         routes += [Route(path, handler, methods=["GET"]) for path, handler in gets.items()]
+        routes += [Route(path, handler, methods=["HEAD"])
+                   for path, handler in (heads or {}).items()]
         self.router = Starlette(routes=routes, lifespan=lifespan)
         self.hot = dict(posts)
 

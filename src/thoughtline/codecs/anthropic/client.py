@@ -18,17 +18,23 @@ Owns parsing a client's ``POST /v1/messages`` body and headers into canonical te
   (``output_config.effort`` → ``reasoning_effort``, ``stop_sequences`` → ``stop``, ``tool_choice``
   in Chat terms) and the rest is listed as dropped;
 - the session the client names: ``X-Claude-Code-Session-Id``, else ``metadata.user_id``'s
-  ``session_id`` (a JSON string).
+  ``session_id`` (a JSON string);
+- ``GET /v1/models`` for an Anthropic client (it sends ``anthropic-version``): one page of
+  ``model`` objects, ``limit`` (default 20, 1 to 1000), ``after_id`` / ``before_id``, and
+  ``has_more``, ``first_id``, ``last_id``.
 
 Rendering answers is ``reply``'s. Pure functions; no I/O.
 
-Facts: the Messages API reference (platform.claude.com/docs/en/api/messages) and the recorded
-Claude Code requests (tests/fixtures/clients, provider-updates §4a).
+Facts: the Messages API reference (platform.claude.com/docs/en/api/messages), the Models API
+(platform.claude.com/docs/en/api/models/list; the SDK's ``ModelInfo`` and ``SyncPage``), Claude
+Code's gateway protocol (code.claude.com/docs/en/llm-gateway-protocol: it reads
+``GET /v1/models?limit=1000``) and the recorded Claude Code requests (tests/fixtures/clients,
+provider-updates §4a, §5c).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
@@ -77,9 +83,9 @@ from thoughtline.messages import (
 CLIENT_API = API
 SESSION_HEADER = "x-claude-code-session-id"
 
-__all__ = ["CLIENT_API", "MINT_PREFIX", "SESSION_HEADER", "MessageStreamWriter",
+__all__ = ["CLIENT_API", "MINT_PREFIX", "SESSION_HEADER", "MessageStreamWriter", "asks_models",
            "count_tokens_json", "error_frame", "error_json", "error_type", "is_minted",
-           "message_json", "parse_request"]
+           "message_json", "models_json", "parse_request"]
 
 #: Body keys the face turns into canonical values itself (every other key is a parameter).
 _HANDLED = frozenset({"model", "messages", "stream"})
@@ -355,3 +361,57 @@ def _params_for(params: Mapping[str, Any], unmapped: tuple[str, ...] = (),
         dropped_for[api] = (*sorted(k for k in params if k not in used
                                     and k not in _CANONICAL), *unmapped)
     return params_for, dropped_for
+
+
+# --- the model list -------------------------------------------------------------------------------
+
+#: ``limit``'s default and largest value (the Models API: 20, from 1 to 1000).
+_PAGE, _PAGE_MAX = 20, 1000
+#: ``created_at`` of a model whose release date the gateway does not know: the epoch, as the
+#: Models API allows ("may be set to an epoch value"), in RFC 3339.
+_UNKNOWN_DATE = "1970-01-01T00:00:00Z"
+
+
+def asks_models(headers: Mapping[str, str]) -> bool:
+    """Whether a ``GET /v1/models`` comes from an Anthropic client: it names the API version
+    (Claude Code and the ``anthropic`` SDK always do; OpenAI clients never)."""
+    return any(k.lower() == VERSION_HEADER and v for k, v in headers.items())
+
+
+def models_json(models: Sequence[tuple[str, str]], query: Mapping[str, str]) -> dict[str, Any]:
+    """One page of the Models API list of ``models`` ((id, owner) pairs, in the gateway's order)
+    as ``query`` asks for it; raises ``ClientRequestError`` for a bad ``limit`` or cursor."""
+    ids = [model for model, _ in models]
+    limit = _limit(query.get("limit"))
+    after, before = query.get("after_id"), query.get("before_id")
+    if after and before:
+        raise ClientRequestError("send at most one of `after_id` and `before_id`",
+                                 param="before_id")
+    if before:
+        end = _position(ids, before, "before_id")
+        start = max(0, end - limit)
+        page, more = ids[start:end], start > 0
+    else:
+        start = _position(ids, after, "after_id") + 1 if after else 0
+        page, more = ids[start:start + limit], start + limit < len(ids)
+    return {"data": [{"type": "model", "id": m, "display_name": m, "created_at": _UNKNOWN_DATE,
+                      "lifecycle": "active"} for m in page],
+            "has_more": more, "first_id": page[0] if page else None,
+            "last_id": page[-1] if page else None}
+
+
+def _limit(raw: str | None) -> int:
+    if raw is None:
+        return _PAGE
+    if not raw.isdigit() or not 1 <= int(raw) <= _PAGE_MAX:
+        raise ClientRequestError(f"`limit` must be an integer from 1 to {_PAGE_MAX}, not "
+                                 f"{raw!r}", param="limit")
+    return int(raw)
+
+
+def _position(ids: list[str], model: str, param: str) -> int:
+    try:
+        return ids.index(model)
+    except ValueError:
+        raise ClientRequestError(f"`{param}` {model!r} names no model of this gateway",
+                                 param=param) from None
