@@ -4,10 +4,12 @@ Owns the HTTP side of a request, the same for every face: token tenancy (401), t
 (413), JSON and request validation (400), model → upstream or alias (404), the
 ``X-Thoughtline-Session`` header both ways, verifying the values the gateway minted that a client
 echoed and minting the answer's own, mapping upstream failures to the face's error shape with
-the upstream's status, streamed and whole answers, cancelling the upstream request when the
-client leaves, and one access-log line per request. It has no wire logic: each face's client wire
-is its codec's (``faces``), the upstream's is its codec behind the ``TurnEngine``, storage is
-``conversation``/``storage``.
+the upstream's status, streamed and whole answers with the gateway hint headers (``hints``),
+cancelling the upstream request when the client leaves, and one access-log line per request.
+``GET /v1/models`` is in the Anthropic shape for an Anthropic client (Claude Code), else in the
+OpenAI shape; ``HEAD /`` is 200. It has no wire logic: each face's client wire is its codec's
+(``faces``, and the model list's), the upstream's is its codec behind the ``TurnEngine``, storage
+is ``conversation``/``storage``.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ from thoughtline.gateway.faces import (
     token_of,
 )
 from thoughtline.gateway.front import Front
+from thoughtline.gateway.hints import Hints
 from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
 from thoughtline.gateway.overflow import recovering
@@ -110,6 +113,8 @@ class _Record:
     marks: dict[str, float] = field(default_factory=dict)
     #: The face counted in flight ("": none).
     in_flight: str = ""
+    #: The answer's gateway hint headers (none until the upstream is known).
+    hints: Hints = field(default_factory=Hints)
 
     def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
         """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
@@ -204,8 +209,10 @@ class Gateway:
                 return await self._serve(request, record, face, compact=compact)
             except HttpError as error:
                 record.fields["error"] = error.kind
-                headers = {"www-authenticate": "Bearer"} if error.status == 401 else None
-                return self._logged(record, error.response(face, headers), error.outcome)
+                headers = {"www-authenticate": "Bearer"} if error.status == 401 else {}
+                return self._logged(record, error.response(face, {**headers,
+                                                                  **record.hints.headers()}),
+                                    error.outcome)
 
         return serve
 
@@ -272,6 +279,7 @@ class Gateway:
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model,
                              stream=parsed.stream)
+        record.hints = Hints.of(upstream, parsed.model, model)
         dropped = parsed.dropped_to(upstream.provider.api)
         if dropped:  # the client's parameters this upstream's API has no place for
             record.fields["dropped"] = list(dropped)
@@ -394,9 +402,10 @@ class Gateway:
             writer = face.writer(reply)
             body = writer.start() + writer.compaction(usage)
             return self._logged(record, Response(body, media_type="text/event-stream",
-                                                 headers=dict(headers)))
+                                                 headers={**headers, **record.hints.headers()}))
         return self._logged(record, _json(200, face.compaction(reply, parsed, endpoint=endpoint,
-                                                               usage=usage), headers))
+                                                               usage=usage),
+                                          {**headers, **record.hints.headers()}))
 
     # --- answering ----------------------------------------------------------------------------
 
@@ -409,8 +418,8 @@ class Gateway:
             try:
                 done = None
                 engine = self.engines[prepared.upstream]
-                async for event in recovering(engine, prepared.turn, sink,
-                                              TurnOptions(stream=False, keep_partial=False)):
+                async for event in recovering(engine, prepared.turn, sink, TurnOptions(
+                        stream=False, keep_partial=False, on_request_id=record.hints.heard)):
                     record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
@@ -435,13 +444,13 @@ class Gateway:
             return self._logged(record, _json(499, {}), "client_closed")
         if written is not None and (branch := written.branch):  # the head moved: a branch
             headers, record.fields["session"] = {**headers, SESSION_HEADER: branch}, branch
-        return self._logged(record, _json(200, body, headers))
+        return self._logged(record, _json(200, body, {**headers, **record.hints.headers()}))
 
     async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
-        events = recovering(self.engines[prepared.upstream], prepared.turn, sink,
-                            TurnOptions(stream=True, keep_partial=False))
+        events = recovering(self.engines[prepared.upstream], prepared.turn, sink, TurnOptions(
+            stream=True, keep_partial=False, on_request_id=record.hints.heard))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
             record.marks["first_byte"] = time.monotonic()
@@ -496,7 +505,8 @@ class Gateway:
         async def on_close(completed: bool) -> None:
             self._ended(record, 200, outcome["value"] if completed else "client_closed")
 
-        return EventStreamResponse(frames(), headers=headers, on_close=on_close)
+        return EventStreamResponse(frames(), headers={**headers, **record.hints.headers()},
+                                   on_close=on_close)
 
     def _failure(self, exc: ThoughtlineError, prepared: Prepared) -> HttpError:
         """An upstream or store failure as an OpenAI error (the upstream's key redacted)."""
