@@ -13,10 +13,13 @@ return unsigned thinking) is ``Reasoning(kind="text")``.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from thoughtline.codecs import shape
+from thoughtline.codecs.anthropic import models
 from thoughtline.codecs.anthropic.wire import (
+    FALLBACK,
     NS,
     REDACTED,
     TEXT,
@@ -62,19 +65,58 @@ def block_part(block: Mapping[str, Any], origin: Origin, *, complete: bool = Tru
     return Opaque(native={NS: dict(block)}, origin=origin)
 
 
+def answered_by(origin: Origin, model: Any) -> Origin:
+    """``origin`` naming the model a response says answered, where that is another model than
+    the one asked for (a server-side fallback, §5c); an alias or a dated id of the same model
+    keeps the request's name, which the scope rules already read."""
+    if not isinstance(model, str) or not model or not origin.model or model == origin.model:
+        return origin
+    asked, said = models.parse(origin.model), models.parse(model)
+    same = (asked == said) if asked is not None and said is not None else (
+        models.normalize(origin.model) == models.normalize(model))
+    return origin if same else replace(origin, model=model)
+
+
+def _hand_over(block: Mapping[str, Any]) -> str:
+    """The model a ``fallback`` block hands the turn to ("" when it names none)."""
+    to = block.get("to")
+    return text_of(to.get("model")) if isinstance(to, Mapping) else ""
+
+
+def origins(content: Sequence[Any], asked: Origin, answered: Origin) -> list[Origin]:
+    """Each block's origin: the model that made it. Before the first ``fallback`` block that is
+    the requested model (it declined), after each one that block's ``to`` (the turn's answering
+    model when it names none); a turn without one was made wholly by the answering model."""
+    if not any(isinstance(b, Mapping) and b.get("type") == FALLBACK for b in content):
+        return [answered] * len(content)
+    out = []
+    current = asked
+    for block in content:
+        if isinstance(block, Mapping) and block.get("type") == FALLBACK:
+            out.append(current)  # the marker belongs to the route, judged like the turn
+            to = _hand_over(block)
+            current = replace(asked, model=to) if to else answered
+            continue
+        out.append(current)
+    return out
+
+
 def message_from_content(content: Sequence[Any], origin: Origin, *,
                          complete: Sequence[bool] | None = None,
-                         incomplete: bool = False) -> Message:
-    """The canonical turn for a response's ``content`` list (``complete`` per block, if known)."""
+                         incomplete: bool = False, model: Any = None) -> Message:
+    """The canonical turn for a response's ``content`` list (``complete`` per block, if known;
+    ``model``: the response's ``model``, the one that answered)."""
+    answered = answered_by(origin, model)
+    made = origins(content, origin, answered)
     parts: list[Part] = []
     for position, block in enumerate(content):
         if not isinstance(block, Mapping):
             raise ProtocolError(f"content block is not an object: {block!r:.80}")
         whole = complete[position] if complete is not None else True
-        part = block_part(block, origin, complete=whole)
+        part = block_part(block, made[position], complete=whole)
         if part is not None:
             parts.append(part)
-    return Message(role="assistant", parts=tuple(parts), origin=origin, incomplete=incomplete)
+    return Message(role="assistant", parts=tuple(parts), origin=answered, incomplete=incomplete)
 
 
 def usage_of(raw: Any) -> Usage:
@@ -114,6 +156,7 @@ def decode_response(body: Any, origin: Origin, *, seed: str = "") -> Done:
     if not isinstance(content, list):
         raise ProtocolError("response has no content list: not a Messages response")
     stop = body.get("stop_reason")
-    return Done(message=message_from_content(content, origin), usage=usage_of(body.get("usage")),
+    message = message_from_content(content, origin, model=body.get("model"))
+    return Done(message=message, usage=usage_of(body.get("usage")),
                 finish_reason=stop if isinstance(stop, str) else None,
                 finish=neutral_finish(stop), reports=reports_of(body))

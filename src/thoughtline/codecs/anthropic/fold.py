@@ -6,7 +6,9 @@ The event type comes from the SSE ``event:`` line (``message_start``, ``content_
 payload's ``type``. Each block is rebuilt by its stream ``index`` — ``thinking_delta`` fragments,
 the one ``signature_delta`` that arrives just before ``content_block_stop``, ``text_delta``,
 ``input_json_delta``, ``citations_delta`` — and handed to the same ``block_part`` the whole
-decode uses, so a stream and its whole response give equal Messages by construction. A block
+decode uses, so a stream and its whole response give equal Messages by construction (the model
+that answered comes from ``message_start``'s ``message.model``, each block's origin from
+``decode.origins``, as in the whole decode). A block
 whose ``content_block_stop`` never came is ``complete=False`` (a thinking block cut before its
 signature is never sent as signed). Tool input is parsed once and serialized compactly, the way
 the whole decode serializes ``input``.
@@ -21,8 +23,10 @@ import orjson
 
 from thoughtline.codecs import shape
 from thoughtline.codecs.anthropic.decode import (
+    answered_by,
     arguments_text,
     block_part,
+    origins,
     reports_of,
     usage_of,
 )
@@ -86,6 +90,7 @@ class StreamFold:
         self.stopped = False
         self.usage: dict[str, Any] = {}
         self.reports: tuple[object, ...] = ()
+        self.model: Any = None  # the response's ``model``: the one that answered
         self._blocks: dict[int, _Block] = {}
         self._tools = 0
 
@@ -137,6 +142,7 @@ class StreamFold:
     def _message_start(self, payload: Mapping[str, Any]) -> list[Delta]:
         message = payload.get("message")
         if isinstance(message, Mapping):
+            self.model = message.get("model")
             self._merge_usage(message.get("usage"))
             self.reports = reports_of(message) or self.reports
         return []
@@ -167,7 +173,10 @@ class StreamFold:
             return []
         # The block is whole now (a thinking block's signature came just before): said in its
         # place, for a face that replays blocks in order before the text after them.
-        part = block_part(block.whole()[0], self.origin)
+        position = _index(payload)
+        starts = [self._blocks[i].start for i in sorted(self._blocks) if i <= position]
+        origin = origins(starts, self.origin, answered_by(self.origin, self.model))[-1]
+        part = block_part(block.whole()[0], origin)
         return [PartDone(part)] if isinstance(part, Reasoning | Opaque) else []
 
     def _message_delta(self, payload: Mapping[str, Any]) -> list[Delta]:
@@ -191,18 +200,20 @@ class StreamFold:
     def message(self, *, complete: bool = True) -> Message:
         """The turn the stream described so far (``complete=False``: the stream was cut)."""
         parts: list[Part] = []
-        for position in sorted(self._blocks):
-            block = self._blocks[position]
+        ordered = [self._blocks[position] for position in sorted(self._blocks)]
+        answered = answered_by(self.origin, self.model)
+        made = origins([b.start for b in ordered], self.origin, answered)
+        for block, origin in zip(ordered, made, strict=True):
             whole, raw = block.whole()
             done = block.stopped and complete
             if raw is not None:
                 parts.append(ToolCall(id=text_of(whole.get("id")),
                                       name=text_of(whole.get("name")), arguments=raw))
                 continue
-            part = block_part(whole, self.origin, complete=done)
+            part = block_part(whole, origin, complete=done)
             if part is not None:
                 parts.append(part)
-        return Message(role="assistant", parts=tuple(parts), origin=self.origin,
+        return Message(role="assistant", parts=tuple(parts), origin=answered,
                        incomplete=not complete)
 
     def finish(self, *, complete: bool = True) -> Done:

@@ -25,6 +25,21 @@ TEXT = "text"
 TOOL_USE = "tool_use"
 TOOL_RESULT = "tool_result"
 
+#: Blocks of late 2026 (provider-updates §5c; shapes: anthropic-sdk-python 2.17 beta types).
+#: ``fallback`` marks where a server-side fallback handed the turn to another model (``to``):
+#: the thinking before and after it are separately rooted chains, so it goes back verbatim and
+#: in place, to the route that issued it only. ``tool_addition`` / ``tool_removal`` change the
+#: tools offered from their place on (a ``tool_definition`` carries an inline tool by value).
+FALLBACK = "fallback"
+COMPACTION = "compaction"
+TOOL_ADDITION = "tool_addition"
+TOOL_REMOVAL = "tool_removal"
+#: The parameter in which the Messages face hands an Anthropic upstream the client's ``tools``
+#: as sent (``encode.top_tools``): the canonical tools are what other APIs are offered.
+TOOLS_AS_SENT = "tools_as_sent"
+#: Blocks only the route that made them may read, kept where they are (never moved, §4c/§5c).
+ISSUER_ONLY = frozenset({FALLBACK, COMPACTION})
+
 #: Header values (preserved-thinking pages; the version itself is route data).
 BINDING_BETA = "thinking-binding-controls-2026-08-01"
 VERSION_HEADER = "anthropic-version"
