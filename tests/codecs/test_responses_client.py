@@ -69,7 +69,8 @@ def test_codex_parameters_mapped_per_target_api_and_builtins_dropped() -> None:
         assert key in dropped
     assert "reasoning" not in dropped and "tool_choice" not in dropped
     assert request.dropped_to("openai-responses") == ("client_metadata",)  # ChatGPT-only
-    assert request.custom_tools == frozenset({"apply_patch"})
+    assert [n for n in request.tool_names.by_flat if request.tool_names.is_custom(n)] == [
+        "apply_patch"]
     names = [t.name for t in request.tools]
     assert "exec_command" in names and "apply_patch" in names and len(names) == 8
 
@@ -118,7 +119,7 @@ def test_custom_tool_call_round_trip() -> None:
     assert orjson.loads(call.arguments) == {"input": "*** Begin Patch"}
     assert request.messages[2].parts[0].content == "Done"
     items = reply.output_json(Message(role="assistant", parts=(call,)), response_id="r",
-                              custom=request.custom_tools)
+                              names=request.tool_names)
     assert items[0]["type"] == "custom_tool_call" and items[0]["input"] == "*** Begin Patch"
     assert items[0]["call_id"] == "c9"
 

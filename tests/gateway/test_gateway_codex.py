@@ -25,7 +25,9 @@ from thoughtline.testing import ChatEmulator
 from thoughtline.testing.responses_emulator import ResponsesEmulator
 
 CLIENTS = Path(__file__).parent.parent / "fixtures" / "clients"
-_ANSWER = frozenset({"reasoning", "function_call", "custom_tool_call"})
+_CALLS = frozenset({"function_call", "custom_tool_call"})
+_OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output"})
+_ANSWER = frozenset({"reasoning", *_CALLS})
 _DROPPED_HEADERS = frozenset({"authorization", "content-length", "accept-encoding", "host"})
 
 
@@ -55,8 +57,9 @@ def _sse_items(raw: bytes) -> list[dict[str, Any]]:
 class Replayer:
     """Sends recorded requests with the gateway's answers in place of the recorded ones."""
 
-    def __init__(self, origin: str) -> None:
+    def __init__(self, origin: str, model: str = "") -> None:
         self.origin = origin
+        self.model = model  # the model to ask for instead of the recorded one ("" keeps it)
         self.answers: dict[str, list[dict[str, Any]]] = {}  # first recorded id → ours
         self.calls: dict[str, str] = {}  # recorded call id → ours
         self.compactions: dict[str, dict[str, Any]] = {}  # recorded id → our compaction item
@@ -66,6 +69,8 @@ class Replayer:
         headers = {k: v for k, v in request["headers"].items()
                    if k.lower() not in _DROPPED_HEADERS}
         body = {**request["body"], "input": items}
+        if self.model:
+            body["model"] = self.model
         reply = httpx.post(self.origin + request["path"], headers=headers,
                            content=orjson.dumps(body), timeout=60)
         assert reply.status_code == 200, reply.text
@@ -86,8 +91,8 @@ class Replayer:
                 if key not in self.answers:  # history from before the recording: ask for it
                     self.answers[key] = self._send(request, [*out])
                 ours = self.answers[key]
-                mine = [i["call_id"] for i in ours if i["type"] == "function_call"]
-                theirs = [i["call_id"] for i in run if i["type"] == "function_call"]
+                mine = [i["call_id"] for i in ours if i["type"] in _CALLS]
+                theirs = [i["call_id"] for i in run if i["type"] in _CALLS]
                 # The emulator may answer where the recorded server called a tool (after a
                 # mid-turn compaction it sees the tool's output last): Codex then runs nothing.
                 self.calls.update(zip(theirs, mine, strict=False))
@@ -96,7 +101,7 @@ class Replayer:
                 continue
             if item.get("type") == "compaction":
                 out.append(self.compactions[item["id"]])
-            elif item.get("type") == "function_call_output":
+            elif item.get("type") in _OUTPUTS:
                 if item["call_id"] in self.calls:
                     out.append({**item, "call_id": self.calls[item["call_id"]]})
             else:

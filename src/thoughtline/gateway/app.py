@@ -47,6 +47,7 @@ from thoughtline.gateway.faces import (
     CHAT,
     FACES,
     MESSAGES,
+    NO_TOOLS,
     RESPONSES,
     Face,
     MessagesFace,
@@ -285,7 +286,7 @@ class Gateway:
             record.fields["dropped"] = list(dropped)
         reply = Reply(response_id=face.new_id(), model=parsed.model,
                       include_usage=parsed.include_usage,
-                      custom_tools=getattr(parsed, "custom_tools", frozenset()),
+                      tool_names=getattr(parsed, "tool_names", NO_TOOLS),
                       upstream_api=upstream.provider.api)
         try:
             minted: dict[int, str] = {}

@@ -22,6 +22,7 @@ from thoughtline.codecs.face import ClientRequest
 from thoughtline.codecs.openai_chat import client as chat_client
 from thoughtline.codecs.openai_responses import client as responses_client
 from thoughtline.codecs.openai_responses import reply as responses_reply
+from thoughtline.codecs.openai_responses.tools import NO_TOOLS, ToolNames
 from thoughtline.events import Done, Event
 from thoughtline.messages import Usage
 
@@ -45,8 +46,9 @@ class Reply:
     created: int = field(default_factory=lambda: int(time.time()))
     minted: str = ""
     include_usage: bool = False
-    #: The client's free-text tools (a Responses client's ``custom`` tools), by name.
-    custom_tools: frozenset[str] = frozenset()
+    #: A Responses client's tools by the flat names upstreams see (``ToolNames``): a call goes
+    #: back under the client's namespace and name, a custom tool's as a custom call.
+    tool_names: ToolNames = NO_TOOLS
     #: The upstream's API (a face may render the answers of its own API differently).
     upstream_api: str = ""
 
@@ -192,12 +194,12 @@ class ResponsesFace:
     def whole(self, done: Done, reply: Reply) -> Mapping[str, Any]:
         return responses_reply.whole_json(done, response_id=reply.response_id, model=reply.model,
                                           created=reply.created, minted=reply.minted,
-                                          custom=reply.custom_tools)
+                                          names=reply.tool_names)
 
     def writer(self, reply: Reply) -> StreamWriter:
         return responses_reply.ResponseStreamWriter(
             response_id=reply.response_id, model=reply.model, created=reply.created,
-            minted=reply.minted, custom=reply.custom_tools,
+            minted=reply.minted, names=reply.tool_names,
             live=reply.upstream_api != responses_client.CLIENT_API)
 
     def error_json(self, status: int, message: str, *, kind: str, code: str | None,

@@ -21,6 +21,40 @@ import orjson
 from thoughtline.testing.responses_sealing import Sealer
 from thoughtline.testing.script import TurnPlan, plan_turn
 
+#: A custom (free-text) tool as the script sees it: one string. Custom tools, namespaces and
+#: ``additional_tools`` items: the ``openai`` SDK's types (``custom_tool_param``,
+#: ``namespace_tool_param``, ``response_input_item_param.AdditionalTools``) and the recording
+#: ``clients/codex_lite_run1`` (a ``custom_tool_call`` answered by ``custom_tool_call_output``).
+_ONE_STRING = {"type": "object", "properties": {"input": {"type": "string"}},
+               "required": ["input"]}
+
+
+def offered_tools(body: Mapping[str, Any]) -> dict[str, tuple[str, str, Any]]:
+    """Every callable tool the request offers — top-level ``tools`` and each
+    ``additional_tools`` input item's — as view name → (namespace, type, JSON Schema)."""
+    lists = [body.get("tools") or []]
+    lists += [item.get("tools") or [] for item in body.get("input") or ()
+              if isinstance(item, Mapping) and item.get("type") == "additional_tools"]
+    out: dict[str, tuple[str, str, Any]] = {}
+    for tools in lists:
+        for tool in tools:
+            if not isinstance(tool, Mapping):
+                continue
+            members = tool.get("tools") if tool.get("type") == "namespace" else [tool]
+            for member in members or ():
+                kind = member.get("type") if isinstance(member, Mapping) else None
+                if kind in ("function", "custom"):
+                    namespace = str(tool.get("name", "")) if member is not tool else ""
+                    schema = _ONE_STRING if kind == "custom" else member.get("parameters")
+                    out[str(member.get("name", ""))] = (namespace, kind, schema)
+    return out
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, list):  # input_text parts (a custom tool's output)
+        return "\n".join(str(p.get("text", "")) for p in output if isinstance(p, Mapping))
+    return str(output if output is not None else "")
+
 
 def _chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
     """The request seen as the chat script reads one (messages, tools) — the script is shared."""
@@ -29,22 +63,39 @@ def _chat_view(body: Mapping[str, Any]) -> dict[str, Any]:
         if not isinstance(item, Mapping):
             continue
         kind, role = item.get("type"), item.get("role")
-        if kind == "function_call_output":
+        if kind in ("function_call_output", "custom_tool_call_output"):
             messages.append({"role": "tool", "tool_call_id": item.get("call_id"),
-                             "content": str(item.get("output", ""))})
-        elif kind == "function_call":
+                             "content": _output_text(item.get("output"))})
+        elif kind in ("function_call", "custom_tool_call"):
             messages.append({"role": "assistant", "tool_calls": [{
                 "id": item.get("call_id"), "function": {"name": item.get("name")}}]})
-        elif role in ("user", "system", "developer", "assistant"):
+        elif kind != "additional_tools" and role in ("user", "system", "developer",
+                                                     "assistant"):
             content = item.get("content")
             if isinstance(content, list):
                 content = "".join(str(p.get("text", "")) for p in content
                                   if isinstance(p, Mapping))
             messages.append({"role": role, "content": content or ""})
-    tools = [{"type": "function", "function": {"name": t.get("name"),
-                                               "parameters": t.get("parameters")}}
-             for t in body.get("tools") or () if isinstance(t, Mapping)]
+    tools = [{"type": "function", "function": {"name": name, "parameters": schema}}
+             for name, (_, _, schema) in offered_tools(body).items()]
     return {"messages": messages, "tools": tools}
+
+
+def _call_item(body: Mapping[str, Any], call: Any, item_id: str) -> dict[str, Any]:
+    """The planned call as the tool's kind is called: a ``function_call``, or a
+    ``custom_tool_call`` with the free text; ``namespace`` when the tool is in one."""
+    namespace, kind, _ = offered_tools(body).get(call.name, ("", "function", None))
+    if kind == "custom":
+        found = orjson.loads(call.arguments or "{}")
+        item = {"id": "ctc_" + item_id[3:], "type": "custom_tool_call", "status": "completed",
+                "call_id": call.id, "name": call.name,
+                "input": str(found.get("input", "")) if isinstance(found, dict) else ""}
+    else:
+        item = {"id": item_id, "type": "function_call", "status": "completed",
+                "arguments": call.arguments, "call_id": call.id, "name": call.name}
+    if namespace:
+        item["namespace"] = namespace
+    return item
 
 
 def _ids(digest: str) -> dict[str, str]:
@@ -88,8 +139,7 @@ def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
                      "status": "completed", "summary": [], "type": "reasoning"}
     output: list[dict[str, Any]] = [reasoning, message]
     if call is not None:
-        output.append({"id": ids["fc"], "type": "function_call", "status": "completed",
-                       "arguments": call.arguments, "call_id": call.id, "name": call.name})
+        output.append(_call_item(body, call, ids["fc"]))
     return plan, output, ids
 
 
@@ -126,6 +176,8 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
         added.update(content=[], status="in_progress")
     elif kind == "function_call":
         added.update(arguments="", status="in_progress")
+    elif kind == "custom_tool_call":
+        added.update(input="")
     events.append({"type": "response.output_item.added", "output_index": index, "item": added})
     base = {"item_id": item["id"], "output_index": index}
     if readable:
@@ -155,6 +207,11 @@ def _item_events(index: int, item: Mapping[str, Any]) -> list[dict[str, Any]]:
                        "delta": piece} for piece in _pieces(item["arguments"]))
         events.append({"type": "response.function_call_arguments.done", **base,
                        "arguments": item["arguments"]})
+    elif kind == "custom_tool_call":
+        events.extend({"type": "response.custom_tool_call_input.delta", **base,
+                       "delta": piece} for piece in _pieces(item["input"]))
+        events.append({"type": "response.custom_tool_call_input.done", **base,
+                       "input": item["input"]})
     # any other item (program, configuration_update, compaction …) arrives whole: added, done
     events.append({"type": "response.output_item.done", "output_index": index, "item": item})
     return events

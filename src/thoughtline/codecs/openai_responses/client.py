@@ -14,11 +14,16 @@ Owns parsing a client's ``POST /v1/responses`` body and headers into canonical t
   value goes to ``ClientRequest.minted`` for the gateway to verify. A ``compaction`` item the
   gateway minted names a stored checkpoint (``ResponsesRequest.checkpoint``);
 - ``function_call_output`` / ``custom_tool_call_output`` → ``tool`` turns (consecutive outputs
-  are one turn);
-- ``tools``: ``function`` → ``ToolSpec``; ``custom`` (free-text input, e.g. ``apply_patch``) →
+  are one turn; an output given as ``input_text`` parts is their texts joined by newlines), the
+  items verbatim on the turn (``items``) for a Responses upstream;
+- ``tools``, top-level and in ``additional_tools`` input items, are ``tools``'s: ``function`` →
+  ``ToolSpec``; ``custom`` (free-text input, e.g. ``apply_patch``, Codex's code-mode ``exec``) →
   a function taking one string ``input`` (``custom_tool_call`` ↔ ``{"input": …}`` arguments);
+  a ``namespace``'s members under flat names (calls name theirs by ``namespace`` + ``name``);
   built-ins (``web_search``, ``tool_search``, ``file_search`` …) run only on a Responses
-  upstream: listed as dropped for every other API;
+  upstream: listed as dropped for every other API. An ``additional_tools`` item itself rides
+  on the next message (``before``; the last one's ``after`` when none follows) and goes to a
+  Responses upstream verbatim in that place;
 - the parameters per target API: a Responses upstream gets every key verbatim; another API gets
   what it has a place for (``reasoning.effort`` → ``reasoning_effort``, ``max_output_tokens`` →
   ``max_tokens``, ``tool_choice`` in Chat terms …) and the rest is listed as dropped;
@@ -48,6 +53,17 @@ from thoughtline.codecs.face import (
     is_minted,
 )
 from thoughtline.codecs.openai_responses.decode import call_part, message_parts, reasoning_part
+from thoughtline.codecs.openai_responses.tools import (
+    ADDITIONAL_TOOLS,
+    CUSTOM_CALL,
+    CUSTOM_CALL_OUTPUT,
+    CUSTOM_INPUT,
+    NO_TOOLS,
+    ToolNames,
+    called_name,
+    output_text,
+    read_tools,
+)
 from thoughtline.codecs.openai_responses.wire import (
     API,
     ENCRYPTED,
@@ -70,17 +86,14 @@ from thoughtline.messages import (
     Text,
     ToolCall,
     ToolResult,
-    ToolSpec,
 )
 
 CLIENT_API = API
 SESSION_HEADERS = ("session-id", "thread-id")
-CUSTOM_CALL, CUSTOM_CALL_OUTPUT = "custom_tool_call", "custom_tool_call_output"
 COMPACTION, COMPACTION_TRIGGER = "compaction", "compaction_trigger"
-#: The one argument a custom (free-text) tool takes when it is offered as a function.
-CUSTOM_INPUT = "input"
 
-__all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "MINT_PREFIX", "SESSION_HEADERS",
+__all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "CUSTOM_INPUT", "MINT_PREFIX",
+           "SESSION_HEADERS",
            "ResponsesRequest", "is_minted", "own_compaction", "parse_request",
            "user_items"]
 
@@ -111,9 +124,9 @@ _MAPPED_FROM = {"max_tokens": "max_output_tokens", "temperature": "temperature",
 class ResponsesRequest(ClientRequest):
     """A Responses client's request: ``ClientRequest`` plus what only this face has."""
 
-    #: The names of the client's custom (free-text) tools: their calls go back as
-    #: ``custom_tool_call`` items.
-    custom_tools: frozenset[str] = frozenset()
+    #: The client's tools by the flat names upstreams see: their calls go back under the
+    #: client's namespace and name, a custom tool's as a ``custom_tool_call`` item.
+    tool_names: ToolNames = NO_TOOLS
     #: The last input item was ``compaction_trigger``: the client wants one ``compaction`` item.
     compact: bool = False
     #: ``previous_response_id`` when the client named one ("" when not).
@@ -152,19 +165,19 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Respon
     walk = _Walk(len(lead))
     for index, item in enumerate(raw):
         walk.item(item, f"input[{index}]")
-    walk.flush()
-    tools, custom, builtins = _tools(body.get("tools"))
+    walk.end()
+    tools = read_tools(body.get("tools"), walk.tool_lists)
     params = {k: v for k, v in body.items() if k not in _HANDLED}
-    params_for, dropped_for = _params_for(params, builtins)
+    params_for, dropped_for = _params_for(params, tools.builtins)
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise ClientRequestError("`previous_response_id` must be a string",
                                  param="previous_response_id")
     return ResponsesRequest(
-        model=model, messages=(*lead, *walk.messages), tools=tools, params=params,
+        model=model, messages=(*lead, *walk.messages), tools=tools.specs, params=params,
         stream=body.get("stream") is True, api=API, params_for=params_for,
         dropped_for=dropped_for, session_hint=_session(lowered, body.get("prompt_cache_key")),
-        minted=tuple(walk.minted), custom_tools=custom, compact=compact,
+        minted=tuple(walk.minted), tool_names=tools.names, compact=compact,
         previous_response_id=previous or "", checkpoint=walk.checkpoint,
         checkpoint_at=walk.checkpoint_at)
 
@@ -186,9 +199,13 @@ class _Walk:
         self.minted: list[Minted] = []
         self.checkpoint = ""
         self.checkpoint_at = -1
+        #: Each ``additional_tools`` item's tool list, with its place (for errors).
+        self.tool_lists: list[tuple[Any, str]] = []
         self._assistant: list[Part] = []
         self._minted = ""
         self._results: list[Part] = []
+        self._outputs: list[Mapping[str, Any]] = []
+        self._pending: list[Mapping[str, Any]] = []  # additional_tools items awaiting a message
 
     def flush(self) -> None:
         if self._assistant:
@@ -197,8 +214,33 @@ class _Walk:
                                           value=self._minted))
             self.messages.append(Message(role="assistant", parts=tuple(self._assistant)))
         if self._results:
-            self.messages.append(Message(role="tool", parts=tuple(self._results)))
-        self._assistant, self._results, self._minted = [], [], ""
+            self._add(Message(role="tool", parts=tuple(self._results),
+                              native={NS: {"items": self._outputs}}))
+        self._assistant, self._results, self._outputs, self._minted = [], [], [], ""
+
+    def end(self) -> None:
+        """The last items: additional_tools items no message followed ride on the last
+        non-assistant message, after it."""
+        self.flush()
+        if not self._pending:
+            return
+        for index in range(len(self.messages) - 1, -1, -1):
+            message = self.messages[index]
+            if message.role != "assistant":
+                carried = dict(message.native.get(NS) or {})
+                carried["after"] = self._pending
+                self.messages[index] = replace(message, native={**message.native, NS: carried})
+                break
+        self._pending = []
+
+    def _add(self, message: Message) -> None:
+        """A non-assistant message, carrying the additional_tools items that came before it."""
+        if self._pending:
+            carried = dict(message.native.get(NS) or {})
+            carried["before"] = self._pending
+            message = replace(message, native={**message.native, NS: carried})
+            self._pending = []
+        self.messages.append(message)
 
     def item(self, item: Any, where: str) -> None:
         if not is_map(item):
@@ -209,15 +251,20 @@ class _Walk:
             kind = MESSAGE  # EasyInputMessage: {"role", "content"} without a type
         if not isinstance(kind, str):
             raise ClientRequestError(f"{where}.type must be a string", param=f"{where}.type")
+        if kind == ADDITIONAL_TOOLS:
+            self.tool_lists.append((item.get("tools"), where))
+            self._pending.append(item)
+            return
         if kind in _OUTPUT_ITEMS:
             if self._assistant:
                 self.flush()
             self._results.append(ToolResult(call_id=text_of(item.get("call_id")),
-                                            content=_output_text(item.get("output"))))
+                                            content=output_text(item.get("output"))))
+            self._outputs.append(item)
             return
         if kind == MESSAGE and role != "assistant":
             self.flush()
-            self.messages.append(_message(item, role, where))
+            self._add(_message(item, role, where))
             return
         if self._results:
             self.flush()
@@ -300,50 +347,9 @@ def _assistant_message(item: Mapping[str, Any], where: str) -> Mapping[str, Any]
 def _custom_call(item: Mapping[str, Any]) -> ToolCall:
     call_id = text_of(item.get("call_id")) or text_of(item.get("id"))
     arguments = orjson.dumps({CUSTOM_INPUT: text_of(item.get(CUSTOM_INPUT))}).decode()
-    rest = {k: v for k, v in item.items() if k not in ("call_id", "name", CUSTOM_INPUT)}
-    return ToolCall(id=call_id, name=text_of(item.get("name")), arguments=arguments,
-                    native={NS: rest})
-
-
-def _output_text(output: Any) -> str:
-    if isinstance(output, str):
-        return output
-    if isinstance(output, list):  # input_text / output_text parts
-        return "\n".join(text_of(p.get("text")) for p in output if is_map(p))
-    return ""
-
-
-def _tools(raw: Any) -> tuple[tuple[ToolSpec, ...], frozenset[str], tuple[str, ...]]:
-    """Canonical tools, the names of custom ones, and the built-in kinds (by type)."""
-    if raw is None:
-        return (), frozenset(), ()
-    if not isinstance(raw, list):
-        raise ClientRequestError("`tools` must be an array", param="tools")
-    out: list[ToolSpec] = []
-    custom: set[str] = set()
-    builtins: list[str] = []
-    for index, tool in enumerate(raw):
-        where = f"tools[{index}]"
-        if not is_map(tool) or not isinstance(tool.get("type"), str):
-            raise ClientRequestError(f"{where} must be a tool with a type", param=where)
-        kind = tool["type"]
-        name = text_of(tool.get("name"))
-        if kind in ("function", "custom") and not name:
-            raise ClientRequestError(f"{where} must have a name", param=f"{where}.name")
-        if kind == "function":
-            schema = tool.get("parameters")
-            out.append(ToolSpec(name=name, description=text_of(tool.get("description")),
-                                parameters=schema if is_map(schema)
-                                else {"type": "object", "properties": {}}))
-        elif kind == "custom":
-            custom.add(name)
-            out.append(ToolSpec(name=name, description=text_of(tool.get("description")),
-                                parameters={"type": "object", "properties": {
-                                    CUSTOM_INPUT: {"type": "string"}},
-                                    "required": [CUSTOM_INPUT]}))
-        else:
-            builtins.append(f"tools[{kind}]")
-    return tuple(out), frozenset(custom), tuple(dict.fromkeys(builtins))
+    # the whole item, key order included: a Responses upstream gets it back as it was
+    return ToolCall(id=call_id, name=called_name(item), arguments=arguments,
+                    native={NS: dict(item)})
 
 
 def own_compaction(request: ResponsesRequest, api: str) -> ResponsesRequest | None:

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from thoughtline.codecs import shape
+from thoughtline.codecs.openai_responses.tools import call_rest, called_name
 from thoughtline.codecs.openai_responses.wire import (
     ENCRYPTED,
     FUNCTION_CALL,
@@ -130,9 +131,8 @@ def call_part(item: Mapping[str, Any], *, fallback_id: str) -> ToolCall:
         arguments = shape.json_text(arguments, "function_call.arguments") \
             if arguments is not None else ""
     call_id = text_of(item.get("call_id")) or text_of(item.get("id")) or fallback_id
-    rest = {k: v for k, v in item.items() if k not in _CALL_FIELDS}
-    return ToolCall(id=call_id, name=text_of(item.get("name")), arguments=arguments,
-                    native={NS: rest})
+    return ToolCall(id=call_id, name=called_name(item), arguments=arguments,
+                    native={NS: call_rest(item, _CALL_FIELDS)})
 
 
 def parts_of(output: Any, origin: Origin | None, *, seed: str = "",

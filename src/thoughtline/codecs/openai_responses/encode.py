@@ -31,6 +31,15 @@ from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
 from thoughtline.codecs.openai_responses import compaction
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
+from thoughtline.codecs.openai_responses.tools import (
+    CUSTOM_CALL,
+    CUSTOM_INPUT,
+    NO_TOOLS,
+    client_name,
+    custom_input,
+    output_text,
+    top_level,
+)
 from thoughtline.codecs.openai_responses.wire import (
     API,
     ENCRYPTED,
@@ -220,11 +229,16 @@ def _plain_message(text: str) -> dict[str, Any]:
 
 
 def _call_item(call: ToolCall, own: bool, plan: ReplayPlan) -> dict[str, Any]:
+    native = call.native.get(NS, {})
+    name = client_name(call.name, native, NO_TOOLS).name
+    if native.get("type") == CUSTOM_CALL:  # a client's custom call: its item, key order kept
+        now = {"call_id": call.id, "name": name, CUSTOM_INPUT: custom_input(call.arguments)}
+        return _with_id({k: now.get(k, v) for k, v in native.items()}, own, plan)
     item: dict[str, Any] = {"type": FUNCTION_CALL}
-    for key, value in call.native.get(NS, {}).items():
+    for key, value in native.items():
         if key not in ("type", "status"):
             item[key] = value
-    item.update(call_id=call.id, name=call.name, arguments=call.arguments)
+    item.update(call_id=call.id, name=name, arguments=call.arguments)
     return _with_id(item, own, plan)
 
 
@@ -315,17 +329,38 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     if own:
         return own
     carried = message.native.get(NS)
-    item = carried.get("item") if is_map(carried) else None
+    if not is_map(carried):
+        return _own_message(message, {})
+    # a client's additional_tools items ride on the message next to them: in place, verbatim
+    return [*(carried.get("before") or ()), *_own_message(message, carried),
+            *(carried.get("after") or ())]
+
+
+def _own_message(message: Message, carried: Mapping[str, Any]) -> list[dict[str, Any]]:
+    item = carried.get("item")
     if is_map(item) and item.get("type") not in (None, MESSAGE):
         return [item]  # an input item of the client's own (a compaction_trigger), verbatim
     if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):
+        given = carried.get("items") or ()
+        results = [r for r in message.parts if isinstance(r, ToolResult)]
         items: list[dict[str, Any]] = [
-            {"type": FUNCTION_CALL_OUTPUT, "call_id": r.call_id, "output": r.content}
-            for r in message.parts if isinstance(r, ToolResult)]
+            _output_item(r, given[i] if i < len(given) else None)
+            for i, r in enumerate(results)]
         if message.text:
             items.append({"role": "user", "content": message.text})
         return items
     return [{"role": message.role, "content": message.text}]
+
+
+def _output_item(result: ToolResult, given: Any) -> dict[str, Any]:
+    """A tool result as the client's own output item when it still says the same (a custom
+    call's output, parts and all), else as a plain output of the item's kind."""
+    if is_map(given) and given.get("call_id") == result.call_id:
+        if output_text(given.get("output")) == result.content:
+            return dict(given)
+        return {"type": given.get("type") or FUNCTION_CALL_OUTPUT, "call_id": result.call_id,
+                "output": result.content}
+    return {"type": FUNCTION_CALL_OUTPUT, "call_id": result.call_id, "output": result.content}
 
 
 def counts_of(items: Iterable[Mapping[str, Any]]) -> Counts:
@@ -387,9 +422,10 @@ class ResponsesIndex:
         return origins_of(self.walk.history)
 
 
-def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
-    return [{"type": "function", "name": t.name, "description": t.description,
-             "parameters": dict(t.parameters)} for t in tools]
+def encode_tools(tools: Sequence[ToolSpec]) -> list[Mapping[str, Any]]:
+    """The top-level ``tools``: a Responses client's own definitions verbatim (custom tools and
+    namespaces included; none for those its ``additional_tools`` items carry), else functions."""
+    return list(top_level(tools))
 
 
 def _reasoning_fields(plan: ReplayPlan, params: Mapping[str, Any],
@@ -432,8 +468,9 @@ def request_body(items: list[Any], plan: ReplayPlan, *, model: str,
     """The body around the input ``items`` (dicts, or the turns' bytes as fragments)."""
     params = params or {}
     body: dict[str, Any] = {"model": model, "input": items}
-    if tools:
-        body["tools"] = encode_tools(tools)
+    listed = encode_tools(tools) if tools else []
+    if listed:
+        body["tools"] = listed
     if stream:
         body["stream"] = True
     profile = plan.profile

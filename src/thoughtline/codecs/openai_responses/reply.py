@@ -29,6 +29,13 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.openai_responses.client import COMPACTION, CUSTOM_CALL, CUSTOM_INPUT
+from thoughtline.codecs.openai_responses.tools import (
+    NAMESPACE,
+    NO_TOOLS,
+    ToolNames,
+    client_name,
+    custom_input,
+)
 from thoughtline.codecs.openai_responses.wire import (
     API,
     ENCRYPTED,
@@ -93,26 +100,27 @@ def _minted_item(minted: str, summary: str) -> dict[str, Any]:
             ENCRYPTED: minted}
 
 
-def _call_item(call: ToolCall, custom: frozenset[str], index: int,
+def _call_item(call: ToolCall, names: ToolNames, index: int,
                response_id: str) -> dict[str, Any]:
     native = dict(call.native.get(NS, {}))
-    if native.get("type") == CUSTOM_CALL or (not native and call.name in custom):
-        try:
-            found = orjson.loads(call.arguments) if call.arguments.strip() else {}
-        except orjson.JSONDecodeError:
-            found = {}
-        value = found.get(CUSTOM_INPUT) if isinstance(found, dict) else None
-        text = value if isinstance(value, str) else call.arguments
-        return {"type": CUSTOM_CALL, "id": native.get("id") or f"ctc_{response_id}_{index}",
-                "status": "completed", "call_id": call.id, "name": call.name,
-                CUSTOM_INPUT: text}
+    wire = client_name(call.name, native, names)
+    if native.get("type") == CUSTOM_CALL or (not native and names.is_custom(call.name)):
+        custom = {"type": CUSTOM_CALL, "id": native.get("id") or f"ctc_{response_id}_{index}",
+                  "status": "completed", "call_id": call.id, "name": wire.name}
+        if wire.namespace:
+            custom[NAMESPACE] = wire.namespace
+        custom[CUSTOM_INPUT] = custom_input(call.arguments)
+        return custom
     item: dict[str, Any] = {"type": FUNCTION_CALL,
                             "id": native.get("id") or f"fc_{response_id}_{index}",
                             "status": native.get("status") or "completed"}
     for key, value in native.items():
         if key not in item:
             item[key] = value
-    item.update(call_id=call.id, name=call.name, arguments=call.arguments)
+    item.update(call_id=call.id, name=wire.name)
+    if wire.namespace:
+        item[NAMESPACE] = wire.namespace
+    item["arguments"] = call.arguments
     return item
 
 
@@ -134,7 +142,7 @@ def _message_item(shell: Mapping[str, Any] | None, texts: list[str],
 
 
 def output_json(message: Message, *, response_id: str, minted: str = "",
-                custom: frozenset[str] = frozenset()) -> list[dict[str, Any]]:
+                names: ToolNames = NO_TOOLS) -> list[dict[str, Any]]:
     """The turn's output items as the client will send them back."""
     out: list[dict[str, Any]] = []
     shell: Mapping[str, Any] | None = None
@@ -170,7 +178,7 @@ def output_json(message: Message, *, response_id: str, minted: str = "",
                 out.append(_minted_item(minted, "\n\n".join(t for t in readable if t)))
                 placed = True
         elif isinstance(part, ToolCall):
-            out.append(_call_item(part, custom, len(out), response_id))
+            out.append(_call_item(part, names, len(out), response_id))
     flush()
     if minted and not placed and _hidden(message):
         out.insert(0, _minted_item(minted, ""))
@@ -207,12 +215,12 @@ def response_json(*, response_id: str, model: str, created: int, status: str = "
 
 
 def whole_json(done: Done, *, response_id: str, model: str, created: int, minted: str = "",
-               custom: frozenset[str] = frozenset()) -> dict[str, Any]:
+               names: ToolNames = NO_TOOLS) -> dict[str, Any]:
     """The whole ``response`` object for a finished turn."""
     status, incomplete = _status(done)
     return response_json(response_id=response_id, model=model, created=created, status=status,
                          output=output_json(done.message, response_id=response_id,
-                                            minted=minted, custom=custom),
+                                            minted=minted, names=names),
                          usage=done.usage, incomplete=incomplete)
 
 
@@ -278,12 +286,12 @@ class ResponseStreamWriter:
     """
 
     def __init__(self, *, response_id: str, model: str, created: int, minted: str = "",
-                 custom: frozenset[str] = frozenset(), live: bool = True) -> None:
+                 names: ToolNames = NO_TOOLS, live: bool = True) -> None:
         self._response_id = response_id
         self._model = model
         self._created = created
         self._minted = minted
-        self._custom = custom
+        self._names = names
         self._live_ok = live
         self._sequence = 0
         self._index = 0  # the next output_index
@@ -440,7 +448,7 @@ class ResponseStreamWriter:
         its final form, and ``response.completed`` (or ``response.incomplete``)."""
         out = [self._close()]
         final = output_json(done.message, response_id=self._response_id, minted=self._minted,
-                            custom=self._custom)
+                            names=self._names)
         for item in final:
             live = self._live.pop(text_of(item.get("id")), None)
             if live is not None and live[1] == item.get("type"):
