@@ -28,6 +28,7 @@ from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
     BINDING_BETA,
+    ISSUER_ONLY,
     VERSION_HEADER,
 )
 from thoughtline.codecs.base import CodecBase, Context, Encoded, Endpoint, Lesson
@@ -161,8 +162,9 @@ class Anthropic(CodecBase):
         return ENCODER.later(state, context)
 
     def position_critical(self, value: Mapping[str, Any]) -> bool:
-        """Hook: a block that must stay where it is (a compaction block, §4c)."""
-        return value.get("type") == compaction.BLOCK
+        """Hook: a block that must stay where it is (a compaction block, §4c; a fallback
+        marker, §5c)."""
+        return value.get("type") in ISSUER_ONLY
 
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
         """Hook: on-demand compaction as the summarizer, where the model has it (§4c)."""

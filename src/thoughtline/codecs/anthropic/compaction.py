@@ -8,6 +8,11 @@ Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8 and Sonnet 4.6. The block sh
 ``anthropic/pydantic-ai-anthropic-compaction-round-trip.i0.request.json``). The value of the
 ``compaction`` parameter is not in our sources: ``{"type": "on_demand"}`` is sent, and a 400
 naming compaction turns native compaction off for the session (the caller falls back).
+
+The block may now carry ``encrypted_content`` in place of (or beside) the ``signature``
+(provider-updates §5c, marked unverified; the SDK's beta types declare both): either counts as
+the block's proof, the block goes back whole and only to its issuer (``walk``), and a block
+without a readable summary is no summary for us (the caller's own summarizer runs instead).
 """
 
 from __future__ import annotations
@@ -61,10 +66,11 @@ class NativeCompaction:
         if len(found) != 1:
             return None
         block = found[0].native[NS]
-        summary, signature = block.get("content"), block.get("signature")
+        summary = block.get("content")
         if not isinstance(summary, str) or not summary.strip():
             return None
-        if not isinstance(signature, str) or not signature:
+        proofs = (block.get("signature"), block.get("encrypted_content"))
+        if not any(isinstance(proof, str) and proof for proof in proofs):
             return None
         return summary, found[0]
 

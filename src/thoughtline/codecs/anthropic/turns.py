@@ -93,7 +93,7 @@ _binds_model = lru_cache(maxsize=64)(models.binds_blocks)
 class Encoder:
     """``TurnEncoder[State, TurnAfter]`` for Anthropic Messages."""
 
-    version = "anthropic-turns-2"  # bump when a turn's bytes or its facts change
+    version = "anthropic-turns-3"  # bump when a turn's bytes or its facts change
     flat = False
     extra_type = TurnExtra
     after_type = TurnAfter

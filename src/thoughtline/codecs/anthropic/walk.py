@@ -21,8 +21,10 @@ from thoughtline.codecs.anthropic import binding, compaction, models
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
     CARRIED,
+    COMPACTION,
     CONTENT,
     IN_PLACE,
+    ISSUER_ONLY,
     NS,
     REDACTED,
     TEXT,
@@ -153,12 +155,26 @@ def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain)
                 block = {"type": TOOL_USE, "id": part.id, "name": part.name,
                          "input": _tool_input(part.arguments)}
             case Opaque() if part.namespace == NS and not message.incomplete:
-                if profile.replay == "signed" or plan.may_replay(part.origin):
-                    block = part.native[NS]
+                block = _opaque_block(part, plan, profile)
         if block is not None:
             blocks.append(block)
             parts.append(position)
     return make_turn("assistant", message, blocks, parts, omitted, (chain.started, chain.cut))
+
+
+def _opaque_block(part: Opaque, plan: ReplayPlan, profile: AnthropicProfile) -> Any:
+    """A verbatim block in its place. A ``fallback`` or ``compaction`` block goes only to the
+    route that made it (same provider and host, §4c/§5c), byte for byte; elsewhere a compaction
+    block's readable summary stands in as text where it has one, and a fallback marker is
+    nothing (it only bounds the issuer's thinking chains)."""
+    block = part.native[NS]
+    if block.get("type") not in ISSUER_ONLY:
+        return block if profile.replay == "signed" or plan.may_replay(part.origin) else None
+    if _made_by(part.origin, plan):
+        return block
+    summary = block.get("content") if block.get("type") == COMPACTION else None
+    return {"type": TEXT, TEXT: summary} if isinstance(summary, str) and summary.strip() \
+        else None
 
 
 def in_place(message: Message) -> Mapping[str, Any] | None:
