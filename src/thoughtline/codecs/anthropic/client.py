@@ -39,6 +39,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.anthropic import toolchanges
 from thoughtline.codecs.anthropic.reply import (
     MessageStreamWriter,
     count_tokens_json,
@@ -51,14 +52,19 @@ from thoughtline.codecs.anthropic.wire import (
     API,
     BETA_HEADER,
     CARRIED,
+    COMPACTION,
     CONTENT,
+    FALLBACK,
     IN_PLACE,
     NS,
     REDACTED,
     TEXT,
     THINKING,
+    TOOL_ADDITION,
+    TOOL_REMOVAL,
     TOOL_RESULT,
     TOOL_USE,
+    TOOLS_AS_SENT,
     VERSION_HEADER,
     text_of,
 )
@@ -124,7 +130,8 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Client
     passed = {k: lowered[k] for k in (VERSION_HEADER, BETA_HEADER) if lowered.get(k)}
     offset = len(system)
     return ClientRequest(
-        model=model, messages=(*system, *messages), tools=_tools(body.get("tools")),
+        model=model, messages=(*system, *messages),
+        tools=toolchanges.effective(_tools(body.get("tools")), raw),
         params=params, stream=body.get("stream") is True, api=API, params_for=params_for,
         dropped_for=dropped_for, headers_for={API: passed},
         session_hint=_session(lowered, body.get("metadata")),
@@ -274,12 +281,9 @@ def _tools(raw: Any) -> tuple[ToolSpec, ...]:
         if not isinstance(tool, Mapping) or not text_of(tool.get("name")):
             raise ClientRequestError(f"tools[{index}] must be a tool with a name",
                                      param=f"tools[{index}]")
-        schema = tool.get("input_schema")
-        if schema is None and tool.get("type") not in (None, "custom"):
-            continue  # a server tool (web_search …): only an Anthropic upstream runs it
-        out.append(ToolSpec(name=tool["name"], description=text_of(tool.get("description")),
-                            parameters=schema if isinstance(schema, Mapping)
-                            else {"type": "object", "properties": {}}, native={NS: tool}))
+        spec = toolchanges.spec_of(tool)
+        if spec is not None:  # (None: a server tool, web_search …: only Anthropic runs it)
+            out.append(spec)
     return tuple(out)
 
 
@@ -323,8 +327,8 @@ _MAPPED_FROM = {"max_tokens": "max_tokens", "temperature": "temperature", "top_p
 def _unmapped(messages: list[Message]) -> tuple[str, ...]:
     """What of the messages only an Anthropic upstream takes: verbatim block kinds (images,
     documents …) and cache breakpoints, named for the request log."""
-    kinds = {f"{p.native[NS].get('type')} blocks" for m in messages for p in m.parts
-             if isinstance(p, Opaque)}
+    kinds = {_LATE.get(kind, f"{kind} blocks") for m in messages for p in m.parts
+             if isinstance(p, Opaque) and (kind := p.native[NS].get("type"))}
     marks = [p.native.get(NS, {}) for m in messages for p in m.parts if isinstance(p, Text)]
     for message in messages:
         sent = message.native.get(NS, {}).get(CONTENT)
@@ -334,11 +338,25 @@ def _unmapped(messages: list[Message]) -> tuple[str, ...]:
     return tuple(sorted(kinds))
 
 
+#: Why the late-2026 blocks (provider-updates §5c) go nowhere but to an Anthropic upstream.
+_LATE = {
+    FALLBACK: "fallback blocks: a server-side fallback's marker, read only by the Anthropic "
+              "route that made it",
+    COMPACTION: "compaction blocks: read only by the Anthropic route that made them",
+    TOOL_ADDITION: "tool_addition blocks: the tools they add are in tools",
+    TOOL_REMOVAL: "tool_removal blocks: the tools they remove are left out of tools",
+}
+
+
 def _own(params: Mapping[str, Any], neutral: Mapping[str, Any]) -> dict[str, Any]:
     """What an Anthropic upstream's codec takes as parameters: every key as given, except the
     ones it writes from canonical values (``system``, ``tools``) and the effort, which it reads
-    as ``reasoning_effort`` and writes into ``output_config`` itself."""
+    as ``reasoning_effort`` and writes into ``output_config`` itself. The client's ``tools`` go
+    along as sent (``TOOLS_AS_SENT``): the canonical tools are those in effect after its
+    ``tool_addition`` / ``tool_removal`` blocks (``toolchanges``), for every other API."""
     out = {k: v for k, v in params.items() if k not in _CANONICAL}
+    # The client's own tool list, which its tool_addition/tool_removal blocks refer to (§5c).
+    out[TOOLS_AS_SENT] = params["tools"] if isinstance(params.get("tools"), list) else []
     if "reasoning_effort" in neutral:
         out["reasoning_effort"] = neutral["reasoning_effort"]
         rest = {k: v for k, v in params["output_config"].items() if k != "effort"}

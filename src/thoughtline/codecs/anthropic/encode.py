@@ -31,7 +31,7 @@ import orjson
 
 from thoughtline.codecs.anthropic import params
 from thoughtline.codecs.anthropic.walk import block_fingerprint, target_model
-from thoughtline.codecs.anthropic.wire import API, NS
+from thoughtline.codecs.anthropic.wire import API, NS, TOOLS_AS_SENT
 from thoughtline.codecs.base import Encoded, RequestSpec, Walk
 from thoughtline.codecs.common import merge_params
 from thoughtline.messages import ToolSpec
@@ -62,6 +62,15 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
     return out
 
 
+def top_tools(spec: RequestSpec) -> list[Any]:
+    """The top-level ``tools``: an Anthropic client's own list as it sent it, when the Messages
+    face passed it on (``TOOLS_AS_SENT``: server tools included, and never the tools its
+    ``tool_addition`` blocks add, which those blocks carry in place, §5c); else built from the
+    canonical tools."""
+    given = spec.params.get(TOOLS_AS_SENT)
+    return given if isinstance(given, list) else encode_tools(spec.tools)
+
+
 def system_json(system: Sequence[str]) -> bytes:
     """The ``system`` array from each top-level system message's blocks (comma-joined JSON)."""
     return b"[" + ",".join(s for s in system if s).encode() + b"]"
@@ -70,7 +79,7 @@ def system_json(system: Sequence[str]) -> bytes:
 def request(walk: Walk[State, TurnAfter], spec: RequestSpec, plan: ReplayPlan) -> Encoded:
     """The request body around the turns' bytes, serialized, with its index."""
     profile = plan.profile
-    given = dict(spec.params)
+    given = {k: v for k, v in spec.params.items() if k != TOOLS_AS_SENT}
     merged = {**spec.settings, **plan.settings}
     body: dict[str, Any] = {}
     if profile.body_version:
@@ -81,8 +90,9 @@ def request(walk: Walk[State, TurnAfter], spec: RequestSpec, plan: ReplayPlan) -
     if any(walk.state.system):
         body["system"] = orjson.Fragment(system_json(walk.state.system))
     body["messages"] = walk.fragments
-    if spec.tools:
-        body["tools"] = encode_tools(spec.tools)
+    tools = top_tools(spec)
+    if tools:
+        body["tools"] = tools
     if spec.stream:
         body["stream"] = True
     merge_params(body, params.passthrough(given), OWNED)

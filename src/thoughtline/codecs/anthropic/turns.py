@@ -28,7 +28,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.anthropic import binding, models
-from thoughtline.codecs.anthropic.encode import encode_tools, request, system_json
+from thoughtline.codecs.anthropic.encode import request, system_json, top_tools
 from thoughtline.codecs.anthropic.sent import State, TurnAfter, TurnExtra
 from thoughtline.codecs.anthropic.walk import (
     Chain,
@@ -119,7 +119,7 @@ class Encoder:
         loop, last = (0, -1) if keep_prior else _loop_and_last(facts)
         running = b""
         if binds:
-            running = binding.seed(orjson.loads(system_json(system)), encode_tools(spec.tools))
+            running = binding.seed(orjson.loads(system_json(system)), top_tools(spec))
         return State(loop=loop, last=last, keep_prior=keep_prior, binds=binds,
                      behavior=_behavior(plan, spec),
                      chain_matters=binds and bool(plan.fingerprints), system=system,
