@@ -16,7 +16,9 @@ cannot read → 400 on older models, silently dropped (reported) on models that 
 bound to another account (Sonnet/Haiku 5.5) → dropped; on binding models, a changed prefix or a
 missing predecessor → 400 "bound to a different conversation", or, with ``drop_block``, the block
 and every later one dropped and reported in ``input_transformations``. Removing blocks from the
-start is fine (§5): the first replayed block's predecessor is not checked.
+start is fine (§5): the first replayed block's predecessor is not checked. After a ``fallback``
+block the thinking is a chain of its own (provider-updates §5c): its first block has no
+predecessor, so a turn sent back without the block fails the predecessor check.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from thoughtline.testing.signing import DEFAULT_SECRET
 _PREFIX = "Eo"
 _TAG = 32
 _BLOCKS = ("thinking", "redacted_thinking")
+_FALLBACK = "fallback"
 THINKING_TEXT = "thinking"
 
 
@@ -176,6 +179,7 @@ class _Place:
     value: Any
     index: int
     position: int
+    rooted: bool = False  # the first thinking block after a ``fallback`` block: a new chain
 
 
 def _replayed(messages: Sequence[Any]) -> Iterator[tuple[_Place, Mapping[str, Any], bool]]:
@@ -185,13 +189,16 @@ def _replayed(messages: Sequence[Any]) -> Iterator[tuple[_Place, Mapping[str, An
             continue
         content = message.get("content")
         first = True
+        rooted = False
         for position, block in enumerate(content if isinstance(content, list) else ()):
-            if isinstance(block, Mapping) and block.get("type") in _BLOCKS:
+            if isinstance(block, Mapping) and block.get("type") == _FALLBACK:
+                first = rooted = True
+            elif isinstance(block, Mapping) and block.get("type") in _BLOCKS:
                 kind = block["type"]
                 value = block.get("signature") if kind == "thinking" else block.get("data")
                 yield (_Place(f"messages.{index}.content.{position}", kind, value, index,
-                              position), block, first)
-                first = False
+                              position, rooted), block, first)
+                first = rooted = False
 
 
 def verify(body: Mapping[str, Any], signer: BlockSigner, target: Target) -> Verdict:
@@ -235,7 +242,7 @@ def _check(body: Mapping[str, Any], messages: Sequence[Any], place: _Place,
         return "model_binding_mismatch"
     if rules.account_bound(record["m"]) and record["a"] != target.account:
         return "account_binding_mismatch"
-    expected = previous_here or (out.last_kept if binds else "")
+    expected = previous_here or (out.last_kept if binds and not place.rooted else "")
     if expected and record["v"] != _digest(expected):
         if not binds:  # reordered inside one message
             out.rejection = _invalid(place.path, place.kind)

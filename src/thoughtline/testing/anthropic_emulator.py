@@ -7,7 +7,8 @@ AWS4-HMAC-SHA256 …`` SigV4 header — present, not verified), and Vertex
 ``:streamRawPredict``, bearer token). Every request is checked the way the real API checks it
 (``anthropic_rules``: shape, version, thinking parameters per model; ``anthropic_blocks``: signed
 thinking bound to its block and prefix, the model and account checks, ``drop_block``;
-``anthropic_compaction``: on-demand compaction and replayed compaction blocks), answered
+``anthropic_compaction``: on-demand compaction and replayed compaction blocks;
+``anthropic_fallback``: server-side fallback and replayed ``fallback`` blocks), answered
 by the script (``anthropic_replies``) whole or as SSE with real ``event:`` names, and recorded.
 
     with AnthropicEmulator() as emu:
@@ -31,6 +32,7 @@ from starlette.routing import Route
 
 from thoughtline.testing import anthropic_blocks as blocks
 from thoughtline.testing import anthropic_compaction as compaction
+from thoughtline.testing import anthropic_fallback as fallback
 from thoughtline.testing import anthropic_replies as replies
 from thoughtline.testing import anthropic_rules as rules
 from thoughtline.testing.anthropic_rules import Rejection, error
@@ -59,6 +61,10 @@ class _State:
     cuts: deque[StreamCut] = field(default_factory=deque)
     prompt_cache: bool = False
     window: int | None = None
+    #: Refusal categories of the next requests that ask for fallback, each answered by a hop.
+    declines: deque[str | None] = field(default_factory=deque)
+    #: Every ``fallback`` block answered, serialized as sent (a replayed one must be one).
+    fallbacks: set[bytes] = field(default_factory=set)
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +125,8 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
                                 version_header=platform in ("anthropic", "foundry"))
     found = (found or compaction.check(body, headers, call.model)
              or compaction.check_replayed(body, state.signer, state.account)
+             or fallback.check(body, headers)
+             or fallback.check_replayed(body, raw, state.fallbacks)
              or blocks.missing_in_loop(body, call.model))
     if found is not None:
         return _refuse(state, found)
@@ -138,12 +146,21 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
         reply = replies.Reply(content=content, stop_reason="end_turn",
                               message_id=f"msg_emucompact{len(state.received):08d}")
     else:
-        reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept)
+        hop = None
+        if state.declines and fallback.asked(body, headers):
+            hop = fallback.hop(body, call.model, state.declines.popleft())
+        reply = replies.build(body, call.model, state.account, state.signer, verdict.last_kept,
+                              hop)
+        state.fallbacks.update(orjson.dumps(b) for b in reply.content
+                               if b["type"] == fallback.BLOCK)
     state.answers.append(reply.content)
+    # The response names the model that answered (a fallback's, after a hop: §5c).
+    answered = next((b["to"]["model"] for b in reversed(reply.content)
+                     if b["type"] == fallback.BLOCK), call.model)
     if not call.stream:
-        return _json(200, replies.whole(reply, call.model, prompt, reports))
+        return _json(200, replies.whole(reply, answered, prompt, reports))
     cut = state.cuts.popleft() if state.cuts else None
-    return StreamingResponse(_sse(replies.events(reply, call.model, prompt, reports), cut),
+    return StreamingResponse(_sse(replies.events(reply, answered, prompt, reports), cut),
                              media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
 
@@ -232,6 +249,11 @@ class AnthropicEmulator:
     def answers(self) -> list[list[dict[str, Any]]]:
         """The content blocks of every accepted request's answer, in order (a live list)."""
         return self._state.answers
+
+    def decline_next(self, category: str | None = "cyber") -> None:
+        """Have the requested model decline the next request that asks for server-side fallback
+        (``fallbacks`` and its beta): the first fallback answers after a ``fallback`` block."""
+        self._state.declines.append(category)
 
     def fail_next(self, status: int, body: Any) -> None:
         """Answer the next request with ``status`` and ``body`` (it is still recorded)."""

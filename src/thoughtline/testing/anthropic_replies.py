@@ -23,6 +23,7 @@ import orjson
 
 from thoughtline.testing import anthropic_rules as rules
 from thoughtline.testing.anthropic_blocks import BlockSigner, Prefix
+from thoughtline.testing.anthropic_fallback import Hop
 from thoughtline.testing.toolargs import arguments
 
 
@@ -83,11 +84,28 @@ def plan(body: Mapping[str, Any], model: str) -> tuple[list[Said], str]:
 
 
 def build(body: Mapping[str, Any], model: str, account: str, signer: BlockSigner,
-          previous: str) -> Reply:
-    """The reply's content blocks, each thinking block signed over its prefix."""
-    planned, stop = plan(body, model)
-    messages = list(body.get("messages") or [])
+          previous: str, hop: Hop | None = None) -> Reply:
+    """The reply's content blocks, each thinking block signed over its prefix. With a ``hop``
+    (server-side fallback, ``anthropic_fallback``): the requested model's thinking, the
+    ``fallback`` block, then the fallback model's answer, its thinking rooted anew."""
     content: list[dict[str, Any]] = []
+    if hop is not None:
+        declined = [Said(kind="thinking", text="" if rules.binds(model) else
+                         "This falls under a policy I must decline.")]
+        _say(body, declined, model, account, signer, previous, content)
+        content.append(hop.block())
+        model, previous = hop.to, ""
+    planned, stop = plan(body, model)
+    _say(body, planned, model, account, signer, previous, content)
+    digest = hashlib.sha256(orjson.dumps(content)).hexdigest()
+    return Reply(content=content, stop_reason=stop, message_id=f"msg_emu{digest[:20]}")
+
+
+def _say(body: Mapping[str, Any], planned: Sequence[Said], model: str, account: str,
+         signer: BlockSigner, previous: str, content: list[dict[str, Any]]) -> None:
+    """Append the planned blocks to ``content``, signing each thinking block over its prefix
+    and its predecessor (``previous``: where a binding model's chain starts)."""
+    messages = list(body.get("messages") or [])
     last = previous if rules.binds(model) else ""
     for said in planned:
         if said.kind in ("thinking", "redacted"):
@@ -102,8 +120,6 @@ def build(body: Mapping[str, Any], model: str, account: str, signer: BlockSigner
             content.append({"type": "tool_use", **said.call})
         else:
             content.append({"type": "text", "text": said.text})
-    digest = hashlib.sha256(orjson.dumps(content)).hexdigest()
-    return Reply(content=content, stop_reason=stop, message_id=f"msg_emu{digest[:20]}")
 
 
 def prompt_usage(raw: bytes, body: Mapping[str, Any], *, cached: bool) -> dict[str, int]:
