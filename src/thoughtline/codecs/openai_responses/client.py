@@ -53,6 +53,7 @@ from thoughtline.codecs.face import (
     is_minted,
 )
 from thoughtline.codecs.openai_responses.decode import call_part, message_parts, reasoning_part
+from thoughtline.codecs.openai_responses.kinds import TEXT_PARTS, dropped_item, dropped_part
 from thoughtline.codecs.openai_responses.tools import (
     ADDITIONAL_TOOLS,
     CUSTOM_CALL,
@@ -168,7 +169,8 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Respon
     walk.end()
     tools = read_tools(body.get("tools"), walk.tool_lists)
     params = {k: v for k, v in body.items() if k not in _HANDLED}
-    params_for, dropped_for = _params_for(params, tools.builtins)
+    unread = tuple(dict.fromkeys((*tools.builtins, *walk.dropped)))
+    params_for, dropped_for = _params_for(params, unread)
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise ClientRequestError("`previous_response_id` must be a string",
@@ -206,6 +208,8 @@ class _Walk:
         self._results: list[Part] = []
         self._outputs: list[Mapping[str, Any]] = []
         self._pending: list[Mapping[str, Any]] = []  # additional_tools items awaiting a message
+        #: What only a Responses upstream reads (``kinds.OWN``), as the request log names it.
+        self.dropped: list[str] = []
 
     def flush(self) -> None:
         if self._assistant:
@@ -264,7 +268,7 @@ class _Walk:
             return
         if kind == MESSAGE and role != "assistant":
             self.flush()
-            self._add(_message(item, role, where))
+            self._add(_message(item, role, where, self.dropped))
             return
         if self._results:
             self.flush()
@@ -282,7 +286,8 @@ class _Walk:
                                          param=f"{where}.arguments") from None
         elif kind == CUSTOM_CALL:
             self._assistant.append(_custom_call(item))
-        else:  # web_search_call, tool_search_call, local_shell_call …: verbatim, in place
+        else:  # kinds.OWN (web_search_call, agent_message …): verbatim, in place
+            self.dropped.append(dropped_item(kind))
             self._assistant.append(Opaque(native={NS: item}))
 
     def _reasoning(self, item: Mapping[str, Any]) -> Reasoning:
@@ -296,6 +301,7 @@ class _Walk:
     def _compaction(self, item: Mapping[str, Any], where: str) -> None:
         value = item.get(ENCRYPTED)
         if not is_minted(value):  # a provider's own compaction: only a Responses upstream reads it
+            self.dropped.append(dropped_item(COMPACTION))
             self._assistant.append(Opaque(native={NS: item}))
             return
         if self.checkpoint:
@@ -306,7 +312,7 @@ class _Walk:
         self.checkpoint_at = self.offset + len(self.messages)
 
 
-def _parts(content: Any, where: str) -> list[Part]:
+def _parts(content: Any, where: str, dropped: list[str]) -> list[Part]:
     if isinstance(content, str):
         return [Text(text=content)]
     if not isinstance(content, list):
@@ -317,18 +323,19 @@ def _parts(content: Any, where: str) -> list[Part]:
         if not is_map(part) or not isinstance(part.get("type"), str):
             raise ClientRequestError(f"{where}.content[{index}] must be a part with a type",
                                      param=f"{where}.content[{index}]")
-        if part["type"] in ("input_text", "output_text", "text"):
+        if part["type"] in TEXT_PARTS:
             out.append(Text(text=text_of(part.get("text"))))
-        else:  # input_image, input_file …: no canonical meaning, kept in place
+        else:  # kinds.OWN (input_image, input_file …): no canonical meaning, kept in place
+            dropped.append(dropped_part(part["type"]))
             out.append(Opaque(native={NS: dict(part)}))
     return out
 
 
-def _message(item: Mapping[str, Any], role: Any, where: str) -> Message:
+def _message(item: Mapping[str, Any], role: Any, where: str, dropped: list[str]) -> Message:
     if role not in ("user", "developer", "system"):
         raise ClientRequestError(f"{where}.role {role!r} is not one of user, developer, system, "
                                  "assistant", param=f"{where}.role")
-    parts = _parts(item.get("content"), where)
+    parts = _parts(item.get("content"), where, dropped)
     return Message(role="user" if role == "user" else "system", parts=tuple(parts),
                    native={NS: {"item": item}})
 
@@ -398,7 +405,7 @@ def _chat_tool_choice(choice: Any) -> Any:
     return None
 
 
-def _params_for(params: Mapping[str, Any], builtins: tuple[str, ...],
+def _params_for(params: Mapping[str, Any], unread: tuple[str, ...],
                 ) -> tuple[dict[str, Mapping[str, Any]], dict[str, tuple[str, ...]]]:
     neutral = _neutral(params)
     params_for: dict[str, Mapping[str, Any]] = {
@@ -409,5 +416,5 @@ def _params_for(params: Mapping[str, Any], builtins: tuple[str, ...],
         params_for[api] = kept
         used = {_MAPPED_FROM[k] for k in kept}
         dropped_for[api] = (*sorted(k for k in params if k not in used
-                                    and k not in _CANONICAL), *builtins)
+                                    and k not in _CANONICAL), *unread)
     return params_for, dropped_for

@@ -1,0 +1,85 @@
+"""No silent unknowns: every input item and content part type in the installed ``openai``
+SDK's unions is classified by the Responses face (``codecs.openai_responses.kinds``), and a
+type classified as its own API's reaches a Responses upstream verbatim, in place, while another
+API gets none of it and the request log names it. A new SDK release with a new type fails the
+first test until someone decides what the face does with it."""
+
+from __future__ import annotations
+
+import typing
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+from openai.types.responses import ResponseInputItemParam
+from openai.types.responses.response_input_message_content_list_param import (
+    ResponseInputContentParam,
+)
+from openai.types.responses.response_output_message_param import Content as OutputContent
+
+from thoughtline import replay
+from thoughtline.codecs.openai_chat import encode_request as chat_request
+from thoughtline.codecs.openai_chat.profile import resolve_chat
+from thoughtline.codecs.openai_responses import client, encode, kinds, resolve_responses
+
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "faces.md"
+
+
+def _literals(hint: Any) -> set[str]:
+    if typing.get_origin(hint) is typing.Literal:
+        return {a for a in typing.get_args(hint) if isinstance(a, str)}
+    return {v for arg in typing.get_args(hint) for v in _literals(arg)}
+
+
+def _types(union: Any) -> set[str]:
+    return {t for member in typing.get_args(union)
+            for t in _literals(typing.get_type_hints(member).get("type"))}
+
+
+ITEM_TYPES = _types(ResponseInputItemParam)
+PART_TYPES = _types(ResponseInputContentParam) | _types(OutputContent)
+
+
+def test_every_sdk_input_item_and_part_type_is_classified() -> None:
+    assert len(ITEM_TYPES) >= 30 and len(PART_TYPES) >= 4  # the walk found the unions
+    assert sorted(ITEM_TYPES - set(kinds.ITEMS)) == []
+    assert sorted(PART_TYPES - set(kinds.PARTS)) == []
+
+
+def test_the_docs_table_lists_every_classified_type() -> None:
+    text = DOCS.read_text()
+    for kind in (*kinds.ITEMS, *kinds.PARTS):
+        assert f"| `{kind}` |" in text, kind
+
+
+CHAT = replay.plan(resolve_chat("deepseek", None, "deepseek-v4-pro"))
+RESPONSES = replay.plan(resolve_responses("openai-responses", "https://api.openai.com/v1",
+                                          "gpt-5.5"))
+OWN_ITEMS = sorted(k for k, v in kinds.ITEMS.items() if v == kinds.OWN)
+MARK = "tl-kind-probe-7f3a"
+
+
+@pytest.mark.parametrize("kind", OWN_ITEMS)
+def test_an_item_of_its_own_api_goes_verbatim_to_it_and_nowhere_else(kind: str) -> None:
+    item = {"type": kind, "id": f"{kind}_1", "note": MARK}
+    body = {"model": "m", "input": [{"role": "user", "content": "go"}, item,
+                                    {"role": "user", "content": "and then?"}]}
+    request = client.parse_request(body)
+    assert kinds.dropped_item(kind) in request.dropped_to("openai-chat")
+    assert kinds.dropped_item(kind) not in request.dropped_to("openai-responses")
+    to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
+    assert MARK.encode() not in to_chat
+    to_responses = encode.encode_request(request.messages, RESPONSES, model="gpt-5.5")
+    assert orjson.dumps(item) in orjson.dumps(to_responses["input"])
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, v in kinds.PARTS.items() if v == kinds.OWN))
+def test_a_content_part_of_its_own_api_is_named_when_another_api_cannot_take_it(
+        kind: str) -> None:
+    body = {"model": "m", "input": [{"role": "user", "content": [
+        {"type": "input_text", "text": "look"}, {"type": kind, "note": MARK}]}]}
+    request = client.parse_request(body)
+    assert kinds.dropped_part(kind) in request.dropped_to("openai-chat")
+    to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
+    assert MARK.encode() not in to_chat and b"look" in to_chat
