@@ -1,17 +1,20 @@
 """No silent unknowns: every input item and content part type in the installed ``openai``
-SDK's unions is classified by the Responses face (``codecs.openai_responses.kinds``), and a
-type classified as its own API's reaches a Responses upstream verbatim, in place, while another
-API gets none of it and the request log names it. A new SDK release with a new type fails the
-first test until someone decides what the face does with it."""
+SDK's unions is classified by the Responses face (``codecs.openai_responses.kinds``), every
+content block type in the ``anthropic`` SDK's by the Messages face (``codecs.anthropic.kinds``),
+and a type classified as its own API's reaches an upstream of that API verbatim, in place, while
+another API gets none of it and the request log names it. A new SDK release with a new type
+fails the first test until someone decides what the face does with it."""
 
 from __future__ import annotations
 
+import re
 import typing
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
+from anthropic.types.beta.beta_content_block_param import BetaContentBlockParam
 from openai.types.responses import ResponseInputItemParam
 from openai.types.responses.response_input_message_content_list_param import (
     ResponseInputContentParam,
@@ -19,6 +22,8 @@ from openai.types.responses.response_input_message_content_list_param import (
 from openai.types.responses.response_output_message_param import Content as OutputContent
 
 from thoughtline import replay
+from thoughtline.codecs.anthropic import client as messages
+from thoughtline.codecs.anthropic import kinds as blocks
 from thoughtline.codecs.openai_chat import encode_request as chat_request
 from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.codecs.openai_responses import client, encode, kinds, resolve_responses
@@ -37,7 +42,29 @@ def _types(union: Any) -> set[str]:
             for t in _literals(typing.get_type_hints(member).get("type"))}
 
 
+def _members(union: Any) -> list[Any]:
+    if typing.get_origin(union) is typing.Annotated:
+        union = typing.get_args(union)[0]
+    out = []
+    for member in typing.get_args(union):
+        nested = typing.get_origin(member) in (typing.Union, typing.Annotated)
+        out.extend(_members(member) if nested else [member])
+    return out
+
+
+def _declared(member: Any) -> set[str]:
+    """The ``type`` literals a TypedDict declares, read from its annotations' text (some of the
+    anthropic SDK's param types do not evaluate under ``get_type_hints``)."""
+    found: dict[str, Any] = {}
+    for klass in reversed(member.__mro__):
+        found.update(getattr(klass, "__annotations__", {}))
+    hint = found.get("type")
+    text = hint if isinstance(hint, str) else repr(hint)
+    return set(re.findall(r"Literal\[['\"]([^'\"]+)['\"]\]", text))
+
+
 ITEM_TYPES = _types(ResponseInputItemParam)
+BLOCK_TYPES = {t for m in _members(BetaContentBlockParam) for t in _declared(m)}
 PART_TYPES = _types(ResponseInputContentParam) | _types(OutputContent)
 
 
@@ -45,11 +72,13 @@ def test_every_sdk_input_item_and_part_type_is_classified() -> None:
     assert len(ITEM_TYPES) >= 30 and len(PART_TYPES) >= 4  # the walk found the unions
     assert sorted(ITEM_TYPES - set(kinds.ITEMS)) == []
     assert sorted(PART_TYPES - set(kinds.PARTS)) == []
+    assert len(BLOCK_TYPES) >= 20 and {"thinking", "fallback", "tool_addition"} <= BLOCK_TYPES
+    assert sorted(BLOCK_TYPES - set(blocks.BLOCKS)) == []
 
 
 def test_the_docs_table_lists_every_classified_type() -> None:
     text = DOCS.read_text()
-    for kind in (*kinds.ITEMS, *kinds.PARTS):
+    for kind in (*kinds.ITEMS, *kinds.PARTS, *blocks.BLOCKS):
         assert f"| `{kind}` |" in text, kind
 
 
@@ -83,3 +112,16 @@ def test_a_content_part_of_its_own_api_is_named_when_another_api_cannot_take_it(
     assert kinds.dropped_part(kind) in request.dropped_to("openai-chat")
     to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
     assert MARK.encode() not in to_chat and b"look" in to_chat
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, v in blocks.BLOCKS.items() if v == blocks.OWN))
+def test_a_block_of_its_own_api_is_named_when_another_api_cannot_take_it(kind: str) -> None:
+    block = {"type": kind, "note": MARK}
+    body = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, block]},
+        {"role": "user", "content": "and then?"}]}
+    request = messages.parse_request(body)
+    assert any(kind in reason for reason in request.dropped_to("openai-chat")), kind
+    to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
+    assert MARK.encode() not in to_chat and b"and then?" in to_chat
