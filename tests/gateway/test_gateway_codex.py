@@ -64,6 +64,7 @@ class Replayer:
         self.calls: dict[str, str] = {}  # recorded call id → ours
         self.compactions: dict[str, dict[str, Any]] = {}  # recorded id → our compaction item
         self.sent = 0
+        self.bodies: list[bytes] = []  # each request as sent, in order
 
     def _send(self, request: dict[str, Any], items: list[dict[str, Any]]) -> list[dict]:
         headers = {k: v for k, v in request["headers"].items()
@@ -71,8 +72,9 @@ class Replayer:
         body = {**request["body"], "input": items}
         if self.model:
             body["model"] = self.model
+        self.bodies.append(orjson.dumps(body))
         reply = httpx.post(self.origin + request["path"], headers=headers,
-                           content=orjson.dumps(body), timeout=60)
+                           content=self.bodies[-1], timeout=60)
         assert reply.status_code == 200, reply.text
         self.sent += 1
         return _sse_items(reply.content) if body.get("stream") else reply.json()["output"]

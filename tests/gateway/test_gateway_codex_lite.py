@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import orjson
 import pytest
@@ -118,6 +119,32 @@ def test_the_code_mode_loop_runs_on_every_upstream_api(tmp_path: Path, name: str
     shown = "\n".join(p["text"] for p in output["output"])
     assert orjson.dumps(shown)[1:-1] in received[1].raw
     assert carries_reasoning(received[1].body)
+
+
+@pytest.mark.usefixtures("aws")
+@pytest.mark.parametrize("name", sorted(READERS))
+def test_a_restarted_gateway_sends_the_resumed_loop_byte_identical(tmp_path: Path,
+                                                                   name: str) -> None:
+    """Codex resumes by resending its own history; a gateway started afresh on the same store
+    must send the upstream exactly what the first one did (tools and reasoning included)."""
+    upstream = UPSTREAMS[name]
+    requests = recorded(RUN)
+    with upstream.emulator() as emu:
+        with running_gateway(emu, tmp_path, name="up", provider=upstream.provider,
+                             model=upstream.model) as gw:
+            replayer = Replayer(gw.server.origin, model=f"up/{upstream.model}")
+            replayer.replay(requests)
+        with running_gateway(emu, tmp_path, name="up", provider=upstream.provider,
+                             model=upstream.model) as again:
+            headers = {k: v for k, v in requests[1]["headers"].items()
+                       if k.lower() not in ("authorization", "content-length", "host",
+                                            "accept-encoding")}
+            answer = httpx.post(again.server.origin + "/v1/responses", headers=headers,
+                                content=replayer.bodies[1], timeout=60)
+            assert answer.status_code == 200, answer.text
+        first, resumed = emu.received[1], emu.received[2]
+    assert resumed.status == 200
+    assert resumed.raw == first.raw
 
 
 def test_exec_reaches_a_function_upstream_as_a_one_string_function_with_its_grammar(
