@@ -612,4 +612,4 @@ def create_app(gateway: Gateway) -> Front:
               for path in both_ways(RESPONSES.compact_paths)}
     gets = {"/v1/models": gateway.models, "/healthz": gateway.healthz,
             "/readyz": gateway.readyz, "/metrics": gateway.metrics_text}
-    return Front(posts, gets, lifespan, heads={"/": gateway.probe})
+    return Front(posts, gets, lifespan, heads={"/": gateway.probe}, access=gateway.access)
