@@ -15,6 +15,8 @@ from typing import Any
 import orjson
 import pytest
 from anthropic.types.beta.beta_content_block_param import BetaContentBlockParam
+from openai.types.chat import ChatCompletionContentPartParam, ChatCompletionMessageParam
+from openai.types.chat.chat_completion_assistant_message_param import ContentArrayOfContentPart
 from openai.types.responses import ResponseInputItemParam
 from openai.types.responses.response_input_message_content_list_param import (
     ResponseInputContentParam,
@@ -24,7 +26,10 @@ from openai.types.responses.response_output_message_param import Content as Outp
 from thoughtline import replay
 from thoughtline.codecs.anthropic import client as messages
 from thoughtline.codecs.anthropic import kinds as blocks
+from thoughtline.codecs.face import ClientRequestError
+from thoughtline.codecs.openai_chat import client as chat_face
 from thoughtline.codecs.openai_chat import encode_request as chat_request
+from thoughtline.codecs.openai_chat import kinds as chat_kinds
 from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.codecs.openai_responses import client, encode, kinds, resolve_responses
 
@@ -52,19 +57,22 @@ def _members(union: Any) -> list[Any]:
     return out
 
 
-def _declared(member: Any) -> set[str]:
-    """The ``type`` literals a TypedDict declares, read from its annotations' text (some of the
+def _declared(member: Any, key: str = "type") -> set[str]:
+    """The ``key`` literals a TypedDict declares, read from its annotations' text (some of the
     anthropic SDK's param types do not evaluate under ``get_type_hints``)."""
     found: dict[str, Any] = {}
     for klass in reversed(member.__mro__):
         found.update(getattr(klass, "__annotations__", {}))
-    hint = found.get("type")
+    hint = found.get(key)
     text = hint if isinstance(hint, str) else repr(hint)
     return set(re.findall(r"Literal\[['\"]([^'\"]+)['\"]\]", text))
 
 
 ITEM_TYPES = _types(ResponseInputItemParam)
 BLOCK_TYPES = {t for m in _members(BetaContentBlockParam) for t in _declared(m)}
+CHAT_ROLES = {t for m in _members(ChatCompletionMessageParam) for t in _declared(m, "role")}
+CHAT_PARTS = {t for u in (ChatCompletionContentPartParam, ContentArrayOfContentPart)
+              for m in _members(u) for t in _declared(m)}
 PART_TYPES = _types(ResponseInputContentParam) | _types(OutputContent)
 
 
@@ -74,11 +82,15 @@ def test_every_sdk_input_item_and_part_type_is_classified() -> None:
     assert sorted(PART_TYPES - set(kinds.PARTS)) == []
     assert len(BLOCK_TYPES) >= 20 and {"thinking", "fallback", "tool_addition"} <= BLOCK_TYPES
     assert sorted(BLOCK_TYPES - set(blocks.BLOCKS)) == []
+    assert {"tool", "function"} <= CHAT_ROLES and {"image_url", "refusal"} <= CHAT_PARTS
+    assert sorted(CHAT_ROLES - set(chat_kinds.ROLES)) == []
+    assert sorted(CHAT_PARTS - set(chat_kinds.PARTS)) == []
 
 
 def test_the_docs_table_lists_every_classified_type() -> None:
     text = DOCS.read_text()
-    for kind in (*kinds.ITEMS, *kinds.PARTS, *blocks.BLOCKS):
+    for kind in (*kinds.ITEMS, *kinds.PARTS, *blocks.BLOCKS, *chat_kinds.ROLES,
+                 *chat_kinds.PARTS):
         assert f"| `{kind}` |" in text, kind
 
 
@@ -125,3 +137,24 @@ def test_a_block_of_its_own_api_is_named_when_another_api_cannot_take_it(kind: s
     assert any(kind in reason for reason in request.dropped_to("openai-chat")), kind
     to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
     assert MARK.encode() not in to_chat and b"and then?" in to_chat
+
+
+@pytest.mark.parametrize("kind", sorted(k for k, v in chat_kinds.PARTS.items()
+                                        if v == chat_kinds.DROPPED))
+def test_a_chat_part_no_upstream_takes_is_named_for_every_api(kind: str) -> None:
+    role = "assistant" if kind == "refusal" else "user"
+    body = {"model": "m", "messages": [{"role": role, "content": [
+        {"type": "text", "text": "look"}, {"type": kind, "note": MARK}]},
+        {"role": "user", "content": "well?"}]}
+    request = chat_face.parse_request(body)
+    for api in ("openai-chat", "anthropic", "openai-responses"):
+        assert f"content[{kind}]" in request.dropped_to(api)
+    to_chat = orjson.dumps(chat_request(request.messages, CHAT, model="deepseek-v4-pro"))
+    assert MARK.encode() not in to_chat and b"look" in to_chat
+
+
+def test_a_refused_chat_role_is_a_400_naming_it() -> None:
+    (role,) = [k for k, v in chat_kinds.ROLES.items() if v == chat_kinds.REFUSED]
+    with pytest.raises(ClientRequestError, match=f"role '{role}'"):
+        chat_face.parse_request({"model": "m", "messages": [
+            {"role": role, "name": "f", "content": "x"}]})

@@ -28,6 +28,14 @@ def is_minted(value: Any) -> bool:
     return isinstance(value, str) and value.startswith(MINT_PREFIX)
 
 
+#: What a face does with a type a client may send (each face's ``kinds`` table; docs/faces.md):
+#: give it every upstream in its own terms; send it verbatim to an upstream of the face's own
+#: API only (named in ``dropped`` for the others); verify and expand a value the gateway minted;
+#: or drop it for every upstream, named in ``dropped`` (no upstream API has a place for it).
+MAPPED, OWN, MINTED = "mapped", "verbatim to its own API", "mapped; minted values expanded"
+DROPPED, REFUSED = "dropped, named in the log", "refused with a 400 naming it"
+
+
 class ClientRequestError(UsageError):
     """The client's body is not a valid request of its face's API (HTTP 400)."""
 
@@ -72,6 +80,9 @@ class ClientRequest:
     session_hint: str = ""
     #: Values the gateway minted that the client sent back, in message order.
     minted: tuple[Minted, ...] = ()
+    #: What of the request no upstream receives (content no API of the gateway carries), as the
+    #: request log names it.
+    unread: tuple[str, ...] = ()
 
     def params_to(self, api: str) -> Mapping[str, Any]:
         """The parameters an upstream of ``api`` receives."""
@@ -83,6 +94,6 @@ class ClientRequest:
     def dropped_to(self, api: str) -> tuple[str, ...]:
         """The client's parameters an upstream of ``api`` does not receive."""
         found = self.dropped_for.get(api)
-        if found is not None:
-            return found
-        return () if api == self.api else tuple(sorted(self.params))
+        if found is None:
+            found = () if api == self.api else tuple(sorted(self.params))
+        return (*found, *self.unread) if self.unread else found

@@ -2,17 +2,17 @@
 
 Every type in the ``anthropic`` SDK's ``BetaContentBlockParam`` union is classified here, so a
 new one fails ``tests/codecs/test_face_kinds.py`` until someone decides, and ``docs/faces.md``
-shows the table. The classes are those of the Responses face (``MAPPED``, ``OWN``, ``MINTED``:
-see ``codecs.openai_responses.kinds``); an ``OWN`` block goes verbatim, in place, to an
-Anthropic upstream (issuer-scoped blocks only to the route that made them) and every other API
-gets nothing of it, the request log naming it in ``dropped``. Data only.
+shows the table. The classes are ``codecs.face``'s (``MAPPED``, ``OWN``, ``MINTED``): an
+``OWN`` block goes verbatim, in place, to an Anthropic upstream (issuer-scoped blocks only to the
+route that made them) and every other API gets nothing of it, the request log naming it in
+``dropped``. Data only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
-from thoughtline.codecs.openai_responses.kinds import MAPPED, MINTED, OWN
+from thoughtline.codecs.face import MAPPED, MINTED, OWN
 
 __all__ = ["BLOCKS", "MAPPED", "MINTED", "OWN"]
 

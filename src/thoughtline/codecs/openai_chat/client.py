@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
+from thoughtline.codecs.openai_chat.kinds import TEXT_PARTS
 from thoughtline.codecs.openai_chat.wire import API, RC, R
 from thoughtline.codecs.openai_chat.wire import text_of as _str
 from thoughtline.events import (
@@ -66,14 +67,17 @@ def parse_request(body: Any) -> ClientRequest:
         raise ClientRequestError("`messages` must be a non-empty array", param="messages")
     options = body.get("stream_options")
     stream = body.get("stream") is True
+    unread: list[str] = []
+    messages = tuple(_messages(raw, unread))
     return ClientRequest(
-        model=model, messages=tuple(_messages(raw)), tools=_tools(body.get("tools")),
+        model=model, messages=messages, tools=_tools(body.get("tools")),
+        unread=tuple(dict.fromkeys(unread)),
         params={k: v for k, v in body.items() if k not in _HANDLED}, stream=stream,
         include_usage=stream and isinstance(options, Mapping)
         and options.get("include_usage") is True)
 
 
-def _messages(raw: list[Any]) -> list[Message]:
+def _messages(raw: list[Any], unread: list[str]) -> list[Message]:
     out: list[Message] = []
     for index, item in enumerate(raw):
         if not isinstance(item, Mapping):
@@ -82,15 +86,15 @@ def _messages(raw: list[Any]) -> list[Message]:
         role = item.get("role")
         if role == "tool":
             result = ToolResult(call_id=_str(item.get("tool_call_id")),
-                                content=_content_text(item.get("content")))
+                                content=_content_text(item.get("content"), unread))
             if out and out[-1].role == "tool":  # consecutive results are one canonical turn
                 out[-1] = Message(role="tool", parts=(*out[-1].parts, result))
             else:
                 out.append(Message(role="tool", parts=(result,)))
         elif role == "assistant":
-            out.append(_assistant(item, index))
+            out.append(_assistant(item, index, unread))
         elif role in ("system", "developer", "user"):
-            text = _content_text(item.get("content"))
+            text = _content_text(item.get("content"), unread)
             out.append(Message(role="user" if role == "user" else "system",
                                parts=(Text(text=text),)))
         else:
@@ -100,21 +104,28 @@ def _messages(raw: list[Any]) -> list[Message]:
     return out
 
 
-def _content_text(content: Any) -> str:
+def _content_text(content: Any, unread: list[str]) -> str:
+    """The text of a message's content; the other parts' types go to ``unread``."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        return "".join(_str(c.get("text")) for c in content
-                       if isinstance(c, Mapping) and c.get("type") in ("text", "input_text"))
-    return ""
+    if not isinstance(content, list):
+        return ""
+    texts = []
+    for part in content:
+        kind = part.get("type") if isinstance(part, Mapping) else None
+        if kind in TEXT_PARTS:
+            texts.append(_str(part.get("text")))
+        else:  # kinds.DROPPED: no upstream gets it, and the log says so
+            unread.append(f"content[{kind if isinstance(kind, str) else '?'}]")
+    return "".join(texts)
 
 
-def _assistant(item: Mapping[str, Any], index: int) -> Message:
+def _assistant(item: Mapping[str, Any], index: int, unread: list[str]) -> Message:
     parts: list[Part] = []
     thought = _str(item.get(RC)) or _str(item.get(R))
     if thought.strip():
         parts.append(Reasoning(kind="text", text=thought))
-    text = _content_text(item.get("content"))
+    text = _content_text(item.get("content"), unread)
     if text:
         parts.append(Text(text=text))
     calls = item.get("tool_calls")

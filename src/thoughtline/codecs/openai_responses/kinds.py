@@ -20,7 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-MAPPED, OWN, MINTED = "mapped", "verbatim to its own API", "mapped; minted values expanded"
+from thoughtline.codecs.face import MAPPED, MINTED, OWN
+
+__all__ = ["ITEMS", "MAPPED", "MINTED", "OWN", "PARTS", "TEXT_PARTS", "dropped_item",
+           "dropped_part"]
+
 
 #: Input item type → what the face does with it.
 ITEMS: Mapping[str, str] = {
