@@ -23,7 +23,8 @@ import orjson
 import pytest
 from gateway_support import running_gateway
 from test_gateway_codex import Replayer, recorded
-from test_gateway_replay import AWS_KEYS, UPSTREAMS
+from test_gateway_replay import UPSTREAMS
+from test_gateway_responses import aws  # noqa: F401  (a fixture: Bedrock signs with test keys)
 
 from thoughtline.codecs.face import MINT_PREFIX
 from thoughtline.codecs.openai_responses.tools import flat_name
@@ -79,17 +80,6 @@ READERS: dict[str, tuple[Callable[[dict], list[str]], Callable[[dict], bool]]] =
     "bedrock": (_names_bedrock, _carries_reasoning_bedrock),
 }
 _SAFE = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
-
-
-@pytest.fixture
-def aws(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", AWS_KEYS[0])
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", AWS_KEYS[1])
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", "/nonexistent/aws/config")
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", "/nonexistent/aws/credentials")
 
 
 @pytest.mark.usefixtures("aws")
