@@ -598,7 +598,7 @@ def test_system_tools_and_results_shape() -> None:
     body = encode(history, plan_for(), tools=(spec,))
     assert body["systemInstruction"] == {"parts": [{"text": "be brief"}]}
     assert body["tools"] == [{"functionDeclarations": [
-        {"name": "weather", "description": "w", "parameters": {"type": "object"}}]}]
+        {"name": "weather", "description": "w", "parametersJsonSchema": {"type": "object"}}]}]
     assert body["contents"][2] == {"role": "user", "parts": [{"functionResponse": {
         "name": "weather", "response": {"output": "40"}, "id": "v3yybtcf"}}]}
 

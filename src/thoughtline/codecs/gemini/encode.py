@@ -9,7 +9,9 @@ Rules (provider-contracts §6, provider-updates §1b):
   rejected signature) goes back with no thoughts and no signatures at all; its first function call
   of the step carries the documented dummy signature, or — once the route rejected the dummy —
   its calls and their results travel as plain text;
-- tool results answer their call by name (and by id when Gemini issued one).
+- tool results answer their call by name (and by id when Gemini issued one);
+- each tool's JSON Schema goes verbatim (key order kept) as ``parametersJsonSchema``, never
+  ``parameters`` (``wire.PARAMETERS``: the OpenAPI subset 400s on JSON Schema keywords).
 
 Each function here encodes one turn, or the body around the turns; ``turns`` walks a history
 with them (the core's wire cache stores each turn's bytes under the context they depend on).
@@ -30,6 +32,7 @@ from thoughtline.codecs.gemini.wire import (
     FC,
     FR,
     NS,
+    PARAMETERS,
     SIG,
     SYNTHETIC_ID,
     THOUGHT,
@@ -204,7 +207,7 @@ def system_parts(message: Message) -> list[dict[str, Any]]:
 
 def encode_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
     declarations = [{"name": t.name, "description": t.description,
-                     "parameters": dict(t.parameters)} for t in tools]
+                     PARAMETERS: dict(t.parameters)} for t in tools]
     return [{"functionDeclarations": declarations}]
 
 

@@ -14,6 +14,16 @@ SIG = "thoughtSignature"
 THOUGHT = "thought"
 FC = "functionCall"
 FR = "functionResponse"
+#: Where a function declaration's JSON Schema goes. ``parameters`` is Gemini's OpenAPI-subset
+#: ``Schema``: its protobuf parser answers any keyword it has no field for
+#: (``additionalProperties``, ``$schema``, ``propertyNames``, Codex's ``encrypted`` …) with a 400
+#: for the whole request ("Invalid JSON payload received. Unknown name … Cannot find field.";
+#: brainlid/langchain PR #599, router-for-me/CLIProxyAPI#97). ``parametersJsonSchema`` (a
+#: ``google.protobuf.Value``) takes JSON Schema as is and is mutually exclusive with
+#: ``parameters`` (FunctionDeclaration reference: generativelanguage v1beta, Vertex AI v1 and
+#: v1beta1; recorded 200s with ``additionalProperties`` in it:
+#: pydantic-ai-vertex-gemini3-flash-function-call-signature, pydantic-ai-gemini3-*).
+PARAMETERS = "parametersJsonSchema"
 # llm-gemini replays snake_case keys and the API accepted them (fixtures SOURCES.md, obs. 3).
 FC_SNAKE = "function_call"
 
