@@ -33,7 +33,14 @@ from thoughtline.testing.gemini_replies import (
     stream_chunks,
     whole_body,
 )
-from thoughtline.testing.gemini_rules import Checked, Refusal, Rules, check_schema, error
+from thoughtline.testing.gemini_rules import (
+    Checked,
+    Refusal,
+    Rules,
+    check_schema,
+    check_tools,
+    error,
+)
 from thoughtline.testing.loopback import LoopbackServer
 from thoughtline.testing.server import InjectedFailure, Received
 from thoughtline.testing.signing import DEFAULT_SECRET, OpaqueKind, Signer
@@ -128,7 +135,8 @@ def _answer(state: GeminiState, request: Request, raw: bytes,
     checked = Checked()
     rules = Rules(signer=state.signer, model=model, vertex=vertex,
                   accept_dummy=state.accept_dummy)
-    refusal = check_schema(body) or rules.check(body["contents"], checked)
+    refusal = (check_schema(body) or check_tools(body.get("tools"), vertex=vertex)
+               or rules.check(body["contents"], checked))
     if refusal is not None:
         return _json(refusal.status, refusal.body), None
     state.checks.append(checked)

@@ -19,6 +19,9 @@ Owns the request checks of the Gemini personality: the closed request schema (an
   is silently ignored (an incompatible signature "is silently omitted and the request still
   succeeds", provider-updates §1b); the emulator records it so tests can see it.
 - Unknown fields: Google's "Invalid JSON payload received. Unknown name …: Cannot find field."
+- Tool schemas: ``functionDeclarations[i].parameters`` is the OpenAPI-subset ``Schema``, whose
+  parser refuses any keyword it has no field for, at any depth (``check_tools``, sources there);
+  ``parametersJsonSchema`` takes any JSON Schema; both on one declaration is a 400.
 
 Signatures are the shared HMAC values of ``signing``: a function-call signature is bound to the
 call's name and arguments (compared as parsed JSON, as the service reads a protobuf Struct), a
@@ -47,6 +50,41 @@ _CALL = frozenset({"name", "args", "id"})
 _RESPONSE = frozenset({"name", "response", "id"})
 _CONTENT = frozenset({"role", "parts"})
 _ENFORCING = re.compile(r"gemini-([3-9]|\d\d)")
+
+# Tool declarations. ``parameters`` is Gemini's ``Schema`` (an OpenAPI 3.0 subset), read by a
+# protobuf JSON parser: a key it has no field for, at any depth, fails the WHOLE request with
+# `Invalid JSON payload received. Unknown name "additionalProperties" at
+# 'tools[0].function_declarations[0].parameters': Cannot find field.` — brainlid/langchain PR #599
+# (additionalProperties), router-for-me/CLIProxyAPI#97 ($schema), mpfaffenberger/code_puppy PR #923
+# and tailcallhq/forgecode PR #3426 (propertyNames), nanbingxyz/5ire#42. Every such key is listed,
+# one line each, with a google.rpc.BadRequest field violation; the path is in proto names and a
+# map entry goes by position (`…parameters.properties[2].value.items`, `….any_of[0]`:
+# hinthornw/trustcall#43, zed-extensions/mcp-server-brave-search#12). The Gemini API's Schema
+# fields (ai.google.dev/api/caching#Schema); Vertex AI's Schema (REST v1 and v1beta1) also has
+# additionalProperties, ref and defs. Protobuf JSON takes a field's proto (snake_case) name too.
+# ``parametersJsonSchema`` is a protobuf Value: any JSON Schema, mutually exclusive with
+# ``parameters`` (FunctionDeclaration reference; firebase-android-sdk PR #7850 saw the service
+# refuse both at once — that 400's wording is not recorded, the one below is a stand-in).
+_SCHEMA_FIELDS = ("type", "format", "title", "description", "nullable", "enum", "maxItems",
+                  "minItems", "properties", "required", "minProperties", "maxProperties",
+                  "minLength", "maxLength", "pattern", "example", "anyOf", "propertyOrdering",
+                  "default", "items", "minimum", "maximum")
+_VERTEX_SCHEMA_FIELDS = ("additionalProperties", "ref", "defs")
+_DECLARATION_FIELDS = ("name", "description", "behavior", "parameters", "parametersJsonSchema",
+                       "response", "responseJsonSchema")
+
+
+def _snake(name: str) -> str:
+    return re.sub(r"[A-Z]", lambda m: "_" + m.group().lower(), name)
+
+
+def _names(*fields: str) -> frozenset[str]:
+    return frozenset(fields) | {_snake(name) for name in fields}
+
+
+_SCHEMA = _names(*_SCHEMA_FIELDS)
+_VERTEX_SCHEMA = _SCHEMA | _names(*_VERTEX_SCHEMA_FIELDS)
+_DECLARATION = _names(*_DECLARATION_FIELDS)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -120,6 +158,59 @@ def check_schema(body: Mapping[str, Any]) -> Refusal | None:
             if refusal:
                 return refusal
     return None
+
+
+def _unknown_names(found: Sequence[tuple[str, str]]) -> Refusal:
+    """Google's answer to unknown keys: one line per (key, path), and the field violations."""
+    lines = [f"Invalid JSON payload received. Unknown name \"{key}\" at '{where}': "
+             "Cannot find field." for key, where in found]
+    violations = [{"field": where, "description": line}
+                  for (_, where), line in zip(found, lines, strict=True)]
+    refusal = error(400, "\n".join(lines))
+    refusal.body["error"]["details"] = [{"@type": "type.googleapis.com/google.rpc.BadRequest",
+                                         "fieldViolations": violations}]
+    return refusal
+
+
+def _schema_keys(schema: Any, where: str, allowed: frozenset[str],
+                 found: list[tuple[str, str]]) -> None:
+    """Every key of ``schema`` and its sub-schemas the ``Schema`` type has no field for."""
+    if not isinstance(schema, Mapping):
+        return
+    for key, value in schema.items():
+        if key not in allowed:
+            found.append((key, where))
+        elif key in ("properties", "defs") and isinstance(value, Mapping):
+            for n, sub in enumerate(value.values()):
+                _schema_keys(sub, f"{where}.{key}[{n}].value", allowed, found)
+        elif key == "items":
+            _schema_keys(value, f"{where}.items", allowed, found)
+        elif key in ("anyOf", "any_of") and isinstance(value, list):
+            for n, sub in enumerate(value):
+                _schema_keys(sub, f"{where}.any_of[{n}]", allowed, found)
+
+
+def check_tools(tools: Any, *, vertex: bool) -> Refusal | None:
+    """The function declarations' schemas (see the comment on ``_SCHEMA_FIELDS``)."""
+    if not isinstance(tools, list):
+        return None
+    allowed = _VERTEX_SCHEMA if vertex else _SCHEMA
+    found: list[tuple[str, str]] = []
+    for i, tool in enumerate(tools):
+        declarations = (tool.get("functionDeclarations") or tool.get("function_declarations")
+                        if isinstance(tool, Mapping) else None)
+        for j, declaration in enumerate(declarations or ()):
+            where = f"tools[{i}].function_declarations[{j}]"
+            if not isinstance(declaration, Mapping):
+                continue
+            found += [(key, where) for key in declaration if key not in _DECLARATION]
+            given = {_snake(key) for key in declaration}
+            if {"parameters", "parameters_json_schema"} <= given:
+                return error(400, f"* GenerateContentRequest.{where}: parameters and "
+                                  "parameters_json_schema are mutually exclusive.")
+            if "parameters" in declaration:
+                _schema_keys(declaration["parameters"], f"{where}.parameters", allowed, found)
+    return _unknown_names(found) if found else None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
