@@ -10,8 +10,11 @@ identical values are stored once; the skeleton is keyed by the message id (the d
 On load every payload is verified against its digest. A payload that is missing or fails
 verification is *reported* (``LoadProblem``) and the part it belongs to is not loaded: a reasoning
 part is dropped, a tool call or message loses its native record. A skeleton that fails verification
-raises ``CorruptPayload``: the turn's visible content itself cannot be trusted. This module owns
-that policy and does no I/O.
+raises ``CorruptPayload``: the turn's visible content itself cannot be trusted. Values nest within
+the bound every reader shares (``shape.MAX_DEPTH``; the skeleton's own few levels aside): a message
+deeper than that is refused on write (``StoreError``), and a row that is deeper all the same (a
+crafted or damaged database) is treated as corrupt on read, like a digest mismatch, instead of
+failing deep in a parser or a recursive copy. This module owns that policy and does no I/O.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.shape import MAX_DEPTH, deeper_than, too_deep
 from thoughtline.errors import CorruptPayload, StoreError
 from thoughtline.messages import Message, digest, dumps, message_from_json, message_to_json
 from thoughtline.store.db import Row
@@ -30,6 +34,8 @@ from thoughtline.verdicts import Verdict
 
 SKELETON_VERSION = 1
 MESSAGE_LEVEL = -1  # PayloadRef.part of a message-level native record
+#: The levels a skeleton adds around a native value left in it (skeleton, "m", "parts", a part).
+_SKELETON_LEVELS = 4
 
 #: Opaque fields lifted out of each part type (the tags of ``messages.part_to_json``).
 _OPAQUE_FIELDS: Mapping[str, tuple[str, ...]] = {
@@ -86,22 +92,38 @@ def encode_message(message: Message) -> EncodedMessage:
             key = digest(data)
             payloads[key] = data
             refs.append(PayloadRef(part=index, field=name, digest=key, size=len(data)))
-    skeleton = orjson.dumps({"v": SKELETON_VERSION, "m": body,
-                             "r": [[r.part, r.field, r.digest, r.size] for r in refs]})
+    wrapped = {"v": SKELETON_VERSION, "m": body,
+               "r": [[r.part, r.field, r.digest, r.size] for r in refs]}
+    try:
+        skeleton = orjson.dumps(wrapped)
+    except orjson.JSONEncodeError as exc:
+        raise StoreError(f"the message cannot be stored: {exc}") from exc
+    if deeper_than(wrapped, MAX_DEPTH + _SKELETON_LEVELS, raw=skeleton):
+        raise StoreError(f"the message cannot be stored: {too_deep('a value in it')}")
     return EncodedMessage(id=digest(dumps(message)), skeleton=skeleton,
                           skeleton_digest=digest(skeleton), refs=tuple(refs), payloads=payloads)
 
 
 def _to_bytes(name: str, value: Any) -> bytes:
-    if name == "native":
-        return orjson.dumps(value)
-    return str(value).encode("utf-8")
+    if name != "native":
+        return str(value).encode("utf-8")
+    try:
+        data = orjson.dumps(value)
+    except orjson.JSONEncodeError as exc:
+        raise StoreError(f"the message's {name} record cannot be stored: {exc}") from exc
+    if deeper_than(value, raw=data):
+        raise StoreError(f"the message cannot be stored: {too_deep(f'its {name} record')}")
+    return data
 
 
 def _from_bytes(name: str, data: bytes) -> Any:
-    if name == "native":
-        return orjson.loads(data)
-    return data.decode("utf-8")
+    """The stored value; ``ValueError`` when it is not one (not UTF-8, not JSON, too deep)."""
+    if name != "native":
+        return data.decode("utf-8")
+    value = orjson.loads(data)
+    if deeper_than(value, raw=data):
+        raise ValueError(too_deep("it"))
+    return value
 
 
 def parse_skeleton(session_id: str, row: Row) -> Skeleton:
@@ -120,6 +142,8 @@ def parse_skeleton(session_id: str, row: Row) -> Skeleton:
         version = parsed["v"]
     except (orjson.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
         raise _corrupt(session_id, seq, message_id, f"it is not a valid skeleton ({exc})") from exc
+    if deeper_than(parsed, MAX_DEPTH + _SKELETON_LEVELS, raw=data):
+        raise _corrupt(session_id, seq, message_id, too_deep("its skeleton"))
     if version != SKELETON_VERSION:
         raise StoreError(f"session {session_id}, message {seq}: stored in format {version!r}, "
                          "which this thoughtline does not know; upgrade thoughtline.")
@@ -167,7 +191,7 @@ def _verified(ref: PayloadRef, data: bytes | None) -> tuple[Any, str | None]:
                       "digest mismatch); the part was not loaded and will not be sent")
     try:
         return _from_bytes(ref.field, data), None
-    except (UnicodeDecodeError, orjson.JSONDecodeError) as exc:
+    except ValueError as exc:  # also UnicodeDecodeError and orjson.JSONDecodeError
         return None, f"{what} cannot be decoded ({exc}); the part was not loaded"
 
 
