@@ -37,6 +37,18 @@ if TYPE_CHECKING:
     from thoughtline.transport.http import Transport
 
 
+def require_key(p: ProviderConfig, codec: Codec, host: str) -> None:
+    """A ``UsageError`` naming the key variable when ``p`` needs a key there and it is unset
+    (a loopback or private host may go without one)."""
+    from thoughtline.transport.auth import needs_key
+
+    if p.api_key() is None and p.key_env and needs_key(codec.auth_scheme(p)) \
+            and not is_local_endpoint(host):
+        raise UsageError(f"{p.key_env} is not set: export it (export {p.key_env}=...), or pass "
+                         f"--api-key-env VAR naming the variable that holds {p.id}'s key "
+                         "(api_key_env in config.toml)")
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class TurnOptions:
     stream: bool = True
@@ -144,16 +156,13 @@ class TurnEngine:
     @staticmethod
     def target(turn: TurnInput, route: Route, *, stream: bool) -> Target:
         from thoughtline.transport import Target
-        from thoughtline.transport.auth import auth_for, needs_key
+        from thoughtline.transport.auth import auth_for
 
         p, codec = turn.provider, turn.codec
         endpoint = codec.endpoint(p, p.model, stream=stream)
         scheme = codec.auth_scheme(p)
         key = p.api_key()
-        if key is None and p.key_env and needs_key(scheme) and not is_local_endpoint(route.host):
-            raise UsageError(f"no API key for {p.id}: set the environment variable {p.key_env} "
-                             f"(or name another variable with --api-key-env / api_key_env in "
-                             f"config.toml)")
+        require_key(p, codec, route.host)
         # The codec's API headers win: it already merged the configured ones it owns (e.g. a
         # client's anthropic-beta list plus the betas the model needs).
         return Target(url=endpoint.url, headers={**(p.headers or {}), **endpoint.headers},

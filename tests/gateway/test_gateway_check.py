@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
+
 TOML = """
 [server]
 host = "127.0.0.1"
@@ -67,3 +69,14 @@ def test_check_names_a_store_it_cannot_open(tmp_path: Path) -> None:
     assert result.returncode == 2
     (failed,) = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
     assert failed.startswith("FAIL store") and "mysql" in failed
+
+
+def test_check_of_an_unreachable_postgresql_fails_and_writes_json_lines_only(
+        tmp_path: Path) -> None:
+    result = _check(tmp_path, {"TL_CHECK_DS_KEY": "k",
+                               "THOUGHTLINE_DATABASE_URL": "postgresql://postgres@127.0.0.1:1/t"})
+    assert result.returncode == 2
+    (failed,) = [line for line in result.stdout.splitlines() if line.startswith("FAIL")]
+    assert failed.startswith("FAIL store: cannot reach the store") and "127.0.0.1:1" in failed
+    records = [orjson.loads(line) for line in result.stderr.splitlines()]  # the pool's included
+    assert all(r["event"] == "server" for r in records)

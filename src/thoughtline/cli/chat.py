@@ -28,6 +28,13 @@ NO_PROVIDER = (
 )
 
 
+EMPTY_STDIN = (
+    "standard input was empty: there is nothing to send. Pipe the text to send (echo hi | "
+    "thoughtline chat), pass it with -p TEXT, or run thoughtline chat on a terminal to chat "
+    "interactively."
+)
+
+
 INTERRUPTED = 130  # exit status of a one-shot stopped by Ctrl-C / SIGINT (128 + SIGINT)
 
 
@@ -46,7 +53,18 @@ def pick_provider(ctx: click.Context, provider_id: str | None, base_url: str | N
                            key_env=key_env)
     if not prov.model:
         raise UsageError(f"provider {prov.id!r} has no default model: pass --model")
+    require_key_for(prov)
     return prov
+
+
+def require_key_for(prov: config.ProviderConfig) -> None:
+    """Fail before any session exists or the prompt opens when ``prov``'s key variable is unset:
+    the message names the variable, as the gateway's does for its upstreams."""
+    from thoughtline.codecs.registry import codec, route_for
+    from thoughtline.turn import require_key
+
+    api = codec(prov.api)
+    require_key(prov, api, route_for(api, prov).host)
 
 
 def reply_json(session_id: str, done: Any) -> dict[str, Any]:
@@ -67,17 +85,22 @@ def reply_json(session_id: str, done: Any) -> dict[str, Any]:
     }
 
 
-def _prompt_text(given: str | None, title: str | None) -> str | None:
+def _piped_text() -> str | None:
+    """Standard input's text, stripped ("" when it was empty or only whitespace); ``None`` on a
+    terminal. Text that is not UTF-8 is a usage error."""
+    if sys.stdin.isatty():
+        return None
+    data = sys.stdin.buffer.read()
+    try:
+        return data.decode("utf-8").strip()
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"standard input is not UTF-8 text (undecodable byte at offset "
+                         f"{exc.start}); convert it first, e.g. with iconv") from exc
+
+
+def _prompt_text(piped: str | None, given: str | None, title: str | None) -> str | None:
     """The one-shot prompt: piped stdin, then the prompt given (both are sent, stdin first,
-    like ``cat log | llm "explain"``), or either alone. Text that is not UTF-8 is a usage error."""
-    piped = None
-    if not sys.stdin.isatty():
-        data = sys.stdin.buffer.read()
-        try:
-            piped = data.decode("utf-8").strip() or None
-        except UnicodeDecodeError as exc:
-            raise UsageError(f"standard input is not UTF-8 text (undecodable byte at offset "
-                             f"{exc.start}); convert it first, e.g. with iconv") from exc
+    like ``cat log | llm "explain"``), or either alone."""
     for name, value in (("the prompt", given), ("--title", title)):
         if value is not None and _undecodable(value):
             raise UsageError(f"{name} is not valid UTF-8 text (check the terminal's or the "
@@ -161,13 +184,16 @@ def chat(ctx: click.Context, prompt: str | None, provider_id: str | None, base_u
         raise click.UsageError(f"-c/--continue (the latest session) and -r/--resume "
                                f"{safe_line(resume)} (that session) contradict each other: "
                                "pass one of them")
-    text = _prompt_text(prompt_opt or prompt, title)
+    piped = _piped_text()
+    text = _prompt_text(piped or None, prompt_opt or prompt, title)
     if as_json and text is None:
         raise click.UsageError("--json needs a prompt (-p TEXT, an argument or piped stdin)")
     # A new session's provider is settled before the HTTP and session machinery loads, so a
     # missing provider or key fails at once.
     resuming = resume is not None or cont
     prov = None if resuming else pick_provider(ctx, provider_id, base_url, model, key_env)
+    if text is None and piped == "":
+        raise UsageError(EMPTY_STDIN)
     from thoughtline.cli.turns import TERMINATED, ChatRunner, terminate_gracefully
 
     terminate_gracefully()

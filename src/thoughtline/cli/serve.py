@@ -72,7 +72,10 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     if store:  # the global --store beats [server] store (which beats $THOUGHTLINE_DATABASE_URL)
         loaded = replace(loaded, store=store)
     if check_only:
+        from thoughtline.gateway.accesslog import AccessLog
         from thoughtline.gateway.preflight import check
+        from thoughtline.gateway.server import log_as_json
 
+        log_as_json(AccessLog())  # e.g. the store pool's reconnects: JSON lines on stderr
         raise SystemExit(check(loaded, home))
     run(loaded, home, workers=workers)

@@ -117,6 +117,7 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
+        from thoughtline.cli.chat import require_key_for
         from thoughtline.cli.trust import settle_params, settle_provider, untrusted
 
         if base_url:
@@ -137,6 +138,7 @@ class ChatRunner:
         if not base_url and not untrusted(session.record.model_config):
             prov = self._resume_demo(prov, session.record.model_config)
         prepared = self._prepare(prov)
+        require_key_for(prepared)
         if prepared != session.provider:
             session.set_provider(prepared)
         settle_params(session, trust=trust_provider,

@@ -246,8 +246,7 @@ class Gateway:
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
-            raise HttpError(503, f"the gateway's store is unavailable: {exc}",
-                            kind="server_error") from None
+            raise _store_down(exc) from None
         turn = prepared.turn
         try:
             estimator = Estimator.for_config(turn.codec, turn.route, turn.config,
@@ -305,8 +304,7 @@ class Gateway:
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
-            raise HttpError(503, f"the gateway's store is unavailable: {exc}",
-                            kind="server_error") from None
+            raise _store_down(exc) from None
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
         if prepared.rehydration.by_kind:
@@ -584,6 +582,12 @@ async def _closed(events: Any) -> None:
 def _redact(text: str, prepared: Prepared) -> str:
     key = prepared.turn.provider.api_key()
     return redact(text, (key,) if key else ())
+
+
+def _store_down(exc: StoreError) -> HttpError:
+    error = HttpError(503, f"the gateway's store is unavailable: {exc}", kind="server_error")
+    error.outcome = "error"  # a store failure, not a request turned down
+    return error
 
 
 def _unauthorized_error() -> HttpError:

@@ -16,6 +16,7 @@ from pathlib import Path
 from thoughtline.config import check_base_url
 from thoughtline.errors import StoreError, UsageError
 from thoughtline.gateway.config import GatewayConfig, check_exposure
+from thoughtline.gateway.storage import open_gateway_store
 from thoughtline.gateway.upstreams import missing_keys
 from thoughtline.termsafe import safe_line
 
@@ -59,10 +60,8 @@ def _exposure(config: GatewayConfig, environ: Mapping[str, str] | None) -> tuple
 
 
 def _store(config: GatewayConfig, home: Path) -> tuple[bool, str]:
-    from thoughtline.store import open_store
-
     try:
-        store = open_store(config.store or None, home, crash_durable_only=True)
+        store = open_gateway_store(config.store, home)  # as the gateway will open it
     except StoreError as exc:
         return False, f"FAIL store: {exc}"
     try:

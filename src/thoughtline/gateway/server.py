@@ -7,8 +7,9 @@ both when installed, else asyncio and h11); chosen by the per-request profile in
 Owns the listening socket (bound before uvicorn starts, so ``--port 0`` works and the real port is
 announced; an address in use is a usage error, not a traceback), the start and stop lines on
 stdout (a warning per upstream whose key variable is unset, then ``thoughtline gateway listening
-on http://HOST:PORT``), uvicorn's own warnings and errors as JSON lines of the access log (so
-stderr, the access log's default, carries JSON lines only and a consumer never skips a banner),
+on http://HOST:PORT``), every logged warning and error (uvicorn's, the store pool's, any
+library's) as JSON lines of the access log (so stderr, the access log's default, carries JSON
+lines only and a consumer never skips a banner),
 and graceful shutdown: on SIGTERM or SIGINT uvicorn stops accepting connections and lets in-flight
 requests (streams included) finish for up to ``GRACE_SECONDS`` before closing the store.
 
@@ -37,6 +38,7 @@ from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
 from thoughtline.gateway.metrics import MULTIPROC_ENV
+from thoughtline.gateway.storage import open_gateway_store
 from thoughtline.gateway.upstreams import missing_keys
 from thoughtline.requestlog import RequestLog
 from thoughtline.termsafe import safe_line
@@ -66,14 +68,14 @@ class _Server(uvicorn.Server):
 
 
 class _JsonLines(logging.Handler):
-    """uvicorn's log records (warnings and errors) as access-log JSON lines."""
+    """Log records (warnings and errors) of any logger as access-log JSON lines."""
 
     def __init__(self, access: AccessLog) -> None:
         super().__init__(logging.WARNING)
         self._access = access
 
     def emit(self, record: logging.LogRecord) -> None:
-        line = {"event": "server", "level": record.levelname.lower(),
+        line = {"event": "server", "level": record.levelname.lower(), "logger": record.name,
                 "message": record.getMessage()}
         if record.exc_info:
             line["exception"] = logging.Formatter().formatException(record.exc_info)
@@ -116,34 +118,36 @@ class _WorkerApp:
         self.config, self.home, self.tagged = config, home, tagged
 
     def __call__(self) -> Any:
-        from thoughtline.store import open_store
-
-        # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
-        store = open_store(self.config.store or None, self.home, crash_durable_only=True)
         access = AccessLog(self.config.access_log,
                            tags={"worker": os.getpid()} if self.tagged else None)
+        log_as_json(access)
+        store = open_gateway_store(self.config.store, self.home)
         gateway = Gateway(self.config, store, request_log=RequestLog(self.home / "logs"),
                           access_log=access)
-        _log_to(gateway.access)
         return create_app(gateway)
 
 
-def _log_to(access: AccessLog) -> None:
-    uvicorn_log = logging.getLogger("uvicorn")
-    uvicorn_log.addHandler(_JsonLines(access))
-    uvicorn_log.propagate = False  # never to the root logger's plain-text stderr
+def log_as_json(access: AccessLog) -> None:
+    """Every warning and error logged in this process (uvicorn's, psycopg_pool's reconnects,
+    any library's, Python's warnings) as JSON lines of ``access``: at the root logger, so none
+    reaches logging's plain-text fallback on stderr, which is the access log's by default."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _JsonLines)]:
+        root.removeHandler(handler)  # one destination per process
+    root.addHandler(_JsonLines(access))
+    logging.captureWarnings(True)
 
 
 def serve(config: GatewayConfig, home: Path, *, workers: int = 1) -> None:
     """Serve until SIGTERM/SIGINT (blocking), in ``workers`` processes sharing one socket."""
-    from thoughtline.store import open_store
-
     check_exposure(config)
     warn_missing_keys(config)
+    access = AccessLog(config.access_log)
+    log_as_json(access)
     sock = bind(config.host, config.port)  # a port in use is said before the store is opened
     try:
         # Opened (created, migrated) here once, so workers never migrate it concurrently.
-        store = open_store(config.store or None, home, crash_durable_only=True)
+        store = open_gateway_store(config.store, home)
     except BaseException:
         sock.close()
         raise
@@ -155,8 +159,8 @@ def serve(config: GatewayConfig, home: Path, *, workers: int = 1) -> None:
             store.close()
             _serve_workers(config, home, sock, workers, announce)
             return
-        gateway = Gateway(config, store, request_log=RequestLog(home / "logs"))
-        _log_to(gateway.access)
+        gateway = Gateway(config, store, request_log=RequestLog(home / "logs"),
+                          access_log=access)
         uv: Any = uvicorn.Config(create_app(gateway), log_config=None, access_log=False,
                                  lifespan="on", timeout_graceful_shutdown=GRACE_SECONDS,
                                  server_header=False)
@@ -174,7 +178,6 @@ def _serve_workers(config: GatewayConfig, home: Path, sock: socket.socket, worke
     metrics_dir = tempfile.mkdtemp(prefix="thoughtline-metrics-")
     previous = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = metrics_dir  # inherited by the workers
-    _log_to(AccessLog(config.access_log))
     uv: Any = uvicorn.Config(_WorkerApp(config, home, tagged=True), factory=True,
                              log_config=None, access_log=False, lifespan="on",
                              timeout_graceful_shutdown=GRACE_SECONDS, server_header=False,

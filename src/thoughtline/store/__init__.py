@@ -53,18 +53,19 @@ __all__ = [
 
 
 def open_store(url_or_path: str | Path | None, home: Path, *,
-               crash_durable_only: bool = False) -> Store:
+               crash_durable_only: bool = False, wait: float | None = None) -> Store:
     """Open (creating and migrating as needed) the store named by a URL or path.
 
     ``None`` means ``$THOUGHTLINE_DATABASE_URL`` when set, else ``home / "state.db"``. A directory
     means its ``state.db``. ``crash_durable_only`` lets a SQLite store skip the fsync per commit
     (``synchronous=NORMAL``): commits survive a crash or SIGKILL of the process, not a power loss
-    (the gateway's choice; PostgreSQL has its own settings).
+    (the gateway's choice; PostgreSQL has its own settings). ``wait`` (seconds) is how long a
+    PostgreSQL call waits for a connection before ``StoreUnavailable`` (default: 10 s).
     """
     target: str | Path = url_or_path if url_or_path is not None else (
         os.environ.get(DATABASE_URL_ENV, "").strip() or Path(home) / STATE_DB)
     if isinstance(target, str) and target.startswith(_PG_SCHEMES):
-        return _open_postgres(target)
+        return _open_postgres(target, wait)
     if isinstance(target, str) and "://" in target:
         scheme = target.split("://", 1)[0]
         raise StoreError(f"unsupported store URL scheme {scheme!r}: use a file path for SQLite "
@@ -75,13 +76,14 @@ def open_store(url_or_path: str | Path | None, home: Path, *,
     return SQLiteStore(path, synchronous="NORMAL" if crash_durable_only else "FULL")
 
 
-def _open_postgres(url: str) -> SqlStore:
+def _open_postgres(url: str, wait: float | None = None) -> SqlStore:
     try:
+        from thoughtline.store.pool import PoolSettings
         from thoughtline.store.postgres import PostgresStore
     except ImportError as exc:
         raise StoreError("a postgresql:// store needs psycopg and psycopg-pool: "
                          "pip install 'thoughtline[postgres]'") from exc
-    return PostgresStore(url)
+    return PostgresStore(url, settings=None if wait is None else PoolSettings.waiting(wait))
 
 
 def open_async_store(url_or_path: str | Path | None, home: Path, *,

@@ -33,6 +33,7 @@ Failure classes, decided where the transaction is run (``transaction_error``):
 from __future__ import annotations
 
 import functools
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -58,13 +59,21 @@ class PoolSettings:
 
     ``max_size`` bounds concurrent transactions of this process (the async facade uses as many
     worker threads); ``timeout`` is how long a call waits for a free or new connection before
-    failing with ``StoreUnavailable`` (long enough to ride out a quick server restart).
+    failing with ``StoreUnavailable`` (by default long enough to ride out a quick server
+    restart); ``connect_timeout`` bounds one connection attempt (whole seconds, libpq's minimum
+    is 2).
     """
 
     min_size: int = 1
     max_size: int = 8
     timeout: float = 10.0
     connect_timeout: int = 5
+
+    @classmethod
+    def waiting(cls, seconds: float) -> PoolSettings:
+        """Calls that give up after about ``seconds`` without a connection (a server that is
+        down is said that soon): the acquire timeout, and a connection attempt's."""
+        return cls(timeout=seconds, connect_timeout=max(2, math.ceil(seconds)))
 
 
 def open_pool(url: str, settings: PoolSettings, *, name: str) -> ConnectionPool[Any]:
@@ -75,44 +84,49 @@ def open_pool(url: str, settings: PoolSettings, *, name: str) -> ConnectionPool[
         kwargs={"autocommit": False, "connect_timeout": settings.connect_timeout})
 
 
-def checkout(pool: ConnectionPool[Any], url: str, settings: PoolSettings, *,
-             busy: int) -> tuple[psycopg.Connection[Any], bool]:
+def checkout(pool: ConnectionPool[Any], url: str, settings: PoolSettings, *, busy: int,
+             location: str) -> tuple[psycopg.Connection[Any], bool]:
     """A connection for one transaction and whether it is the pool's (else: close it after).
 
     ``busy`` is how many other transactions of this process hold a connection now. Raises
-    ``PoolTimeout`` when none came within ``settings.timeout``.
+    ``StoreUnavailable`` when none came within ``settings.timeout`` (a direct connection that
+    failed meanwhile names the cause; a connect already under way may overrun the timeout by up
+    to ``connect_timeout``).
     """
     deadline = time.monotonic() + settings.timeout
+    unreachable: psycopg.Error | None = None
     direct_tried = False
     while True:
         wait = max(min(_POOL_SLICE_S, deadline - time.monotonic()), 0.001)
         try:
             return pool.getconn(timeout=wait), True
-        except PoolTimeout:
+        except PoolTimeout as exc:
             if not direct_tried and busy < settings.max_size:
                 direct_tried = True  # the pool's free slots are reconnecting on a backoff
-                conn = _direct(url, settings)
-                if conn is not None:
-                    return conn, False
+                try:
+                    return _connect(url, settings), False
+                except psycopg.OperationalError as failed:
+                    unreachable = failed  # go on waiting for the pool: it rides out a restart
             if time.monotonic() >= deadline:
-                raise
+                raise acquire_error(exc, url, location, settings, unreachable) from exc
 
 
-def _direct(url: str, settings: PoolSettings) -> psycopg.Connection[Any] | None:
-    """A connection made now, like the pool's; None while the server cannot be reached (the
-    caller goes on waiting for the pool, which rides out a restart)."""
-    try:
-        return psycopg.connect(url, autocommit=False, connect_timeout=settings.connect_timeout)
-    except psycopg.OperationalError:
-        return None
+def _connect(url: str, settings: PoolSettings) -> psycopg.Connection[Any]:
+    """A connection made now, like the pool's."""
+    return psycopg.connect(url, autocommit=False, connect_timeout=settings.connect_timeout)
 
 
-def acquire_error(exc: PoolTimeout, url: str, location: str, settings: PoolSettings) -> StoreError:
-    """Why no connection came: ask the server once directly, so the message names the cause."""
-    try:
-        psycopg.connect(url, connect_timeout=settings.connect_timeout).close()
-    except psycopg.Error as direct:
-        why = str(direct).strip() or type(direct).__name__
+def acquire_error(exc: PoolTimeout, url: str, location: str, settings: PoolSettings,
+                  unreachable: psycopg.Error | None = None) -> StoreError:
+    """Why no connection came: the direct connection's failure, else ask the server once, so
+    the message names the cause."""
+    if unreachable is None:
+        try:
+            _connect(url, settings).close()
+        except psycopg.Error as direct:
+            unreachable = direct
+    if unreachable is not None:
+        why = str(unreachable).strip() or type(unreachable).__name__
         return StoreUnavailable(f"cannot reach the store at {location}: {why}",
                                 retry_safe=False)
     return StoreUnavailable(

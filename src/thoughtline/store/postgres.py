@@ -34,7 +34,6 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import IsolationLevel
-from psycopg_pool import PoolTimeout
 
 from thoughtline.errors import StoreError
 from thoughtline.store import pool
@@ -164,12 +163,11 @@ class PostgresDatabase:
             busy = self._busy
             self._busy += 1
         try:
-            return pool.checkout(self._pool, self.url, self.settings, busy=busy)
+            return pool.checkout(self._pool, self.url, self.settings, busy=busy,
+                                 location=self.location)
         except BaseException as exc:
             with self._busy_lock:
                 self._busy -= 1
-            if isinstance(exc, PoolTimeout):
-                raise pool.acquire_error(exc, self.url, self.location, self.settings) from exc
             if isinstance(exc, psycopg.Error):  # e.g. the pool was closed
                 raise StoreError(f"store at {self.location}: {exc}") from exc
             raise
