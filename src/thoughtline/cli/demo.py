@@ -67,6 +67,25 @@ SCENARIOS = (
              model="gemini-3-pro-preview"),
 )
 
+_NUMBERS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten",
+            "eleven", "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen",
+            "eighteen", "nineteen", "twenty")
+_API_NAMES = {"openai-chat": "Chat Completions", "anthropic": "Anthropic", "gemini": "Gemini",
+              "bedrock": "Bedrock", "openai-responses": "Responses",
+              "gemini-interactions": "Gemini Interactions"}
+
+
+def in_words(count: int) -> str:
+    return _NUMBERS[count] if 0 <= count < len(_NUMBERS) else str(count)
+
+
+def routes_counted() -> str:
+    """How many routes the demo runs, in words, and on which APIs: "fourteen emulated routes
+    (Chat Completions, ...)", from ``SCENARIOS`` so the help cannot miscount them."""
+    apis = ", ".join(dict.fromkeys(_API_NAMES.get(s.api, s.api) for s in SCENARIOS))
+    return f"{in_words(len(SCENARIOS))} emulated routes ({apis})"
+
+
 QUESTIONS = ("What's the weather in Florence?", "And in Rome?")
 RESUME_QUESTION = "Which city was warmer?"
 
@@ -158,6 +177,23 @@ def resume_backend(prov: Any, model_config: Mapping[str, Any], cleanup: ExitStac
     cleanup.callback(emulator.stop)
     started = _provider(scenario, emulator)
     return replace(prov, base_url=started.base_url, key_env="")
+
+
+def emulated_provider(prov: Any, model_config: Mapping[str, Any], cleanup: ExitStack) -> Any:
+    """The provider a stored session is answered by when an emulator stands in for its route:
+    a ``--provider demo`` session's model, or a ``thoughtline demo`` session's scenario (as
+    ``resume_backend``), started now until ``cleanup`` closes. ``None`` for any other session,
+    and for an imported one whose provider was not trusted."""
+    from thoughtline.config import DEMO_PROVIDER
+    from thoughtline.modelconfig import provider_untrusted
+
+    if prov.id == DEMO_PROVIDER:
+        started, emulator = start_demo_backend(prov)
+        cleanup.callback(emulator.stop)
+        return started
+    if provider_untrusted(model_config):
+        return None
+    return resume_backend(prov, model_config, cleanup)
 
 
 def _start(scenario: Scenario) -> Any:
@@ -255,18 +291,16 @@ def _table(rows: list[dict[str, Any]]) -> Any:
     return table
 
 
-@click.command()
+@click.command(help=f"""Offline walkthrough: a tool-calling conversation on {routes_counted()},
+    resumed in a fresh process, with a table of what each route received.
+
+    Nothing touches the network or your sessions: state goes to a temporary directory, or to
+    the home given before the command (thoughtline --home DIR demo), which is then kept.
+    """)
 @click.option("--keep", is_flag=True, help="Keep the demo's state directory and print it.")
 @click.option("--resume-sessions", hidden=True, help="(internal) second-process phase.")
 @click.pass_context
 def demo(ctx: click.Context, keep: bool, resume_sessions: str | None) -> None:
-    """Offline walkthrough: a tool-calling conversation on thirteen emulated routes (Chat
-    Completions, Anthropic, Gemini, Bedrock, Responses), resumed in a fresh process, with a table
-    of what each route received.
-
-    Nothing touches the network or your sessions: state goes to a temporary directory, or to
-    the home given before the command (thoughtline --home DIR demo), which is then kept.
-    """
     root = ctx.find_root().obj or {}
     if resume_sessions is not None:
         asyncio.run(_resume_phase(Path(root["home"]), resume_sessions.split(",")))

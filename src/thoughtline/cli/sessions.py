@@ -454,10 +454,12 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
     "tokens_after"} (and "reason" when nothing was compacted).
     """
     import asyncio
+    from contextlib import ExitStack
 
     from thoughtline import compaction
     from thoughtline.cli.common import home_dir
-    from thoughtline.config import DEMO_PROVIDER, load_config
+    from thoughtline.cli.demo import emulated_provider
+    from thoughtline.config import load_config
     from thoughtline.requestlog import RequestLog
     from thoughtline.session import Session
 
@@ -469,19 +471,16 @@ def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -
 
     async def run() -> compaction.CompactionResult:
         opened = Session.resume(store, session, config=cfg, log=RequestLog(home / "logs"))
-        emulator = None
-        if opened.provider.id == DEMO_PROVIDER:  # a demo session summarizes on the emulator
-            from thoughtline.cli.demo import start_demo_backend
-
-            provider, emulator = start_demo_backend(opened.provider)
-            opened.set_provider(provider)
-        try:
-            return await compaction.compress(opened, keep=keep, settings=settings,
-                                             on_progress=progress)
-        finally:
-            await opened.aclose()
-            if emulator is not None:
-                emulator.stop()
+        # A demo session summarizes on a fresh emulator of its route, as chat -r answers it.
+        with ExitStack() as cleanup:
+            emulated = emulated_provider(opened.provider, opened.record.model_config, cleanup)
+            if emulated is not None:
+                opened.set_provider(emulated)
+            try:
+                return await compaction.compress(opened, keep=keep, settings=settings,
+                                                 on_progress=progress)
+            finally:
+                await opened.aclose()
 
     try:
         result = asyncio.run(run())
