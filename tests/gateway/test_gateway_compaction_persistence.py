@@ -28,9 +28,12 @@ MODEL = "up/deepseek-v4-pro"
 
 
 def _answered(origin: str) -> ResponsesAgent:
+    """One exchange whose tool answered ~60 KB: a conversation a compaction can shrink (one that
+    cannot gets a 400 instead, issue 46)."""
     agent = ResponsesAgent(responses_client(origin), model=MODEL)
     agent.ask(QUESTIONS[0])
     agent.step(stream=False)
+    agent.input[-1]["output"] = "a long tool output line\n" * 2500
     agent.step(stream=False)
     return agent
 

@@ -31,8 +31,22 @@ from thoughtline.routes.resolve import Route
 NAMESPACE = "thoughtline"
 CHECKPOINT_HEADER = "[Summary of the earlier part of this conversation, made when it was compacted]"
 PRUNED = "[tool result pruned by compaction: {n} characters]"
+#: Between the head and the end of a bulky tool output a compaction shortened.
+TRIMMED = "\n[… {n} characters of this tool output left out by compaction …]\n"
 TRUNCATED = "\n[… summary truncated by compaction]"
 _KEEP_RESULTS = 2  # newest tool results salvage never prunes
+_TRIM_FLOOR = 2000  # characters a shortened tool output keeps at least (head and end)
+
+#: The window assumed when neither ``context_window`` nor ``config/models.toml`` knows the
+#: model's: the smallest of the known windows (DeepSeek, gpt-oss, Qwen3, Mistral: 128K).
+DEFAULT_WINDOW = 131_072
+#: The retained tail, when no message count is asked for, costs at most this share of the
+#: window (leaving the rest for the summary, the system prompt, tools and the turns to come) …
+TAIL_SHARE = 0.25
+#: … and at most this share of what the conversation costs now: a client compacts because its
+#: conversation crossed a limit of its own (at most the size it is leaving), so the tail must
+#: land well below it, or every answer crosses it again.
+TAIL_OF_BEFORE = 0.5
 _TRANSCRIPT_ITEM = 4000  # characters of one head item shown to the summarizer
 
 SUMMARY_SYSTEM = ("You compact conversations. Write a faithful, dense summary of the conversation "
@@ -49,7 +63,9 @@ class CompactionSettings:
     """``[compaction]`` of ``config.toml`` plus the providers' ``context_window`` overrides."""
 
     threshold: float = 0.8  # compact before a request above this fraction of the window
-    keep: int = 8  # messages kept verbatim at least
+    #: Messages kept verbatim at least; None (not configured): the retained tail is bounded by
+    #: tokens instead (``tail_budget``).
+    keep: int | None = None
     summarizer: str = ""  # "provider/model"; "" = the session's own model
     #: What the compacted history aims at, as a fraction of the threshold budget (room to grow).
     target: float = 0.5
@@ -74,7 +90,7 @@ def load_settings(home: Path, cfg: config_mod.Config | None = None) -> Compactio
     table = raw.get("compaction", {})
     try:
         threshold = float(table.get("threshold", 0.8))
-        keep = int(table.get("keep", 8))
+        keep = int(table["keep"]) if "keep" in table else None
         summarizer = str(table.get("summarizer", ""))
         native = table.get("native", False)
         windows = {str(name).lower(): int(entry["context_window"])
@@ -82,7 +98,7 @@ def load_settings(home: Path, cfg: config_mod.Config | None = None) -> Compactio
                    if isinstance(entry, Mapping) and "context_window" in entry}
     except (TypeError, ValueError, AttributeError) as exc:
         raise ConfigError(f"{path}: [compaction] / context_window: {exc}") from exc
-    if not 0 < threshold <= 1 or keep < 0 or any(w <= 0 for w in windows.values()):
+    if not 0 < threshold <= 1 or (keep or 0) < 0 or any(w <= 0 for w in windows.values()):
         raise ConfigError(f"{path}: [compaction] threshold must be in (0, 1], keep >= 0, "
                           "context_window > 0")
     if not isinstance(native, bool):
@@ -129,6 +145,13 @@ def rules_for(codec: Codec, route: Route) -> CompactionRules:
                             after_compaction=facts.after_compaction)
     hook = getattr(codec, "compaction_rules", None)
     return hook(route, rules) if hook is not None else rules
+
+
+def tail_budget(window: int | None, before: int) -> int:
+    """The tokens a retained tail may cost when no message count is asked for: ``TAIL_SHARE``
+    of the window (``DEFAULT_WINDOW`` when unknown) and ``TAIL_OF_BEFORE`` of the ``before``
+    tokens the conversation costs now, whichever is less."""
+    return max(0, min(int((window or DEFAULT_WINDOW) * TAIL_SHARE), int(before * TAIL_OF_BEFORE)))
 
 
 def _prefix_end(history: Sequence[Message]) -> int:
@@ -228,6 +251,9 @@ class Outcome:
     tokens_after: int
     reason: str = ""
     cut: int = 0
+    #: Head messages the new checkpoint stands for; 0 when nothing was summarized (the tail
+    #: was only salvaged) and ``messages`` has no new checkpoint.
+    summarized: int = 0
     salvaged: tuple[str, ...] = ()
     dropped_checkpoints: int = 0
 
@@ -293,6 +319,53 @@ def _walk(price: Callable[[int], int], cuts: Sequence[int], budget: int | None) 
     return cuts[lo]
 
 
+async def _summary(prefix: Sequence[Message], head: Sequence[Message], summarize: Summarize,
+                   native: NativeSummarize | None, *, reading: bool,
+                   prompt_budget: int | None) -> tuple[str, Opaque | None, bool] | str:
+    """The head's summary text, the provider's own block (``native``) and whether the text is
+    that provider's signed summary (never capped); or why there is no summary."""
+    made = await native([*prefix, *head]) if native is not None else None
+    text, block = made if made is not None else ("", None)
+    if text.strip():
+        return text, block, True
+    # ours, or the readable stand-in for an encrypted native item
+    text, finish = await summarize(summary_prompt(head, reasoning=reading, budget=prompt_budget))
+    if finish == "refusal" or not text.strip():
+        why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
+        return f"the summarizer {why}; the history is unchanged"
+    return text, block, False
+
+
+def _shorten(tail: Sequence[Message],
+             fits: Callable[[Sequence[Message]], bool]) -> tuple[list[Message], bool]:
+    """``tail`` with each tool output over some length kept to its head and its end
+    (``TRIMMED`` between): the longest length that ``fits``, down to ``_TRIM_FLOOR``
+    characters; ``tail`` as it is when it fits already or no output is over the floor."""
+    longest = max((len(p.content) for m in tail for p in m.parts if isinstance(p, ToolResult)),
+                  default=0)
+    if longest <= _TRIM_FLOOR or fits(tail):
+        return list(tail), False
+    length = longest
+    while True:
+        length = max(_TRIM_FLOOR, length // 2)
+        shortened = [_trimmed(m, length) for m in tail]
+        if length == _TRIM_FLOOR or fits(shortened):
+            return shortened, True
+
+
+def _trimmed(message: Message, length: int) -> Message:
+    def trim(part: object) -> object:
+        if not isinstance(part, ToolResult) or len(part.content) <= length:
+            return part
+        half = length // 2
+        left = len(part.content) - 2 * half
+        return replace(part, content=(part.content[:half] + TRIMMED.format(n=left)
+                                      + part.content[-half:]))
+
+    parts = tuple(trim(p) for p in message.parts)
+    return message if parts == message.parts else replace(message, parts=parts)  # type: ignore[arg-type]
+
+
 def _prune_results(tail: Sequence[Message]) -> tuple[list[Message], bool]:
     """Old tool results' contents replaced by a marker; the newest ``_KEEP_RESULTS`` kept."""
     seen = 0
@@ -328,66 +401,88 @@ def _cap(summary: str, cap: int) -> str:
 
 
 async def compact_history(history: Sequence[Message], *, estimator: Estimator,
-                          summarize: Summarize, keep: int, pending: Sequence[Message] = (),
+                          summarize: Summarize, keep: int | None = None,
+                          window: int | None = None, pending: Sequence[Message] = (),
                           budget: int | None = None, rules: CompactionRules | None = None,
                           summary_rules: CompactionRules | None = None, summary_cap: int = 2000,
                           prompt_budget: int | None = None,
                           native: NativeSummarize | None = None) -> Outcome:
     """Decide, summarize and salvage; pure apart from the ``summarize`` / ``native`` calls.
-    ``native`` is asked first with the head as it is (system prefix included); when it
-    declines, or its block has no readable summary, ``summarize`` gets the summary prompt."""
+
+    ``keep``: at least that many messages stay verbatim. None: the retained tail is bounded by
+    tokens (``tail_budget(window, before)``): the walk keeps the longest tail under it, and a
+    tail still over it (the current exchange alone) has its bulky tool outputs shortened
+    (``TRIMMED``), which may compact a conversation with no cut point at all (nothing is then
+    summarized). ``native`` is asked first with the head as it is (system prefix included);
+    when it declines, or its block has no readable summary, ``summarize`` gets the summary
+    prompt. Reasoning is never touched; a result not smaller than ``before`` is refused."""
     rules = rules or CompactionRules()
     before = estimator.price([*history, *pending])
     unchanged = Outcome(compacted=False, messages=tuple(history), tokens_before=before,
                         tokens_after=before)
-    cuts = [c for c in cut_points(history, pending, rules) if c <= len(history) - keep]
-    if not cuts:
-        return replace(unchanged, reason=f"nothing to compact: no cut point before the last "
-                                         f"{keep} turns that keeps tool calls with their results "
-                                         "and the current tool loop whole")
     prefix = list(history[:_prefix_end(history)])
+    cuts = cut_points(history, pending, rules)
+    if keep is not None:
+        cuts = [c for c in cuts if c <= len(history) - keep]
+        if not cuts:
+            return replace(unchanged, reason=f"nothing to compact: no cut point before the last "
+                                             f"{keep} turns that keeps tool calls with their "
+                                             "results and the current tool loop whole")
+
+    def price(summary: Message | None, tail: Sequence[Message]) -> int:
+        return estimator.price([*prefix, *([summary] if summary else []), *tail, *pending])
+
     reserve = checkpoint("x" * (summary_cap * 4))
-
-    def price(cut: int, summary: Message = reserve, tail: Sequence[Message] | None = None) -> int:
-        kept = history[cut:] if tail is None else tail
-        return estimator.price([*prefix, summary, *kept, *pending])
-
-    cut = _walk(price, cuts, budget)
+    limit = None if keep is not None else tail_budget(window, before)
+    ceiling = budget
+    if limit is not None:
+        room = price(reserve, ()) + limit
+        ceiling = room if budget is None else min(budget, room)
+    cut = _walk(lambda c: price(reserve, history[c:]), cuts, ceiling) if cuts else len(prefix)
     head = history[len(prefix):cut]
-    reading = (summary_rules or rules).summarize_reasoning
-    made = await native([*prefix, *head]) if native is not None else None
-    text, block = made if made is not None else ("", None)
-    signed = bool(text.strip())  # the provider's own readable summary: never capped
-    if not signed:  # ours, or the readable stand-in for an encrypted native item
-        text, finish = await summarize(summary_prompt(head, reasoning=reading,
-                                                      budget=prompt_budget))
-        if finish == "refusal" or not text.strip():
-            why = "refused to summarize" if finish == "refusal" else "returned an empty summary"
-            return replace(unchanged, reason=f"the summarizer {why}; the history is unchanged")
+    tail, salvaged = list(history[cut:]), []
+    if limit is not None:
+        stand = reserve if head else None
+        room = price(stand, ()) + limit
+        tail, shortened = _shorten(tail, lambda kept: price(stand, kept) <= room)
+        if shortened:
+            salvaged.append("shortened bulky tool outputs")
+    if not head:  # no cut point: the salvaged tail is all there is to gain
+        tokens = price(None, tail)
+        if tokens >= before:
+            return replace(unchanged, reason="nothing to compact: no cut point keeps tool calls "
+                                             "with their results and the current exchange "
+                                             f"whole, and no tool output in it is over "
+                                             f"{_TRIM_FLOOR} characters to shorten")
+        return Outcome(compacted=True, messages=(*prefix, *tail), tokens_before=before,
+                       tokens_after=tokens, cut=cut, salvaged=tuple(salvaged))
+    made = await _summary([*prefix], head, summarize, native,
+                          reading=(summary_rules or rules).summarize_reasoning,
+                          prompt_budget=prompt_budget)
+    if isinstance(made, str):
+        return replace(unchanged, reason=made)
+    text, block, signed = made
     dropped = sum(1 for m in head if is_checkpoint(m))
     meta: dict[str, Any] = {"summarized": len(head), "shadowed": dropped}
     if block is not None:
         meta["native"] = True
-    tail, salvaged = list(history[cut:]), []
     summary = checkpoint(text.strip(), block, **meta)
-    tokens = price(cut, summary, tail)
+    tokens = price(summary, tail)
     goal = before - 1 if budget is None else min(budget, before - 1)
     if tokens > goal:
         tail, pruned = _prune_results(tail)
         if pruned:
             salvaged.append("pruned old tool results")
-            tokens = price(cut, summary, tail)
+            tokens = price(summary, tail)
     if tokens > goal and text_tokens(text) > summary_cap and not signed:
         # (a native block's summary is signed: never capped, never reworded)
         summary = checkpoint(_cap(text.strip(), summary_cap), **meta)
         salvaged.append("capped the summary")
-        tokens = price(cut, summary, tail)
+        tokens = price(summary, tail)
     if tokens >= before:
         return replace(unchanged, salvaged=tuple(salvaged),
                        reason=f"nothing to gain: the compacted history would cost {tokens} "
                               f"tokens, not less than the {before} it costs now")
     return Outcome(compacted=True, messages=(*prefix, summary, *tail), tokens_before=before,
-                   tokens_after=tokens, cut=cut, salvaged=tuple(salvaged),
-                   dropped_checkpoints=dropped)
-
-
+                   tokens_after=tokens, cut=cut, summarized=len(head),
+                   salvaged=tuple(salvaged), dropped_checkpoints=dropped)

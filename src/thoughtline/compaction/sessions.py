@@ -149,13 +149,16 @@ async def compress(session: Session, *, keep: int | None = None,
                    on_progress: Callable[[int], None] | None = None,
                    native: NativeSummarizer | None = None) -> CompactionResult:
     """Compact ``session`` now: summarize the head, keep at least the last ``keep`` messages
-    verbatim, write a new generation and continue from it. ``budget`` (tokens) makes the tail
-    walk keep as much tail as fits; without one everything before the kept tail is summarized.
+    verbatim (``keep``, else ``settings.keep``; when neither is given the retained tail is
+    bounded by tokens, ``core.tail_budget`` of the session's window, and its bulky tool outputs
+    may be shortened), write a new generation and continue from it. ``budget`` (tokens) makes
+    the tail walk keep as much tail as fits; without one (and a message count) everything
+    before the kept tail is summarized.
     Ctrl-C or a crash before the store write leaves the session as it was. With
     ``settings.native`` the route's own compaction is asked first (``native``, made here when
     not given) where it has one and it is not off for the session."""
     settings = settings or CompactionSettings()
-    keep = settings.keep if keep is None else max(0, keep)
+    keep = settings.keep if keep is None else max(0, keep)  # None: a token-bounded tail
     stored = [m.id for m in session.store.load_history(session.id).messages]
     if len(stored) != len(session.history):
         session.reload()  # another process added turns: compact what is stored
@@ -169,8 +172,8 @@ async def compress(session: Session, *, keep: int | None = None,
     native = native or native_summarizer(session, settings)
     outcome = await compact_history(
         history, estimator=session_estimator(session, fresh_cache=True),
-        summarize=summarize or engine_summarizer, keep=keep, pending=pending, budget=budget,
-        rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
+        summarize=summarize or engine_summarizer, keep=keep, window=window, pending=pending,
+        budget=budget, rules=rules, summary_rules=engine_summarizer.rules, summary_cap=cap,
         prompt_budget=int(reader * 0.6) if reader else None, native=native)
     result = CompactionResult(session=session.id, compacted=outcome.compacted,
                               turns_before=len(history), turns_after=len(outcome.messages),

@@ -392,6 +392,8 @@ class Gateway:
         try:
             bundle, tokens = await compaction.compact(prepared.turn, engine)
             written = await self.conversations.store_compaction(prepared, bundle, reply.response_id)
+        except compaction.CannotCompact as exc:  # said, not answered with a no-op compaction
+            raise HttpError(400, str(exc), code="compaction_cannot_shrink") from None
         except ThoughtlineError as exc:
             raise self._failure(exc, prepared) from None
         if branch := written.branch:  # the head moved meanwhile: the bundle is on a branch

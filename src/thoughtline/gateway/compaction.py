@@ -9,28 +9,47 @@ under the answer's minted reference. When the client later sends that reference 
 ``compaction`` item), ``expand`` puts the checkpoint and the retained turns — the stored
 ``Message`` values, reasoning and opaque values byte for byte — in its place for the upstream.
 
+A compaction here shrinks the conversation or says why it cannot (``CannotCompact``): the
+retained tail is bounded by tokens (``compaction.core.tail_budget``: a share of the upstream
+model's window and half of what the conversation costs now), its bulky tool outputs shortened
+when the current exchange alone is over that — so a short conversation made of one huge tool
+output is compacted too (nothing summarized, the output shortened) — and a result not smaller
+than the conversation is refused rather than answered with a compaction that changes nothing
+(a client that compacts when its size crosses a limit would otherwise compact after every
+answer). A conversation unchanged since its last compaction (the client sends the compaction
+item back and nothing after it) gets the same bundle again, with no upstream request.
+
 A bundle is an ordinary user message (the checkpoint's text) whose ``native`` record is
-``{"thoughtline": {"checkpoint": {...}, "retained": [<lossless message JSON>, ...]}}``: no codec
-reads that namespace. Knows no wire names.
+``{"thoughtline": {"checkpoint": {...}, "retained": [<lossless message JSON>, ...],
+"summarized": bool, "digest": "<sha256 of what it expands to>"}}``; its expansion's first
+message carries ``{"thoughtline": {"compacted": {"digest", "summarized"}}}``, which is how an
+unchanged conversation is recognized. No codec reads that namespace. Knows no wire names.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+import orjson
+
 from thoughtline.compaction import CompactionRules, compact_history, rules_for
 from thoughtline.compaction.core import NAMESPACE, checkpoint
-from thoughtline.estimate import Estimator
+from thoughtline.errors import UsageError
+from thoughtline.estimate import Estimator, context_window
 from thoughtline.events import Done
 from thoughtline.gateway import mint
 from thoughtline.messages import Message, message_from_json, message_to_json
 from thoughtline.store.base import Store
 from thoughtline.turn import TurnInput, TurnOptions
 
-#: Messages kept verbatim at least (as ``[compaction] keep``'s default).
-KEEP = 8
+MARK = "compacted"  # the key of an expansion's first message that names its bundle
+
+
+class CannotCompact(UsageError):
+    """The conversation cannot be made smaller than it is; the message says why."""
 
 
 class _Quiet:
@@ -46,10 +65,19 @@ class _Quiet:
         pass
 
 
-async def compact(turn: TurnInput, engine: Any, *, keep: int = KEEP) -> tuple[Message, int]:
+async def compact(turn: TurnInput, engine: Any, *,
+                  keep: int | None = None) -> tuple[Message, int]:
     """The bundle for ``turn``'s whole conversation, and the tokens the summarizer was asked
-    to read (0 when nothing could be cut: the bundle then retains every turn)."""
+    to read (0 when nothing was summarized). ``keep``: messages kept verbatim at least; None
+    (the default): a token-bounded tail. ``CannotCompact`` when the result would not be
+    smaller than the conversation."""
     history = [*turn.history, *turn.pending]
+    lead = 0
+    while lead < len(history) and history[lead].role == "system":
+        lead += 1
+    again = _unchanged(history[lead:])
+    if again is not None:  # nothing new since the bundle it expands: that bundle again
+        return again, 0
     estimator = Estimator.for_config(turn.codec, turn.route, turn.config, ledger=turn.ledger)
 
     async def summarize(prompt: Sequence[Message]) -> tuple[str, str | None]:
@@ -63,14 +91,15 @@ async def compact(turn: TurnInput, engine: Any, *, keep: int = KEEP) -> tuple[Me
 
     rules: CompactionRules = rules_for(turn.codec, turn.route)
     outcome = await compact_history(history, estimator=estimator, summarize=summarize,
-                                    keep=keep, rules=rules)
-    lead = 0
-    while lead < len(history) and history[lead].role == "system":
-        lead += 1
-    if not outcome.compacted:  # nothing to cut: the bundle stands for the turns as they are
-        return _bundle(None, history[lead:]), 0
-    summary = outcome.messages[lead]
-    return _bundle(summary, outcome.messages[lead + 1:]), outcome.tokens_before
+                                    keep=keep, window=context_window(turn.provider.model),
+                                    rules=rules)
+    if not outcome.compacted:
+        raise CannotCompact(f"the conversation cannot be compacted below the ~"
+                            f"{outcome.tokens_before} tokens it costs now ({outcome.reason}); "
+                            "start a new conversation, or leave out the largest message")
+    if not outcome.summarized:  # the tail salvaged, nothing summarized
+        return _bundle(None, outcome.messages[lead:]), 0
+    return _bundle(outcome.messages[lead], outcome.messages[lead + 1:]), outcome.tokens_before
 
 
 def _bundle(summary: Message | None, retained: Sequence[Message]) -> Message:
@@ -78,7 +107,38 @@ def _bundle(summary: Message | None, retained: Sequence[Message]) -> Message:
     record = dict(base.native.get(NAMESPACE, {}))
     record["retained"] = [message_to_json(m) for m in retained]
     record["summarized"] = summary is not None
+    record["digest"] = _digest([*([summary] if summary is not None else []), *retained])
     return replace(base, native={**base.native, NAMESPACE: record})
+
+
+def _digest(messages: Sequence[Message]) -> str:
+    raw = orjson.dumps([message_to_json(m) for m in messages], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(raw).hexdigest()
+
+
+def _unchanged(conversation: Sequence[Message]) -> Message | None:
+    """The bundle ``conversation`` is the expansion of, when it is exactly that (marked first
+    message, same digest); else None."""
+    if not conversation:
+        return None
+    first = conversation[0]
+    own = first.native.get(NAMESPACE)
+    mark = own.get(MARK) if isinstance(own, Mapping) else None
+    if not isinstance(mark, Mapping) or not isinstance(own, Mapping):
+        return None
+    clean = [_with_record(first, {k: v for k, v in own.items() if k != MARK}),
+             *conversation[1:]]
+    if _digest(clean) != mark.get("digest"):
+        return None
+    if mark.get("summarized"):
+        return _bundle(clean[0], clean[1:])
+    return _bundle(None, clean)
+
+
+def _with_record(message: Message, record: Mapping[str, Any]) -> Message:
+    """``message`` with ``record`` as its thoughtline record (none when empty)."""
+    native = {k: v for k, v in message.native.items() if k != NAMESPACE}
+    return replace(message, native={**native, NAMESPACE: record} if record else native)
 
 
 def expansion(bundle: Message) -> list[Message]:
@@ -88,10 +148,14 @@ def expansion(bundle: Message) -> list[Message]:
     if not isinstance(record, Mapping) or not isinstance(record.get("retained"), list):
         raise ValueError("the stored compaction is not a bundle")
     retained = [message_from_json(raw) for raw in record["retained"]]
-    if not record.get("summarized"):
-        return retained
-    own = {k: v for k, v in record.items() if k not in ("retained", "summarized")}
-    return [replace(bundle, native={**bundle.native, NAMESPACE: own}), *retained]
+    own = {k: v for k, v in record.items() if k not in ("retained", "summarized", "digest")}
+    out = [*([_with_record(bundle, own)] if record.get("summarized") else []), *retained]
+    if out and isinstance(record.get("digest"), str):  # a bundle stored before digests: none
+        first = out[0].native.get(NAMESPACE)
+        mark = {"digest": record["digest"], "summarized": bool(record.get("summarized"))}
+        out[0] = _with_record(out[0], {**(first if isinstance(first, Mapping) else {}),
+                                       MARK: mark})
+    return out
 
 
 def expand(messages: Sequence[Message], at: int, stored: Sequence[Message],
