@@ -21,8 +21,8 @@ drift apart:
   nothing of the turn is in the store, nothing is lost.
 
 It knows no wire names and no SQL: writes go through the ``Store`` interface (``append``,
-``append_indexed`` with the gateway's lookup keys, ``replace_history`` for a compaction), in the
-caller's thread.
+``append_indexed`` with the gateway's lookup keys, ``start_session`` for a session stored with its
+first turn, ``replace_history`` for a compaction), in the caller's thread.
 """
 
 from __future__ import annotations
@@ -35,7 +35,13 @@ from typing import Any
 
 import orjson
 
-from thoughtline.errors import HeadMoved, StoreError, StoreUnavailable, ThoughtlineError
+from thoughtline.errors import (
+    HeadMoved,
+    NotFound,
+    StoreError,
+    StoreUnavailable,
+    ThoughtlineError,
+)
 from thoughtline.messages import Message, message_to_json
 from thoughtline.store.base import SessionRecord, Store, StoredMessage
 from thoughtline.store.codec import encode_message
@@ -78,6 +84,9 @@ class TurnWrite:
     branch_title: str = ""
     #: A compaction: ``messages`` are the session's new history, not turns to append.
     replaces: NewGeneration | None = None
+    #: ``session`` is not stored yet: it is stored with this turn (``Store.start_session``), so
+    #: a request that stores no turn leaves no session (the gateway's new conversations).
+    new: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -136,7 +145,9 @@ def _store(store: Store, target: SessionRecord, write: TurnWrite, *, branched: b
                                        expect=(write.at, write.replaces.head),
                                        note=write.replaces.note)
         return Written(session=target, stored=(), branched=branched, generation=number)
-    if write.keys:
+    if write.new:
+        stored = store.start_session(target, write.messages, keys=write.keys)
+    elif write.keys:
         stored = store.append_indexed(target.id, write.messages, tenant=write.tenant,
                                       keys=write.keys, expect_turns=write.at)
     else:
@@ -161,6 +172,8 @@ def _settled(store: Store, write: TurnWrite, target: SessionRecord, branched: bo
             number = store.list_generations(target.id)[-1].number - 1 if landed else None
         else:
             landed = store.position(target.id, ids[-1]) == write.at + len(ids)
+    except NotFound:  # a new session whose first turn did not land
+        landed = False
     except StoreError:
         raise _failed(write, error, rescue_dir, landed=None) from error
     if not landed:

@@ -7,15 +7,18 @@ client's new messages and the answer through ``persist.write_turn``, the path th
 ``Session`` uses too: appended atomically with the answer's lookup keys where the matched turn
 is the session's head, on a branch where it is not (a client that regenerated an answer and went
 on), written once (retried only while nothing was written), rescued to a file when it cannot be
-stored. The answer is stored before the client sees its end, so every turn a client can resend
-is findable, also after a SIGKILL; a client told "not stored" finds nothing stored. Knows no
-wire names: parsing and rendering are the client codec's, upstream shaping is the upstream
-codec's (through the ``TurnEngine``).
+stored. A new conversation's session is stored with its first answer (its id is chosen before, so
+every response names it): a failed, refused or abandoned request leaves no session behind. The
+answer is stored before the client sees its end, so every turn a client can resend is findable,
+also after a SIGKILL; a client told "not stored" finds nothing stored. Knows no wire names:
+parsing and rendering are the client codec's, upstream shaping is the upstream codec's (through
+the ``TurnEngine``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -33,7 +36,7 @@ from thoughtline.gateway.storage import AsyncStore
 from thoughtline.messages import Message, Reasoning
 from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.persist import TurnWrite, Written, default_rescue_dir, write_turn
-from thoughtline.store.base import SessionRecord, Store
+from thoughtline.store.base import SessionRecord, Store, new_session_id
 from thoughtline.store.rehydration import NAMED, IndexKey
 from thoughtline.turn import TurnInput
 from thoughtline.verdicts import Verdict
@@ -94,6 +97,9 @@ class Prepared:
     at: int = 0
     #: The answer's place (``rehydrate.Chain.places[-1]`` of ``client_messages``).
     place: bytes = b""
+    #: ``session`` is not stored yet (a new conversation): it is stored with the turn's answer,
+    #: so a request that stores no turn leaves no session behind.
+    new: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,6 +108,7 @@ class _Found:
     matched: rehydrate.Rehydration
     verdicts: list[Verdict]
     at: int
+    new: bool = False
 
 
 def named_key(name: str) -> IndexKey:
@@ -170,14 +177,14 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
     session = named
     if session is None and (matched.session_id or scope):
         session = store.get_session(matched.session_id or scope, tenant=tenant)
-    if session is None:
-        config = ModelConfig(provider=provider, tools=tuple(tools)).to_json()
-        if not create:  # only priced: no session is made, no branch either
-            dummy = SessionRecord(id="", title="", created_at=0.0, updated_at=0.0,
-                                  model_config=config, tenant=tenant)
-            return _Found(session=dummy, matched=matched,
-                          verdicts=store.verdicts(tenant=tenant), at=0)
-        session = store.create_session(title=title, model_config=config, tenant=tenant)
+    if session is None:  # a new conversation: its session is stored with its first answer
+        now = time.time()
+        new = SessionRecord(id=new_session_id() if create else "", title=title if create else "",
+                            created_at=now, updated_at=now, tenant=tenant,
+                            model_config=ModelConfig(provider=provider,
+                                                     tools=tuple(tools)).to_json())
+        return _Found(session=new, matched=matched, verdicts=store.verdicts(tenant=tenant), at=0,
+                      new=create)
     if not create:
         return _Found(session=session, matched=matched, verdicts=store.verdicts(tenant=tenant),
                       at=session.turns)
@@ -259,7 +266,7 @@ class Conversations:
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
                         rehydration=matched, stored_config=stored,
                         client_messages=messages, at=found.at, answer_keys=tuple(extra),
-                        place=digests.places[-1])
+                        place=digests.places[-1], new=found.new)
 
     async def persist(self, prepared: Prepared, sink: GatewaySink) -> Written | None:
         """Store what the turn learned and (when it finished) the turn itself, once.
@@ -268,10 +275,14 @@ class Conversations:
         (``persist.Unsaved`` naming the rescue file) when it could not be, and then nothing of
         it is stored.
         """
+        session = prepared.session
         if sink.lessons:
+            update = _merge_lessons(prepared, sink.lessons)
+            if prepared.new:  # the session's lessons go with it, stored with its first turn
+                session = replace(session, model_config=update(session.model_config))
             try:
                 await self.store.learned(
-                    prepared.session.id, _merge_lessons(prepared, sink.lessons),
+                    None if prepared.new else session.id, update,
                     [x.verdict for x in sink.lessons if x.verdict is not None],
                     tenant=prepared.tenant)
             except StoreError as exc:
@@ -280,7 +291,7 @@ class Conversations:
         if done is None:
             return None
         place = prepared.place or rehydrate.prefixes(prepared.client_messages)[-1]
-        write = TurnWrite(session=prepared.session, at=prepared.at,
+        write = TurnWrite(session=session, at=prepared.at, new=prepared.new,
                           messages=[*sink.pending, done.message], tenant=prepared.tenant,
                           keys=[*rehydrate.index_keys(done.message, place),
                                 *prepared.answer_keys])
@@ -294,7 +305,7 @@ class Conversations:
         same path as a turn: after the matched turn, on a branch when the head moved, in a
         rescue file (``persist.Unsaved``) when it cannot be stored."""
         write = TurnWrite(session=prepared.session, at=prepared.at, messages=[bundle],
-                          tenant=prepared.tenant, keys=[mint.index_key(ref)])
+                          tenant=prepared.tenant, keys=[mint.index_key(ref)], new=prepared.new)
         return await self.store.call(write_turn, self.store.store, write,
                                      rescue_dir=self.rescue_dir)
 

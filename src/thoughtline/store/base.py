@@ -18,6 +18,7 @@ from thoughtline.store.records import (
     ProblemKind,
     SessionRecord,
     StoredMessage,
+    new_session_id,
 )
 from thoughtline.verdicts import Verdict
 
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from thoughtline.store.wireforms import StoredForms, WireForm
 
 __all__ = ["LoadProblem", "LoadedHistory", "ProblemKind", "SessionRecord", "Store",
-           "StoredMessage"]
+           "StoredMessage", "new_session_id"]
 
 
 class Store(Protocol):
@@ -34,6 +35,13 @@ class Store(Protocol):
 
     def create_session(self, *, title: str = "", model_config: Mapping[str, Any] | None = None,
                        tenant: str = "") -> SessionRecord: ...
+
+    def start_session(self, record: SessionRecord, messages: Sequence[Message], *,
+                      keys: Sequence[IndexKey] = ()) -> list[StoredMessage]:
+        """Store ``record`` (a session not stored yet, its id from ``new_session_id``) with its
+        first ``messages``, the last one indexed under ``keys``, atomically: a session exists
+        once it has a turn."""
+        ...
 
     def import_session(self, *, title: str, model_config: Mapping[str, Any],
                        messages: Sequence[Message], tenant: str = "") -> SessionRecord:

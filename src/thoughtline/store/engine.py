@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import gc
 import time
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
@@ -24,7 +23,8 @@ from thoughtline.store import codec, generations, history, ledger, wireforms
 from thoughtline.store.base import LoadedHistory, SessionRecord, StoredMessage
 from thoughtline.store.db import Database, Tx
 from thoughtline.store.migrations import migrate
-from thoughtline.store.rehydration import RehydrationStore
+from thoughtline.store.records import new_session_id
+from thoughtline.store.rehydration import IndexKey, RehydrationStore, index_turn
 from thoughtline.store.secrets import SecretStore
 from thoughtline.verdicts import Verdict
 
@@ -54,21 +54,37 @@ class SqlStore(RehydrationStore, SecretStore):
                        tenant: str = "") -> SessionRecord:
         config = codec.config_to_text(model_config)
         now = time.time()
-        sid = uuid.uuid4().hex
+        sid = new_session_id()
         with self._db.transaction(write=True) as tx:
-            tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, "
-                       "tenant) VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
+            _insert(tx, sid, title, config, tenant, now)
             return _session(tx, sid)
+
+    def start_session(self, record: SessionRecord, messages: Sequence[Message], *,
+                      keys: Sequence[IndexKey] = ()) -> list[StoredMessage]:
+        """Write ``record`` — a session not stored yet, its id chosen by the caller
+        (``new_session_id``) — with its first ``messages``, the last one indexed under ``keys``
+        for the session's tenant, in one transaction: a session exists once it has a turn, so a
+        request that stores none leaves no session behind."""
+        if not messages:
+            raise UsageError(f"session {record.id} is stored with its first turn: no messages")
+        config = codec.config_to_text(record.model_config)
+        now = time.time()
+        with self._db.transaction(write=True) as tx:
+            _insert(tx, record.id, record.title, config, record.tenant, now)
+            stored = history.append(tx, record.id, messages, now)
+            if keys:
+                index_turn(tx, record.tenant, record.id, stored[-1].id, keys, now)
+        self._verified().put(stored[-1].id, stored[-1].message)
+        return stored
 
     def import_session(self, *, title: str, model_config: Mapping[str, Any],
                        messages: Sequence[Message], tenant: str = "") -> SessionRecord:
         """Create a session holding ``messages`` in one transaction: all of it or nothing."""
         config = codec.config_to_text(model_config)
         now = time.time()
-        sid = uuid.uuid4().hex
+        sid = new_session_id()
         with self._db.transaction(write=True) as tx:
-            tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, "
-                       "tenant) VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
+            _insert(tx, sid, title, config, tenant, now)
             history.append(tx, sid, messages, now)
             return _session(tx, sid)
 
@@ -129,7 +145,7 @@ class SqlStore(RehydrationStore, SecretStore):
     def branch(self, session_id: str, *, at: int | None = None, title: str = "") -> SessionRecord:
         """A new session inheriting the first ``at`` visible messages (default: all); no copies."""
         now = time.time()
-        sid = uuid.uuid4().hex
+        sid = new_session_id()
         with self._db.transaction(write=True) as tx:
             parent = _session(tx, session_id)
             fork = parent.turns if at is None else at
@@ -267,6 +283,11 @@ class SqlStore(RehydrationStore, SecretStore):
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
         self.close()
+
+
+def _insert(tx: Tx, sid: str, title: str, config: str, tenant: str, now: float) -> None:
+    tx.execute("INSERT INTO sessions (id, title, created_at, updated_at, model_config, tenant) "
+               "VALUES (?, ?, ?, ?, ?, ?)", (sid, title, now, now, config, tenant))
 
 
 def _session(tx: Tx, session_id: str) -> SessionRecord:

@@ -218,6 +218,28 @@ def wire_forms_by_context(tx: Tx, d: Dialect) -> None:
         )""")
 
 
+@migration
+def drop_empty_gateway_sessions(tx: Tx, d: Dialect) -> None:
+    """A gateway session is stored with its first turn (issue 46); before, every failed, refused
+    or abandoned request left one with no turn, titled with the client's text. Those are
+    deleted: no turn of their own or inherited, no archived generation, no branch.
+
+    Only the gateway's: titled ``gateway`` (its first releases) or ``… (via UPSTREAM)`` /
+    ``… (via UPSTREAM, tenant TENANT)`` for the session's own tenant
+    (``gateway.conversation.session_title``). A library or CLI session may hold no turn and
+    stays (``Session.create`` stores it before its first send; the user may name it).
+    """
+    tx.execute("""
+        DELETE FROM sessions
+        WHERE COALESCE(fork_point, 0) = 0
+          AND NOT EXISTS (SELECT 1 FROM session_messages m WHERE m.session_id = sessions.id)
+          AND NOT EXISTS (SELECT 1 FROM session_generations g WHERE g.session_id = sessions.id)
+          AND NOT EXISTS (SELECT 1 FROM sessions b WHERE b.parent_id = sessions.id)
+          AND (title = 'gateway'
+               OR (tenant = '' AND title LIKE '% (via %)')
+               OR (tenant <> '' AND title LIKE '% (via %, tenant ' || tenant || ')'))""")
+
+
 _BOOKKEEPING = """
     CREATE TABLE IF NOT EXISTS schema_migrations (
         version INTEGER PRIMARY KEY,

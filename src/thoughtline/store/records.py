@@ -1,4 +1,5 @@
-"""The records a store returns: a session's row, a stored message, a load problem.
+"""The records a store returns: a session's row, a stored message, a load problem; and the
+format of a new session's id.
 
 Plain values with no behaviour, kept apart from the ``Store`` interface (``store.base``) so the
 store's own modules (``codec``, ``history``, ``rehydration``) use them without importing the
@@ -8,6 +9,7 @@ interface that names their types (no import cycle).
 from __future__ import annotations
 
 import enum
+import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +32,12 @@ class SessionRecord:
     model_config: Mapping[str, Any] = field(default_factory=dict)
     turns: int = 0
     tenant: str = ""
+
+
+def new_session_id() -> str:
+    """A fresh session id: lowercase hex (a prefix of it names the session, in any case). The
+    gateway chooses one before the session is stored (``Store.start_session``)."""
+    return uuid.uuid4().hex
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

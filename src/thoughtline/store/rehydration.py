@@ -71,7 +71,7 @@ class RehydrationStore:
             history.check_head(tx, session_id, expect_turns)
             stored = history.append(tx, session_id, messages, now)
             if stored and keys:
-                _index(tx, tenant, session_id, stored[-1].id, keys, now)
+                index_turn(tx, tenant, session_id, stored[-1].id, keys, now)
         if stored:
             self._verified().put(stored[-1].id, stored[-1].message)
         return stored
@@ -137,8 +137,9 @@ class _Verified:
 _MEMO_SIZE = 4096  # turns kept per store object
 
 
-def _index(tx: Tx, tenant: str, session_id: str, message_id: str, keys: Sequence[IndexKey],
-           now: float) -> None:
+def index_turn(tx: Tx, tenant: str, session_id: str, message_id: str,
+               keys: Sequence[IndexKey], now: float) -> None:
+    """Index the stored turn ``message_id`` of ``session_id`` under ``keys`` (inside ``tx``)."""
     tx.executemany(
         "INSERT INTO rehydration (tenant, kind, lookup_key, session_id, message_id, created_at) "
         "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, kind, lookup_key, session_id) "
