@@ -18,6 +18,13 @@ head, summarized again). The tail walk and the preflight check price candidates 
 ``Estimator`` (``estimate``), so they agree and compaction cannot loop; ``AutoCompaction`` also
 compacts at most once per threshold crossing.
 
+The retained tail: at least ``keep`` messages when a count is given (``--keep N``, ``/compact
+N``, ``[compaction] keep``); otherwise bounded by tokens (``core.tail_budget``: a quarter of the
+model's window, ``DEFAULT_WINDOW`` when unknown, and half of what the conversation costs now,
+so a client compacting at a limit of its own lands well below it). A tail still over that (the
+current exchange alone) first has its bulky tool outputs shortened to their head and end
+(``TRIMMED`` between), which also compacts a conversation with no cut point (nothing summarized).
+
 Salvage, when the candidate is still over budget or not smaller: prune the contents of old tool
 results in the tail (the newest two kept), then cap an over-long summary; reasoning is never
 touched; when nothing helps the history is left alone and the result says why.
