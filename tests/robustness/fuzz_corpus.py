@@ -3,7 +3,9 @@
 codec (a parsed body; ``(event type, payload)`` pairs). Reads the recordings only; knows no codec.
 
 Also the one mutator every fuzz test shares: ``mutate`` changes one thing in a JSON-like value
-(a value replaced by one of ``ODD``/``ODD_JSON``, deleted, duplicated or wrapped).
+(a value replaced by one of ``ODD``/``ODD_JSON``, deleted, duplicated or wrapped). The odd values
+include deep nests and JSON text nested as deep (arguments strings hold JSON the body's own
+nesting bound does not see).
 """
 
 from __future__ import annotations
@@ -124,6 +126,11 @@ def deep(levels: int, inner: Any = 1) -> Any:
     return value
 
 
+def deep_text(levels: int) -> str:
+    """JSON nesting ``levels`` deep, as text: what a tool call's arguments string may hold."""
+    return "[" * levels + "1" + "]" * levels
+
+
 def _odd(max_int: int, max_depth: int) -> st.SearchStrategy[Any]:
     return st.one_of(
         st.none(), st.booleans(), st.integers(-max_int, max_int),
@@ -132,7 +139,7 @@ def _odd(max_int: int, max_depth: int) -> st.SearchStrategy[Any]:
         st.text(max_size=8), st.just(""), st.just([]), st.just({}),
         st.lists(st.integers(-5, 5), max_size=3),
         st.dictionaries(st.text(max_size=3), st.integers(-5, 5), max_size=2),
-        st.integers(2, max_depth).map(deep))
+        st.integers(2, max_depth).map(deep), st.integers(100, 300).map(deep_text))
 
 
 #: Replacement values for replies: anything Python may hold, beyond what JSON parsing gives.

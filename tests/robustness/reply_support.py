@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from thoughtline import config, messages
-from thoughtline.codecs import registry
+from thoughtline.codecs import registry, shape
 from thoughtline.codecs.openai_chat import client
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done
@@ -132,6 +132,8 @@ def check_outcome(outcome: Outcome) -> None:
         return
     assert outcome.sink.stored == [done]
     messages.loads(messages.dumps(done.message))
+    for call in done.message.tool_calls:  # what is stored is replayed: JSON any encoder can write
+        assert not shape.text_deeper_than(call.arguments), call.arguments[:80]
     client.completion_json(done, response_id="chatcmpl-x", model="m", created=0)
     writer = client.ChunkWriter(response_id="chatcmpl-x", model="m", created=0,
                                 include_usage=True)

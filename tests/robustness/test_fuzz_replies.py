@@ -32,6 +32,7 @@ from fuzz_corpus import (
     STREAM_OPS,
     Recording,
     deep,
+    deep_text,
     mutate,
     streams,
     wholes,
@@ -70,6 +71,9 @@ def _chosen(found: list[Recording], which: int | str) -> Recording:
          pick=("content", 2, "input"), op="replace", new={"x": 2 ** 70})
 @example(which="openai-responses/pydantic-ai-openai-responses-gpt55-phase.i0.response.json",
          pick=("output", 0, "extra"), op="replace", new=deep(300))
+@example(which="openai-compat/pydantic-ai-deepseek-thinking-tool-calls-roundtrip.i0.response.json",
+         pick=("choices", 0, "message", "tool_calls", 0, "function", "arguments"), op="replace",
+         new=deep_text(300))
 def test_every_decoder_survives_mutated_recorded_replies(
         api: str, which: int | str, pick: int | tuple[Any, ...], op: str, new: Any) -> None:
     found = wholes(api)
@@ -142,6 +146,8 @@ def _client_body(which: int, stream: bool) -> Any:
                                  HealthCheck.function_scoped_fixture])
 @given(which=INDEX, stream=st.booleans(), pick=INDEX, op=st.sampled_from(OPS), new=ODD_JSON)
 @example(which=0, stream=False, pick=("metadata",), op="replace", new=deep(200))
+@example(which=1, stream=False, pick=("messages", 2, "tool_calls", 0, "function", "arguments"),
+         op="replace", new=deep_text(300))  # a 500 before (issue 46): now a 400
 def test_the_chat_face_answers_mutated_client_bodies_without_a_server_error(
         gateway: CannedGateway, which: int, stream: bool, pick: int | tuple[Any, ...], op: str,
         new: Any) -> None:

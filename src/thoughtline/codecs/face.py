@@ -5,7 +5,9 @@ gateway consumes: ``ClientRequest`` and ``ClientRequestError``. A face parses it
 (Chat Completions, Messages, Responses) into canonical messages and tools, and says, per target
 API, which of the client's parameters that API reads, what it drops (for the request log), which
 headers it passes on, which session the client named and which values the gateway minted that the
-client echoed back. Knows no wire names and does no I/O.
+client echoed back. A request is checked once it is built, whatever its face: tool-call arguments
+(JSON in a string, unseen by the body's own nesting bound) nest within ``shape.MAX_DEPTH``.
+Knows no wire names and does no I/O.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from thoughtline.codecs import shape
 from thoughtline.errors import UsageError
 from thoughtline.messages import Message, ToolSpec
 
@@ -83,6 +86,13 @@ class ClientRequest:
     #: What of the request no upstream receives (content no API of the gateway carries), as the
     #: request log names it.
     unread: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for message in self.messages:
+            for call in message.tool_calls:
+                if shape.text_deeper_than(call.arguments):
+                    raise ClientRequestError(shape.too_deep(
+                        f"the arguments string of tool call {call.id!r}"))
 
     def params_to(self, api: str) -> Mapping[str, Any]:
         """The parameters an upstream of ``api`` receives."""

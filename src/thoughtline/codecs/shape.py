@@ -1,10 +1,11 @@
 """Reading values thoughtline did not make: provider replies, client bodies, imported files.
 
 Owns the checks every codec (and every place a JSON body enters) shares: the one nesting bound
-(``MAX_DEPTH``) and its iterative checker; a token count that is an integer a JSON encoder can
-write; a value used as a lookup key that is a string or an integer; and the final check of a
-decoded answer (``check_answer``): canonical fields of the right types, verbatim values that
-nest within the bound and that the store can write back. Each failure is a ``ProtocolError``
+(``MAX_DEPTH``) and its iterative checker, also for JSON held in a string (tool-call arguments);
+a token count that is a non-negative integer a JSON encoder can write, summed or not; a value
+used as a lookup key that is a string or an integer; and the final check of a decoded answer
+(``check_answer``): canonical fields of the right types, tool-call arguments and verbatim values
+that nest within the bound and that the store can write back. Each failure is a ``ProtocolError``
 naming the field. No wire knowledge: callers name their own fields.
 """
 
@@ -23,7 +24,8 @@ from thoughtline.messages import Message, Opaque, Reasoning, Text, ToolCall, Too
 #: writes only 255; real replies and requests nest a few dozen at most).
 MAX_DEPTH = 128
 
-#: The integer range orjson writes (int64 and uint64); counts stay within int64.
+#: The integer range orjson writes (int64 and uint64). Token counts are 0 … int64: a sum of two
+#: (a face's ``total_tokens``) then still fits uint64, which a negative count would not.
 _INT_MIN, _INT_MAX, _UINT_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
 
 
@@ -65,6 +67,19 @@ def _nests(value: Any) -> bool:
     return kind in _NESTING or isinstance(value, Mapping | list | tuple)
 
 
+def text_deeper_than(text: str, limit: int = MAX_DEPTH) -> bool:
+    """True when ``text`` is JSON nesting more than ``limit`` deep (tool-call arguments are JSON
+    held in a string, unseen by the body's own bound). Text that is not JSON is not checked:
+    every reader of arguments already treats it as text."""
+    if text.count("[") + text.count("{") <= limit:
+        return False
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return False
+    return deeper_than(value, limit)
+
+
 def too_deep(what: str) -> str:
     """The words for a value nested deeper than the bound."""
     return f"{what} nests deeper than {MAX_DEPTH} levels of arrays and objects"
@@ -90,7 +105,7 @@ def described(value: Any) -> str:
 
 def count(value: Any, field: str) -> int:
     """A token count: missing (null) is 0; an integer (or an integral number, or decimal digits)
-    within int64; anything else raises ``ProtocolError`` naming ``field``."""
+    from 0 to int64's largest; anything else raises ``ProtocolError`` naming ``field``."""
     if value is None:
         return 0
     kind = type(value)
@@ -101,7 +116,7 @@ def count(value: Any, field: str) -> int:
         number = int(value)
     else:
         raise ProtocolError(f"`{field}` must be an integer, not {described(value)}")
-    if not _INT_MIN <= number <= _INT_MAX:
+    if not 0 <= number <= _INT_MAX:
         raise ProtocolError(f"`{field}` is out of range: {described(value)}")
     return number
 
@@ -156,6 +171,8 @@ def check_message(message: Message, where: str) -> None:
             _strings(part, at, "text", "summary", "signature", "data", optional=True)
         elif isinstance(part, ToolCall):
             _strings(part, at, "id", "name", "arguments")
+            if text_deeper_than(part.arguments):
+                raise ProtocolError(too_deep(f"{at}'s arguments string"))
         elif isinstance(part, ToolResult):
             _strings(part, at, "call_id", "content")
         elif not isinstance(part, Opaque):
@@ -169,7 +186,7 @@ def _check_usage(usage: Usage) -> None:
     for name in ("input_tokens", "output_tokens", "reasoning_tokens", "cached_tokens",
                  "prompt_tokens"):
         value = getattr(usage, name)
-        if type(value) is not int or not _INT_MIN <= value <= _INT_MAX:
+        if type(value) is not int or not 0 <= value <= _INT_MAX:
             raise ProtocolError(f"the answer's usage {name} is not a token count: "
                                 f"{described(value)}")
 

@@ -10,7 +10,10 @@ Vertex can stream one function call over several parts (recorded in
 ``vercel-google-vertex-stream-no-args-tool-call.chunks.txt``): a part with the ``name`` and
 ``willContinue``, parts with ``partialArgs`` (``jsonPath`` + a typed value, strings continued while
 ``willContinue``), and an empty ``functionCall`` that ends it. The fold assembles the ``args``
-object and hands the finished call to the builder; its arguments are shown in one delta then.
+object and hands the finished call to the builder; its arguments are shown in one delta then. A
+``jsonPath`` is held to the nesting bound (``shape.MAX_DEPTH``) and may name an array item only up
+to one past the last (no gaps): a hostile path would otherwise build a value too deep to write or an
+array of a billion nulls.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from thoughtline.codecs import shape
 from thoughtline.codecs.gemini.decode import (
     candidate_parts,
     check_error,
@@ -73,12 +77,13 @@ def _assign(root: dict[str, Any], path: str, value: Any, *, append: bool) -> Non
                               for m in _STEP.finditer(path.removeprefix("$"))]
     if not steps:
         return
+    if len(steps) >= shape.MAX_DEPTH or shape.deeper_than(value, shape.MAX_DEPTH - len(steps)):
+        raise ProtocolError(shape.too_deep("functionCall.partialArgs"))
     node: Any = root
     for step, following in itertools.pairwise(steps):
         fresh: Any = [] if isinstance(following, int) else {}
         if isinstance(step, int) and isinstance(node, list):
-            while len(node) <= step:
-                node.append(None)
+            _extend(node, step)
             if node[step] is None:
                 node[step] = fresh
             node = node[step]
@@ -88,12 +93,19 @@ def _assign(root: dict[str, Any], path: str, value: Any, *, append: bool) -> Non
             return
     last = steps[-1]
     if isinstance(last, int) and isinstance(node, list):
-        while len(node) <= last:
-            node.append(None)
+        _extend(node, last)
         node[last] = (node[last] + value if append and isinstance(node[last], str) else value)
     elif isinstance(last, str) and isinstance(node, dict):
         previous = node.get(last)
         node[last] = previous + value if append and isinstance(previous, str) else value
+
+
+def _extend(node: list[Any], index: int) -> None:
+    if index > len(node):
+        raise ProtocolError(f"functionCall.partialArgs names item {index} of an array of "
+                            f"{len(node)}")
+    if index == len(node):
+        node.append(None)
 
 
 class StreamFold:
