@@ -156,6 +156,12 @@ class Metrics:
             multiprocess.mark_process_dead(os.getpid())
 
 
+def worker_died(pid: int, directory: str) -> None:
+    """A worker that died without closing its metrics (killed mid-request): its live gauges
+    (requests in flight, pool states) stop counting; its counters stay in the sums."""
+    multiprocess.mark_process_dead(pid, directory)
+
+
 class RequestLogTee:
     """A request log that also feeds ``Metrics.sent`` (``log`` may be None: metrics only)."""
 

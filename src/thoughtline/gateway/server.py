@@ -15,8 +15,10 @@ requests (streams included) finish for up to ``GRACE_SECONDS`` before closing th
 
 With ``workers`` > 1, uvicorn's supervisor spawns that many processes serving the one socket,
 each with its own store connection (SQLite in WAL, or a PostgreSQL pool: the store is what they
-share, so any worker answers any turn of any conversation), and replaces a worker that dies;
-Prometheus values go to a temporary directory this process owns and removes on exit.
+share, so any worker answers any turn of any conversation), and replaces a worker that dies
+(clearing its live gauges, so a worker killed mid-request leaves no request "in flight");
+Prometheus values go to a temporary directory this process owns and removes on exit. A worker
+whose supervisor dies stops as on SIGTERM, so no orphan keeps serving the port.
 """
 
 from __future__ import annotations
@@ -24,9 +26,12 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import signal
 import socket
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -37,13 +42,15 @@ from thoughtline.errors import UsageError
 from thoughtline.gateway.accesslog import AccessLog
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
-from thoughtline.gateway.metrics import MULTIPROC_ENV
+from thoughtline.gateway.metrics import MULTIPROC_ENV, worker_died
 from thoughtline.gateway.storage import open_gateway_store
 from thoughtline.gateway.upstreams import missing_keys
 from thoughtline.requestlog import RequestLog
 from thoughtline.termsafe import safe_line
 
 GRACE_SECONDS = 30
+#: How often a worker checks that its supervisor is still its parent.
+ORPHAN_POLL_S = 0.5
 
 
 class _Server(uvicorn.Server):
@@ -111,20 +118,37 @@ class _WorkerApp:
     """The app factory one worker process calls (picklable: it crosses to the spawned worker).
 
     Each worker opens the store itself (SQLite in WAL, or its own PostgreSQL pool) and serves
-    the shared socket; its access-log lines say which worker (``worker``: its process id).
+    the shared socket; its access-log lines say which worker (``worker``: its process id). It
+    watches for the death of ``supervisor`` (a process id).
     """
 
-    def __init__(self, config: GatewayConfig, home: Path, *, tagged: bool) -> None:
-        self.config, self.home, self.tagged = config, home, tagged
+    def __init__(self, config: GatewayConfig, home: Path, *, supervisor: int) -> None:
+        self.config, self.home, self.supervisor = config, home, supervisor
 
     def __call__(self) -> Any:
-        access = AccessLog(self.config.access_log,
-                           tags={"worker": os.getpid()} if self.tagged else None)
+        _stop_when_orphaned(self.supervisor)
+        access = AccessLog(self.config.access_log, tags={"worker": os.getpid()})
         log_as_json(access)
         store = open_gateway_store(self.config.store, self.home)
         gateway = Gateway(self.config, store, request_log=RequestLog(self.home / "logs"),
                           access_log=access)
         return create_app(gateway)
+
+
+def _stop_when_orphaned(supervisor: int) -> None:
+    """SIGTERM to this worker once its parent is no longer ``supervisor`` (it died and the
+    worker was re-parented): in-flight requests finish, nothing new is accepted.
+
+    A polled parent id rather than Linux's ``PR_SET_PDEATHSIG``: it needs no ctypes, works on
+    every platform uvicorn's supervisor runs on (macOS included), and cannot miss a supervisor
+    that died before the worker got this far; the cost is up to ``ORPHAN_POLL_S`` of delay.
+    """
+    def watch() -> None:
+        while os.getppid() == supervisor:
+            time.sleep(ORPHAN_POLL_S)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="thoughtline-orphan-watch", daemon=True).start()
 
 
 def log_as_json(access: AccessLog) -> None:
@@ -178,7 +202,7 @@ def _serve_workers(config: GatewayConfig, home: Path, sock: socket.socket, worke
     metrics_dir = tempfile.mkdtemp(prefix="thoughtline-metrics-")
     previous = os.environ.get(MULTIPROC_ENV)
     os.environ[MULTIPROC_ENV] = metrics_dir  # inherited by the workers
-    uv: Any = uvicorn.Config(_WorkerApp(config, home, tagged=True), factory=True,
+    uv: Any = uvicorn.Config(_WorkerApp(config, home, supervisor=os.getpid()), factory=True,
                              log_config=None, access_log=False, lifespan="on",
                              timeout_graceful_shutdown=GRACE_SECONDS, server_header=False,
                              workers=workers)
@@ -189,8 +213,12 @@ def _serve_workers(config: GatewayConfig, home: Path, sock: socket.socket, worke
             process.wait_until_ready(uv.timeout_worker_healthcheck, supervisor.should_exit)
         print(f"{announce} ({workers} workers)", file=sys.stdout, flush=True)
         while not supervisor.should_exit.wait(0.5):
+            running = {process.pid for process in supervisor.processes}
             supervisor.handle_signals()
             supervisor.keep_subprocess_alive()
+            for pid in running - {process.pid for process in supervisor.processes}:
+                if pid is not None:  # reaped (died, or retired): its live gauges are cleared
+                    worker_died(pid, metrics_dir)
         supervisor.terminate_all()
         supervisor.join_all()
         print("thoughtline gateway stopped (in-flight requests finished)", file=sys.stdout,
