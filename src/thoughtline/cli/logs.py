@@ -73,7 +73,8 @@ def _line(record: dict[str, Any]) -> str:
     carriers = record.get("carriers") or {}
     carried = ", ".join(f"{k}×{v}" for k, v in sorted(carriers.items())) or "no reasoning fields"
     native = record.get("native") or {}
-    extras = []
+    # A request that is not a turn of the session (a compaction's summary) says so first.
+    extras = [f"{record['purpose']} request"] if record.get("purpose") else []
     if record.get("pads"):
         extras.append(f"{record['pads']} pad(s)")
     if native:

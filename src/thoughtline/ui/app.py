@@ -115,17 +115,15 @@ class _App:
         return endpoint
 
     async def sessions(self, request: Request, tenant: str | None) -> Response:
-        try:
-            page = int(request.query_params.get("page", "1"))
-        except ValueError:
-            page = 1
         query = request.query_params.get("q", "")
-        listing = pages.list_page(self.inspector.store, tenant=tenant, query=query, page=page)
+        listing = pages.list_page(self.inspector.store, tenant=tenant, query=query,
+                                  page=_page(request))
         return self.render("sessions.html", title="sessions", listing=listing)
 
     async def session(self, request: Request, tenant: str | None) -> Response:
         record = self.inspector.store.get_session(request.path_params["ref"], tenant=tenant)
-        data = pages.session_page(self.inspector.store, record, tenant=tenant)
+        data = pages.session_page(self.inspector.store, record, tenant=tenant,
+                                  page=_page(request))
         records, _ = request_view.read_requests(self.inspector.logs, record.id)
         reports = [{"request": row["number"], "report": report}
                    for row in request_view.request_rows(records) for report in row["reports"]]
@@ -154,6 +152,14 @@ class _App:
         body = resources.files("thoughtline.ui").joinpath("static", name).read_bytes()
         return Response(body, media_type=_STATIC[name],
                         headers={"X-Content-Type-Options": "nosniff"})
+
+
+def _page(request: Request) -> int:
+    """The ``page`` query parameter; 1 when absent or not a number."""
+    try:
+        return int(request.query_params.get("page", "1"))
+    except ValueError:
+        return 1
 
 
 def _hostname(header: str) -> str:

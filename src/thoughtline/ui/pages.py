@@ -24,9 +24,11 @@ from thoughtline.store import (
     Store,
     encode_message,
 )
+from thoughtline.termsafe import safe_line
 from thoughtline.ui.words import listed, verdict_words, when
 
 PAGE_SIZE = 25
+TURNS_PAGE = 100  # turns a session's page shows at once
 
 
 def tenant_label(tenant: str) -> str:
@@ -62,10 +64,12 @@ class SessionList:
 
 
 def matches(record: SessionRecord, words: Sequence[str]) -> bool:
-    """Every word occurs (case-insensitively) in the title, id, provider or model."""
+    """Every word occurs (case-insensitively) in the title, id, provider or model, as stored or
+    as shown (a control character made visible: ``\\x1b`` finds a title holding an ESC)."""
     provider = _provider(record)
-    haystack = " ".join([record.title, record.id, str(provider.get("id", "")),
-                         str(provider.get("model", ""))]).casefold()
+    fields = [record.title, record.id, str(provider.get("id", "")),
+              str(provider.get("model", ""))]
+    haystack = " ".join([*fields, *map(safe_line, fields)]).casefold()
     return all(word in haystack for word in words)
 
 
@@ -126,6 +130,7 @@ def turn_view(seq: int, message: Message, created_at: float,
     parts = [_part(p, [r for r in refs if r.part == i]) for i, p in enumerate(message.parts)]
     thinking = {i for i, p in enumerate(parts) if p["type"] == "reasoning"}
     return {"seq": seq, "role": message.role, "parts": parts, "when": when(created_at),
+            "model": message.origin.model if message.origin else "",
             "incomplete": message.incomplete, "damaged": message.damaged or bool(problems),
             "problems": [_problem(p) for p in problems],
             "native": sorted(message.native),
@@ -148,7 +153,8 @@ def turns(loaded: LoadedHistory) -> list[dict[str, Any]]:
     loaded_seqs = {m.seq for m in loaded.messages}
     for seq, problems in by_seq.items():
         if seq not in loaded_seqs and any(p.kind is ProblemKind.TURN for p in problems):
-            shown.append({"seq": seq, "role": "?", "parts": [], "when": "", "incomplete": False,
+            shown.append({"seq": seq, "role": "?", "parts": [], "when": "", "model": "",
+                          "incomplete": False,
                           "damaged": True, "missing": True, "native": [], "payloads": [],
                           "reasoning_count": 0,
                           "problems": [_problem(p) for p in problems]})
@@ -199,12 +205,39 @@ def generations(store: Store, session_id: str) -> list[dict[str, Any]]:
     return shown
 
 
-def session_page(store: Store, record: SessionRecord, *, tenant: str | None) -> dict[str, Any]:
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TurnPage:
+    """Which of a session's turns one page shows: ``TURNS_PAGE`` of them, oldest first."""
+
+    page: int
+    pages: int
+    total: int
+    first: int  # the 0-based position of the page's first turn
+    shown: int
+
+    @classmethod
+    def of(cls, total: int, page: int) -> TurnPage:
+        pages = max(1, -(-total // TURNS_PAGE))
+        page = min(max(page, 1), pages)
+        first = (page - 1) * TURNS_PAGE
+        return cls(page=page, pages=pages, total=total, first=first,
+                   shown=min(TURNS_PAGE, total - first))
+
+
+def session_page(store: Store, record: SessionRecord, *, tenant: str | None,
+                 page: int = 1) -> dict[str, Any]:
+    """What a session's page shows; of its turns, page ``page`` (``TURNS_PAGE`` a page)."""
     loaded = store.load_history(record.id, skip_damaged=True)
     cfg = record.model_config
+    every = turns(loaded)
+    paging = TurnPage.of(len(every), page)
     return {"session": session_row(record), "provider": _provider(record),
             "tree": branch_tree(record, store.list_sessions(tenant=tenant)),
-            "generations": generations(store, record.id), "turns": turns(loaded),
+            "generations": generations(store, record.id),
+            "turns": every[paging.first:paging.first + TURNS_PAGE], "paging": paging,
+            # The model that answered last: a gateway client switches models per request, and
+            # the stored config keeps the one its first request named.
+            "answered_by": next((t["model"] for t in reversed(every) if t["model"]), ""),
             "verdicts": [verdict_words(v) for v in listed(cfg.get("verdicts"))
                          if isinstance(v, Mapping)],
             "fingerprints": [f if isinstance(f, str) else json.dumps(f)

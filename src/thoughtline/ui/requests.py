@@ -28,7 +28,8 @@ WIDTH, HEIGHT, LEFT, BOTTOM, TOP, RIGHT = 720, 240, 64, 28, 16, 16
 _SHARED = frozenset({
     "time", "session", "route", "api", "provider", "host", "model", "status", "outcome",
     "attempt", "stream", "duration_ms", "retries", "assistant_turns", "carriers", "native",
-    "pads", "body_extras", "verdicts", "repairs", "reports", "prompt_tokens", "tenant"})
+    "pads", "body_extras", "verdicts", "repairs", "reports", "prompt_tokens", "tenant",
+    "purpose"})
 
 
 def _counts(raw: Any) -> list[tuple[str, int]]:
@@ -68,6 +69,8 @@ def request_rows(records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
             "route": str(record.get("route", "?")), "api": str(record.get("api", "?")),
             "provider": str(record.get("provider", "?")), "host": str(record.get("host") or "-"),
             "model": str(record.get("model", "?")),
+            # Why a request that is not a turn was sent ("compaction": a summary's request).
+            "purpose": str(record.get("purpose") or ""),
             "attempt": record.get("attempt", 1), "stream": bool(record.get("stream")),
             "duration_ms": record.get("duration_ms"), "retries": record.get("retries", 0),
             "assistant_turns": record.get("assistant_turns"),
