@@ -10,7 +10,7 @@ from typing import Any
 import click
 
 from thoughtline import config
-from thoughtline.cli.common import console, home_dir, open_store
+from thoughtline.cli.common import console, home_dir, open_store, require_key_for
 from thoughtline.errors import UsageError
 from thoughtline.termsafe import safe_line
 
@@ -55,16 +55,6 @@ def pick_provider(ctx: click.Context, provider_id: str | None, base_url: str | N
         raise UsageError(f"provider {prov.id!r} has no default model: pass --model")
     require_key_for(prov)
     return prov
-
-
-def require_key_for(prov: config.ProviderConfig) -> None:
-    """Fail before any session exists or the prompt opens when ``prov``'s key variable is unset:
-    the message names the variable, as the gateway's does for its upstreams."""
-    from thoughtline.codecs.registry import codec, route_for
-    from thoughtline.turn import require_key
-
-    api = codec(prov.api)
-    require_key(prov, api, route_for(api, prov).host)
 
 
 def reply_json(session_id: str, done: Any) -> dict[str, Any]:

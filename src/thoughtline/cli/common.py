@@ -96,3 +96,13 @@ def end_progress() -> None:
     """Clear a progress line so the next message starts at the left margin (terminals only)."""
     if not plain_output(sys.stderr):
         click.echo("\r\033[K", err=True, nl=False)
+
+
+def require_key_for(prov: config.ProviderConfig) -> None:
+    """Fail before any session exists or the prompt opens when ``prov``'s key variable is unset:
+    the message names the variable, as the gateway's does for its upstreams."""
+    from thoughtline.codecs.registry import codec, route_for
+    from thoughtline.turn import require_key
+
+    api = codec(prov.api)
+    require_key(prov, api, route_for(api, prov).host)

@@ -117,7 +117,7 @@ class ChatRunner:
 
     def resume(self, ref: str | None, *, provider_id: str | None, base_url: str | None,
                model: str | None, key_env: str | None, trust_provider: bool = False) -> None:
-        from thoughtline.cli.chat import require_key_for
+        from thoughtline.cli.common import require_key_for
         from thoughtline.cli.trust import settle_params, settle_provider, untrusted
 
         if base_url:
