@@ -442,7 +442,8 @@ def _show_generations(ctx: click.Context, ref: str, as_json: bool) -> None:
 @sessions.command()
 @click.argument("session")
 @click.option("--keep", type=click.IntRange(min=0), default=None, metavar="N",
-              help="Keep at least the last N turns verbatim (default: [compaction] keep, 8).")
+              help="Keep at least the last N turns verbatim (default: [compaction] keep; unset, a "
+                   "tail bounded by tokens).")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 @click.pass_context
 def compact(ctx: click.Context, session: str, keep: int | None, as_json: bool) -> None:
