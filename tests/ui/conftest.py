@@ -4,7 +4,7 @@ headless Chromium driven through chromedriver (selenium).
 The demo runs once per module as a subprocess of the real entry point (``thoughtline demo
 --keep``). Then a few sessions the demo does not make are added through the store's public API: a
 payload full of markup and terminal control characters, a branch, a compacted session and a
-gateway tenant's session. Chromium missing is a failure, never a skip: ``.ci/run`` installs it.
+gateway tenant's session. Chromium missing is a failure, never a skip: ``scripts/test-services`` installs it.
 """
 
 from __future__ import annotations
@@ -123,7 +123,7 @@ def browser() -> Iterator[Any]:
     """Headless Chromium, quiet on a machine without network, with a fresh profile."""
     assert Path(CHROMIUM).exists() and Path(CHROMEDRIVER).exists(), (
         "the browser tests need Debian's chromium and chromium-driver: "
-        "apt-get install -y chromium chromium-driver (.ci/run does this)")
+        "apt-get install -y chromium chromium-driver (scripts/test-services does this)")
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
