@@ -4,7 +4,8 @@ headless Chromium driven through chromedriver (selenium).
 The demo runs once per module as a subprocess of the real entry point (``thoughtline demo
 --keep``). Then a few sessions the demo does not make are added through the store's public API: a
 payload full of markup and terminal control characters, a branch, a compacted session and a
-gateway tenant's session. Chromium missing is a failure, never a skip: ``scripts/test-services`` installs it.
+gateway tenant's session. Chromium missing is a failure, never a skip: ``scripts/test-services``
+installs it.
 """
 
 from __future__ import annotations
