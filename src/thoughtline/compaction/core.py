@@ -400,6 +400,27 @@ def _cap(summary: str, cap: int) -> str:
     return summary[:keep] + TRUNCATED
 
 
+def _resalvaged(prefix: Sequence[Message], head: Sequence[Message], tail: Sequence[Message],
+                salvaged: list[str], price: Callable[[Message | None, Sequence[Message]], int],
+                unchanged: Outcome, cut: int) -> Outcome:
+    """A head that is the last compaction's summary alone: summarizing it again would pay for a
+    request to say the same in as many words, so it stays as it is and only the tail may gain
+    (its old tool results pruned)."""
+    tokens = price(None, [*head, *tail])
+    if tokens >= unchanged.tokens_before:
+        tail, pruned = _prune_results(tail)
+        if pruned:
+            salvaged.append("pruned old tool results")
+        tokens = price(None, [*head, *tail])
+    if tokens >= unchanged.tokens_before:
+        return replace(unchanged, reason="nothing to gain: the history before the retained "
+                                         "turns is already one compaction's summary, and "
+                                         "nothing after it can shrink")
+    return Outcome(compacted=True, messages=(*prefix, *head, *tail),
+                   tokens_before=unchanged.tokens_before, tokens_after=tokens, cut=cut,
+                   salvaged=tuple(salvaged))
+
+
 async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                           summarize: Summarize, keep: int | None = None,
                           window: int | None = None, pending: Sequence[Message] = (),
@@ -456,6 +477,8 @@ async def compact_history(history: Sequence[Message], *, estimator: Estimator,
                                              f"{_TRIM_FLOOR} characters to shorten")
         return Outcome(compacted=True, messages=(*prefix, *tail), tokens_before=before,
                        tokens_after=tokens, cut=cut, salvaged=tuple(salvaged))
+    if all(is_checkpoint(m) for m in head):
+        return _resalvaged(prefix, head, tail, salvaged, price, unchanged, cut)
     made = await _summary([*prefix], head, summarize, native,
                           reading=(summary_rules or rules).summarize_reasoning,
                           prompt_budget=prompt_budget)
