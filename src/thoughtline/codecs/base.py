@@ -258,6 +258,16 @@ Context: TypeAlias = "str | tuple[str | int | bool | None, ...]"
 
 StateT = TypeVar("StateT")
 AfterT = TypeVar("AfterT", bound=Named)
+ProfileT = TypeVar("ProfileT", bound=Profile)
+
+
+def profile_of(plan: ReplayPlan, kind: type[ProfileT]) -> ProfileT:
+    """``plan.profile`` as the API's own profile type: a plan is made from a route of the codec's
+    own API (``replay.plan``), whose profile that codec's route data made, so a codec may read its
+    own fields; ``ReplayPlan.profile`` is typed as the ``Profile`` protocol every API shares."""
+    profile = plan.profile
+    assert isinstance(profile, kind), f"a {kind.__name__} plan holds {type(profile).__name__}"
+    return profile
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -286,10 +296,14 @@ class TurnEncoder(Protocol[StateT, AfterT]):
     #: True when every context is ``""`` and ``advance`` returns the state it is given: the core
     #: then splices a stored history in one pass and never calls ``context``/``advance``.
     flat: bool
-    #: The ``Named`` type of ``TurnFacts.extra`` (None: no extra facts).
-    extra_type: type[Named] | None
     #: The ``Named`` type of a turn's after facts.
     after_type: type[AfterT]
+
+    @property
+    def extra_type(self) -> type[Named] | None:
+        """The ``Named`` type of ``TurnFacts.extra`` (None: no extra facts). Read-only (the core
+        only reads it), so an encoder's class attribute may be its own ``Named`` type or None."""
+        ...
 
     def facts(self, message: Message) -> TurnFacts:
         """``TurnFacts.of(message, <the API's extra>)``."""
