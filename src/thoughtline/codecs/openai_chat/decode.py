@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from thoughtline.codecs import shape
 from thoughtline.codecs.openai_chat.wire import (
@@ -96,7 +96,7 @@ def thinking_text(inner: Any) -> str:
     return _str(inner)
 
 
-def is_text_chunk(chunk: Any) -> bool:
+def is_text_chunk(chunk: Any) -> TypeGuard[dict[str, Any]]:
     return isinstance(chunk, dict) and chunk.get("type") == "text" and isinstance(
         chunk.get("text"), str)
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.base import Encoded, RequestSpec, Walk
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk, profile_of
 from thoughtline.codecs.common import deep_merge, merge_params
 from thoughtline.codecs.flat import (
     NOTHING,
@@ -25,6 +25,7 @@ from thoughtline.codecs.flat import (
     cached_index,
     counted,
 )
+from thoughtline.codecs.openai_chat.profile import ChatProfile
 from thoughtline.codecs.openai_chat.wire import (
     API,
     GEMINI_DUMMY_SIGNATURE,
@@ -45,7 +46,7 @@ def _encode_call(call: ToolCall, plan: ReplayPlan, *, own: bool,
                  dummy_signature: bool) -> dict[str, Any]:
     function: dict[str, Any] = {"name": call.name, "arguments": call.arguments}
     wire: dict[str, Any] = {"id": call.id, "type": "function", "function": function}
-    native = plan.profile.native
+    native = profile_of(plan, ChatProfile).native
     if NS_GOOGLE in native:
         if own and NS_GOOGLE in call.native:
             wire["extra_content"] = {"google": call.native[NS_GOOGLE]}
@@ -71,7 +72,7 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
                                and not any(NS_GOOGLE in c.native for c in calls))
         wire["tool_calls"] = [_encode_call(c, plan, own=own, dummy_signature=unsigned and i == 0)
                               for i, c in enumerate(calls)]
-    profile = plan.profile
+    profile = profile_of(plan, ChatProfile)
     carriers = profile.carriers
     if carriers:
         thought = message.reasoning_text()
@@ -204,11 +205,11 @@ def request_body(messages: list[Any], plan: ReplayPlan, *, model: str,
     body: dict[str, Any] = {"model": model, "messages": messages}
     if tools:
         body["tools"] = encode_tools(tools)
+    profile = profile_of(plan, ChatProfile)
     if stream:
         body["stream"] = True
-        if plan.profile.stream_usage if stream_usage is None else stream_usage:
+        if profile.stream_usage if stream_usage is None else stream_usage:
             body["stream_options"] = {"include_usage": True}
-    profile = plan.profile
     if profile.body_extras:
         deep_merge(body, profile.body_extras)
     if params:

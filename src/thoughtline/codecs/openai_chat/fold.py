@@ -264,8 +264,11 @@ class StreamFold:
         except TypeError:
             raise ProtocolError(f"`{RD}[].index` and `.type` must be strings or integers: "
                                 f"{item!r:.120}") from None
-        if key == self._last_key:  # streams send one item's fragments back to back
-            self._last_detail.merge(item)
+        # Streams send one item's fragments back to back (``_last_detail`` is set with
+        # ``_last_key``: None only before the first item, when no key can equal it).
+        last = self._last_detail
+        if last is not None and key == self._last_key:
+            last.merge(item)
         else:
             into = self._details.get(key)
             if into is None:

@@ -43,7 +43,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal
 
-from thoughtline.codecs.base import Encoded, Lesson
+from thoughtline.codecs.base import Encoded, Lesson, profile_of
+from thoughtline.codecs.openai_chat.profile import ChatProfile
 from thoughtline.codecs.openai_chat.wire import RC, RD, R
 from thoughtline.replay import ReplayPlan
 from thoughtline.verdicts import Verdict
@@ -173,7 +174,7 @@ def _named(text: str) -> frozenset[str]:
     return frozenset(carrier for carrier, pattern in _NAMED if pattern.search(text))
 
 
-def _first(text: str, kinds: Collection[Kind]) -> Wording | None:
+def _first(text: str, *kinds: Kind) -> Wording | None:
     return next((w for w in WORDINGS if w.kind in kinds and w.pattern.search(text)), None)
 
 
@@ -194,7 +195,7 @@ def classify(status: int | None, body: str, *, sent: Collection[str],
         return Classification(action="none")
     text = readable(body)
 
-    demand = _first(text, ("reasoning_required", "not_chat"))
+    demand = _first(text, "reasoning_required", "not_chat")
     if demand is not None and demand.kind == "reasoning_required":
         return Classification(action="pad", wording=demand.id,
                               reason="requires reasoning_content on assistant turns")
@@ -203,7 +204,7 @@ def classify(status: int | None, body: str, *, sent: Collection[str],
                               reason="requires Anthropic-format thinking blocks passed back, "
                                      "not a chat carrier")
 
-    row = _first(text, ("unknown_field",))
+    row = _first(text, "unknown_field")
     if row is None:
         return Classification(action="none")
     offered = frozenset(sent).intersection(CARRIERS)
@@ -246,17 +247,18 @@ def lesson(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan, *,
     the user did not switch must-echo off (``echo = "never"``). ``sent`` are the carriers the
     request carried (the codec reads them from its turns' counts, not from the body).
     """
-    profile = plan.profile
+    profile = profile_of(plan, ChatProfile)
     target = plan.target
     c = classify(status, body, sent=sent, must_echo=profile.pad, top_level=encoded.body.keys())
     if target is None:
         return None
-    key = {"provider": target.provider, "host": target.host, "model": target.model}
     if c.action == "drop" and (c.drop & profile.carriers):
-        verdict = Verdict(**key, drop=frozenset(c.drop & profile.carriers), reason=c.reason)
+        verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                          drop=frozenset(c.drop & profile.carriers), reason=c.reason)
     elif (c.action == "pad" and not profile.pad and RC in profile.carriers
           and profile.echo != "never"):
-        verdict = Verdict(**key, pad=True, reason=c.reason)
+        verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                          pad=True, reason=c.reason)
     else:
         return None
     return Lesson(notice=describe(c, model=target.model), verdict=verdict, wording=c.wording)
