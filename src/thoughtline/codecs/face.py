@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from thoughtline.codecs import shape
 from thoughtline.errors import UsageError
@@ -26,7 +26,7 @@ from thoughtline.messages import Message, ToolSpec
 MINT_PREFIX = "tl1:"
 
 
-def is_minted(value: Any) -> bool:
+def is_minted(value: Any) -> TypeGuard[str]:
     """True when ``value`` has the shape of a value the gateway minted (not that it is valid)."""
     return isinstance(value, str) and value.startswith(MINT_PREFIX)
 

@@ -21,7 +21,7 @@ from thoughtline.codecs.base import Context, Named, RequestSpec, TurnFacts
 from thoughtline.messages import Message
 from thoughtline.replay import ReplayPlan
 
-Items = list[dict[str, Any]]
+Items = Sequence[Mapping[str, Any]]
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from thoughtline.codecs.openai_responses.wire import ENCRYPTED, NS
 from thoughtline.messages import Message, Opaque
@@ -27,7 +27,7 @@ POSITION_CRITICAL = frozenset({"program", "configuration_update", ITEM})
 _NAMES_COMPACTION = re.compile(r"compaction", re.IGNORECASE)
 
 
-def is_item(part: object) -> bool:
+def is_item(part: object) -> TypeGuard[Opaque]:
     return (isinstance(part, Opaque) and part.namespace == NS
             and part.native[NS].get("type") == ITEM)
 

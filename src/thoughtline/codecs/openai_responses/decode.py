@@ -45,6 +45,7 @@ from thoughtline.messages import (
     Origin,
     Part,
     Reasoning,
+    ReasoningKind,
     Text,
     ToolCall,
     Usage,
@@ -78,7 +79,8 @@ def reasoning_part(item: Mapping[str, Any], origin: Origin | None, *,
     data = encrypted if isinstance(encrypted, str) and encrypted else None
     text = joined(item.get("content"), REASONING_TEXT)
     summary = joined(item.get("summary"), SUMMARY_TEXT)
-    kind = "encrypted" if data is not None else ("text" if text is not None else "summary")
+    kind: ReasoningKind = (
+        "encrypted" if data is not None else ("text" if text is not None else "summary"))
     return Reasoning(kind=kind, text=text, summary=summary, data=data, complete=complete,
                      origin=origin, native={NS: item})
 

@@ -26,11 +26,12 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.base import Encoded, RequestSpec, Walk
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk, profile_of
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
 from thoughtline.codecs.openai_responses import compaction
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
+from thoughtline.codecs.openai_responses.profile import ResponsesProfile
 from thoughtline.codecs.openai_responses.tools import (
     CUSTOM_CALL,
     CUSTOM_INPUT,
@@ -150,7 +151,7 @@ def _reasoning_item(item: dict[str, Any], plan: ReplayPlan) -> dict[str, Any]:
     """A stored reasoning item as this route reads it: only the profile's ``reasoning_keys``
     when it names them (key order kept, so the bytes are the stored ones less the dropped
     fields)."""
-    keys = plan.profile.reasoning_keys
+    keys = profile_of(plan, ResponsesProfile).reasoning_keys
     if keys and item.get("type") == REASONING:
         return {k: v for k, v in item.items() if k in keys}
     return item
@@ -189,7 +190,8 @@ def _sendable(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) 
         return False
     if item.get("type") == REASONING:
         has_data = isinstance(item.get(ENCRYPTED), str) and bool(item.get(ENCRYPTED))
-        if not (has_data or plan.profile.plain_reasoning or readable_only(item)):
+        if not (has_data or profile_of(plan, ResponsesProfile).plain_reasoning
+                or readable_only(item)):
             # With store=false an item without its encrypted content (and no readable text)
             # is only a reference to something the server never kept: "Item with id 'rs_…'
             # not found" (§1d).
@@ -210,16 +212,17 @@ def _with_id(item: dict[str, Any], own: bool, plan: ReplayPlan) -> dict[str, Any
 
 def _message_item(shell: Mapping[str, Any], texts: list[str], own: bool,
                   plan: ReplayPlan) -> dict[str, Any]:
+    phase = profile_of(plan, ResponsesProfile).phase
     pending = iter(texts)
     content = []
     for part in shell.get("content") or ():
-        key = TEXT_KEYS.get(part.get("type")) if is_map(part) else None
+        key = TEXT_KEYS.get(part.get("type", "")) if is_map(part) else None
         if key is not None and part.get(key, "") is None:
             part = {k: (next(pending, "") if k == key else v) for k, v in part.items()
                     if k not in OUTPUT_ONLY_PART_KEYS}
         content.append(part)
     item = {k: (content if k == "content" else v) for k, v in shell.items()
-            if plan.profile.phase or k != PHASE}
+            if phase or k != PHASE}
     return _with_id(item, own, plan)
 
 
@@ -321,7 +324,7 @@ def _own_compaction(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     return out
 
 
-def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+def encode_message(message: Message, plan: ReplayPlan) -> Sequence[Mapping[str, Any]]:
     """The input items for one canonical turn."""
     if message.role == "assistant":
         return _assistant_items(message, plan)
@@ -336,7 +339,7 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
             *(carried.get("after") or ())]
 
 
-def _own_message(message: Message, carried: Mapping[str, Any]) -> list[dict[str, Any]]:
+def _own_message(message: Message, carried: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
     item = carried.get("item")
     if is_map(item) and item.get("type") not in (None, MESSAGE):
         return [item]  # an input item of the client's own (a compaction_trigger), verbatim
@@ -430,7 +433,7 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[Mapping[str, Any]]:
 
 def _reasoning_fields(plan: ReplayPlan, params: Mapping[str, Any],
                       settings: Mapping[str, Any]) -> dict[str, Any]:
-    profile = plan.profile
+    profile = profile_of(plan, ResponsesProfile)
     fields: dict[str, Any] = {}
     if profile.context and "context" in profile.params:
         fields["context"] = profile.context
@@ -473,7 +476,7 @@ def request_body(items: list[Any], plan: ReplayPlan, *, model: str,
         body["tools"] = listed
     if stream:
         body["stream"] = True
-    profile = plan.profile
+    profile = profile_of(plan, ResponsesProfile)
     if profile.stateless:
         body["store"] = False
     if profile.include:

@@ -71,7 +71,7 @@ class _Item:
             content = []
             for index in sorted(self.parts):
                 shape, pieces = self.parts[index]
-                key = TEXT_KEYS.get(shape.get("type"), "text")
+                key = TEXT_KEYS.get(shape.get("type", ""), "text")
                 content.append({**shape, key: "".join(pieces)})
             item["content"] = content
         elif kind == FUNCTION_CALL and self.args:
@@ -110,7 +110,7 @@ class StreamFold:
         """One event; its type is the SSE ``event:`` name, else the payload's ``type``."""
         if type(payload) is not dict and not is_map(payload):
             raise ProtocolError("stream event is not a JSON object")
-        kind = event_type or payload.get("type")
+        kind = event_type or payload.get("type", "")
         self.saw_chunk = True
         try:
             fast = self._deltas.get(kind)  # the bulk of a stream: one delta per event
@@ -118,7 +118,8 @@ class StreamFold:
             raise shape.bad_key(kind, "type") from None
         if fast is not None:
             try:
-                item = self._items.get(payload.get("output_index")) or self._item(payload)
+                # (-1: no ``output_index``; never a key, like any position that is not one)
+                item = self._items.get(payload.get("output_index", -1)) or self._item(payload)
                 return fast(payload, item) if item is not None else []
             except TypeError:
                 raise ProtocolError(f"{kind} event: `output_index`, `content_index` and "
@@ -242,8 +243,8 @@ class StreamFold:
         incomplete = not complete or not self._final
         response = {**self.response, "output": output}
         # a turn cut short replays none of its items: what they led to may be missing
-        complete = tuple(False for _ in done) if incomplete else done
-        return message_of(response, self.origin, seed=self.seed, complete=complete,
+        flags = tuple(False for _ in done) if incomplete else done
+        return message_of(response, self.origin, seed=self.seed, complete=flags,
                           incomplete=incomplete)
 
 

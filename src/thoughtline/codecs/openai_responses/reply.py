@@ -359,7 +359,7 @@ class ResponseStreamWriter:
         text = "".join(self._text)
         index, item_id = self._index, self._open_id
         if self._open == REASONING:
-            part = {"type": SUMMARY_TEXT, "text": text}
+            part: dict[str, Any] = {"type": SUMMARY_TEXT, "text": text}
             out = (self._emit({"type": "response.reasoning_summary_text.done",
                                "item_id": item_id, "output_index": index, "summary_index": 0,
                                "text": text})

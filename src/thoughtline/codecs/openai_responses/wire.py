@@ -7,7 +7,7 @@ Facts: ``/work/shared/docs/provider-updates.md`` §1d and the recordings under
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 API = "openai-responses"
 #: The namespace of every ``native`` record this codec owns (one output item, verbatim).
@@ -48,7 +48,8 @@ EV_ERROR = "error"
 FINAL_EVENTS = frozenset({EV_COMPLETED, EV_INCOMPLETE, EV_FAILED})
 
 
-def is_map(value: Any) -> bool:
+def is_map(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``value`` is a JSON object (its keys are strings: JSON's are)."""
     return type(value) is dict or isinstance(value, Mapping)
 
 
