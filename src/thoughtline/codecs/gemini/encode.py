@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.base import profile_of
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import (
@@ -170,7 +171,7 @@ def model_turn(message: Message, plan: ReplayPlan,
     if own:
         parts = _own_parts(message, sign_every)
     else:
-        parts = _foreign_parts(message, plan.profile, sign_every)
+        parts = _foreign_parts(message, profile_of(plan, GeminiProfile), sign_every)
     return {"role": "model", "parts": parts or [{"text": ""}]}, own
 
 
@@ -248,7 +249,7 @@ def request_body(contents: list[Any], system: list[Any], plan: ReplayPlan, *, mo
         body["systemInstruction"] = {"parts": system}
     if tools:
         body["tools"] = encode_tools(tools)
-    config = generation_config(plan.profile, model, params)
+    config = generation_config(profile_of(plan, GeminiProfile), model, params)
     if config:
         body["generationConfig"] = config
     extra = {name: value for name, value in params.items()

@@ -18,8 +18,9 @@ from typing import Literal
 
 import orjson
 
-from thoughtline.codecs.base import Lesson
+from thoughtline.codecs.base import Lesson, profile_of
 from thoughtline.codecs.gemini.encode import SIGN_EVERY_CALL
+from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.codecs.gemini.wire import API, DUMMY_CARRIER
 from thoughtline.replay import ReplayPlan
@@ -83,12 +84,12 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
     target = plan.target
     if wording is None or target is None:
         return None
-    key = {"provider": target.provider, "host": target.host, "model": target.model}
-    dummy_on = plan.profile.foreign_calls == "dummy"
+    dummy_on = profile_of(plan, GeminiProfile).foreign_calls == "dummy"
     if wording.kind == "invalid":
         verdict = None
         if sent.totals.dummies and dummy_on:
-            verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
+            verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                              drop=frozenset({DUMMY_CARRIER}),
                               reason="rejects the placeholder thought signature")
         prints = frozenset(sent.prints)
         if verdict is None and not prints:
@@ -100,7 +101,8 @@ def lesson(status: int | None, body: str, sent: Sent, plan: ReplayPlan) -> Lesso
                              "function call — retrying with the placeholder signature on each",
                       settings={API: {SIGN_EVERY_CALL: True}}, wording=wording.id)
     if dummy_on and sent.totals.dummies:
-        verdict = Verdict(**key, drop=frozenset({DUMMY_CARRIER}),
+        verdict = Verdict(provider=target.provider, host=target.host, model=target.model,
+                          drop=frozenset({DUMMY_CARRIER}),
                           reason="does not take the placeholder thought signature")
         return Lesson(notice=_invalid_notice(target.model, 0, True), verdict=verdict,
                       wording=wording.id)

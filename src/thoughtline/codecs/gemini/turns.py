@@ -41,6 +41,7 @@ from thoughtline.codecs.base import (
     Walk,
     calls_made,
     names_no_calls,
+    profile_of,
     sharer,
     turn_bytes,
     with_role,
@@ -53,6 +54,7 @@ from thoughtline.codecs.gemini.encode import (
     system_parts,
     user_turn,
 )
+from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.codecs.gemini.wire import DUMMY_SIGNATURE, SIG, THOUGHT
 from thoughtline.messages import Message, ToolCall, fingerprint
 from thoughtline.replay import ReplayPlan
@@ -291,6 +293,7 @@ class GeminiTurns:
             return self._model(message, plan, context == EVERY)
         answering: dict[str, tuple[str, bool]] = {}
         if context:  # (call id, name, as text) per result, as ``context`` wrote them
+            assert isinstance(context, str), "a Gemini context is a string (``context``)"
             said = orjson.loads(context)
             for at in range(0, len(said), 3):
                 answering[str(said[at])] = (str(said[at + 1]), bool(said[at + 2]))
@@ -314,7 +317,7 @@ class GeminiTurns:
                     thoughts += 1
             after = _sent_as(names, False, signatures, 0, thoughts, 0, ())
         else:
-            as_text = plan.profile.foreign_calls == "text"
+            as_text = profile_of(plan, GeminiProfile).foreign_calls == "text"
             calls = sum(1 for p in message.parts if type(p) is ToolCall) if as_text else 0
             after = _sent_as(names, as_text and bool(names), 0,
                              sum(1 for p in parts if p.get(SIG) == DUMMY_SIGNATURE), 0, calls,
