@@ -23,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs.base import profile_of
 from thoughtline.codecs.bedrock.policy import Send, decide
 from thoughtline.codecs.bedrock.profile import BedrockProfile
 from thoughtline.codecs.bedrock.wire import (
@@ -199,7 +200,8 @@ def request_body(system: Sequence[Any], messages: list[Any], plan: ReplayPlan, *
     body: dict[str, Any] = {"messages": messages}
     if system:
         body["system"] = list(system)
-    inference, extra = request_fields(plan.profile, params or {}, tools=bool(tools))
+    inference, extra = request_fields(profile_of(plan, BedrockProfile), params or {},
+                                      tools=bool(tools))
     if inference:
         body["inferenceConfig"] = inference
     if tools:

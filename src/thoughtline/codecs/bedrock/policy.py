@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from thoughtline.codecs.base import profile_of
+from thoughtline.codecs.bedrock.profile import BedrockProfile
 from thoughtline.codecs.bedrock.wire import REASONING_TEXT, REDACTED, SIGNATURE
 from thoughtline.messages import Origin, Reasoning, fingerprint
 from thoughtline.replay import ReplayPlan
@@ -51,7 +53,7 @@ def decide(part: Reasoning, turn_origin: Origin | None, plan: ReplayPlan, *,
     """What of ``part`` goes to the plan's target (None: nothing)."""
     if not part.complete:
         return None  # cut before its signature (or its end): never sent as if whole
-    profile = plan.profile
+    profile = profile_of(plan, BedrockProfile)
     carries = profile.carries(in_loop=in_loop)
     origin = part.origin or turn_origin
     fp = fingerprint_of(part)

@@ -26,9 +26,11 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
+    profile_of,
     sharer,
 )
 from thoughtline.codecs.bedrock.encode import block_carriers, request_body, turn_blocks
+from thoughtline.codecs.bedrock.profile import BedrockProfile
 from thoughtline.codecs.bedrock.wire import (
     REASONING_TEXT,
     REDACTED,
@@ -156,7 +158,7 @@ class BedrockTurns:
     facts = TurnFacts.of
 
     def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> Loop:
-        profile = plan.profile
+        profile = profile_of(plan, BedrockProfile)
         if profile.prior == profile.loop:
             return Loop(None)
         for index in range(len(facts) - 1, -1, -1):  # replay.loop_start, over the facts
