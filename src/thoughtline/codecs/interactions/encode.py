@@ -25,9 +25,19 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.base import Context, Encoded, Named, RequestSpec, TurnFacts, Walk
+from thoughtline.codecs.base import (
+    Context,
+    Encoded,
+    Named,
+    RequestSpec,
+    TurnFacts,
+    Walk,
+    profile_of,
+)
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.interactions import chain
+from thoughtline.codecs.interactions.chain import Turn  # (``Said.chain`` hides the module)
+from thoughtline.codecs.interactions.profile import InteractionsProfile
 from thoughtline.codecs.interactions.wire import CALL, OUTPUT, RESULT, SIG, THOUGHT, USER
 from thoughtline.messages import (
     Message,
@@ -66,7 +76,7 @@ def store_of(plan: ReplayPlan, params: Mapping[str, Any]) -> bool:
     value = params.get("store")
     if isinstance(value, bool):
         return value
-    return bool(plan.profile.store)
+    return bool(profile_of(plan, InteractionsProfile).store)
 
 
 _ORIGIN = ("api", "provider", "host", "model", "account", "region")  # ``Said.origin``
@@ -83,11 +93,11 @@ class Said(Named):
     #: An answer's origin: (api, provider, host, model, account, region).
     origin: tuple[str, ...] = ()
 
-    def turn(self, role: str) -> chain.Turn:
+    def turn(self, role: str) -> Turn:
         stamp = (self.interaction, self.chain) if self.interaction and self.chain else None
         origin = Origin(**dict(zip(_ORIGIN, self.origin, strict=True))) if len(
             self.origin) == len(_ORIGIN) else None
-        return chain.Turn(role=role, said=bytes.fromhex(self.said), stamp=stamp, origin=origin)
+        return Turn(role=role, said=bytes.fromhex(self.said), stamp=stamp, origin=origin)
 
 
 @dataclass(frozen=True, slots=True)
