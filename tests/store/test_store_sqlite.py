@@ -141,3 +141,43 @@ def test_sigkill_mid_append_leaves_every_committed_turn_loadable(tmp_path: Path)
         marker = q.text.removesuffix(":q")
         assert end.text == f"{marker}:end"
         assert thinking.reasoning[0].signature == marker + "s" * 20000
+
+
+#: What ``sessions compact`` does to the file from its own process: replace a session's history.
+_COMPACTOR = textwrap.dedent("""
+    import sys
+    from thoughtline.messages import user
+    from thoughtline.store import SQLiteStore
+
+    with SQLiteStore(sys.argv[1]) as store:
+        kept = [m.message for m in store.load_history(sys.argv[2]).messages][-2:]
+        store.replace_history(sys.argv[2], [user("summary"), *kept],
+                              note={"ended_by": "compaction"})
+""")
+
+
+def test_a_second_store_in_the_process_keeps_the_first_ones_wal_safe(tmp_path: Path) -> None:
+    """A long-lived store (the inspector, a gateway) and another one opened and closed in the same
+    process (an import, ``sessions migrate``): the second one must not release the first one's
+    lock on the file (closing any descriptor of a file drops all of the process's POSIX locks on
+    it). Without that lock another process's compaction, closing, took itself for the last user
+    and deleted the -wal and -shm under the first store, whose next read after a new write was
+    "file is not a database"."""
+    path = tmp_path / "state.db"
+    long_lived = SQLiteStore(path)
+    try:
+        sid = long_lived.import_session(title="six", model_config={},
+                                        messages=[user(f"turn {i}") for i in range(6)]).id
+        SQLiteStore(path).close()
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+        subprocess.run([sys.executable, "-c", _COMPACTOR, str(path), sid], env=env, check=True,
+                       timeout=60)
+        assert path.with_name("state.db-wal").exists()  # still in use by long_lived
+        with SQLiteStore(path) as other:
+            added = other.import_session(title="later", model_config={},
+                                         messages=[user(f"q {i}" * 50) for i in range(200)]).id
+        assert [m.message.text for m in long_lived.load_history(sid).messages] == [
+            "summary", "turn 4", "turn 5"]
+        assert len(long_lived.load_history(added).messages) == 200
+    finally:
+        long_lived.close()

@@ -124,11 +124,23 @@ def _execute_waiting(conn: sqlite3.Connection, pragma: str) -> None:
 
 
 def _create_private(path: Path) -> None:
-    """Create the home (0700) and the database file (0600) before SQLite touches them."""
+    """Create the home (0700) and the database file (0600) before SQLite touches them.
+
+    An existing file is never opened here: closing a descriptor of a file releases every POSIX
+    lock this process holds on it (sqlite.org/howtocorrupt.html, 2.2), so a store opened while
+    another connection of the process has the file (the inspector's, a gateway's) would take that
+    connection's shared lock away. Another process closing the database then finds itself the
+    last user and deletes the -wal and -shm that connection still reads through: its next read
+    after a new write is "file is not a database" or "malformed".
+    """
     try:
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        os.close(fd)
+        try:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            pass
+        else:
+            os.close(fd)
         if path.stat().st_mode & 0o077:
             path.chmod(0o600)
     except OSError as exc:
