@@ -1,5 +1,6 @@
 """What a new user trips on first (issue 46 item 7): an unset key variable, empty piped stdin,
-compacting a kept demo session, and the demo's route count in its help and in the README."""
+compacting a kept demo session, and the demo's route count in its help, the README and the docs'
+getting-started page."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from cli_support import ENTRY, Cli, PtyProcess, seed_sessions
 
 from thoughtline.cli.demo import SCENARIOS, in_words
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
 UNSET = "DEEPSEEK_API_KEY is not set: export it"
 
 
@@ -67,9 +68,10 @@ def test_demo_help_and_readme_count_the_routes_the_demo_runs(cli: Cli) -> None:
     help_text = " ".join(cli.ok("demo", "--help").stdout.split())
     assert f"on {routes} emulated routes (Chat Completions, Anthropic, " in help_text
     assert "Gemini Interactions" in help_text  # every API a scenario runs on is named
-    readme = " ".join(README.read_text(encoding="utf-8").split())
-    said = re.search(r"The demo runs a tool-calling conversation on (\w+) emulated routes — "
-                     r"(\w+) Chat Completions routes", readme)
-    assert said is not None
     chat_routes = sum(s.api == "openai-chat" for s in SCENARIOS)
-    assert said.groups() == (routes, in_words(chat_routes))
+    for page in (ROOT / "README.md", ROOT / "docs" / "getting-started.md"):
+        text = " ".join(page.read_text(encoding="utf-8").split())
+        said = re.search(r"The demo runs a tool-calling conversation on (\w+) emulated routes — "
+                         r"(\w+) Chat Completions routes", text)
+        assert said is not None, page.name
+        assert said.groups() == (routes, in_words(chat_routes)), page.name

@@ -57,16 +57,17 @@ def test_the_image_runs_the_gateway_as_a_non_root_user() -> None:
     assert not re.search(r"(KEY|TOKEN|PASSWORD|DATABASE_URL)\w*=", env)  # from the environment
 
 
-def test_check_with_the_readme_arguments_checks_the_bind_the_image_will_serve_on(
+def test_check_with_the_documented_arguments_checks_the_bind_the_image_will_serve_on(
         tmp_path: Path) -> None:
-    """Without tokens the container would refuse to start (it binds 0.0.0.0): the README's
-    ``docker run … --check`` fails with the very message the real start gives."""
+    """Without tokens the container would refuse to start (it binds 0.0.0.0): the documented
+    ``docker run … --check`` (docs/operations.md) fails with the very message the real start
+    gives."""
     entry, command = _entry_and_command()
     config = tmp_path / "gateway.toml"
     config.write_text(TOML, "utf-8")
-    readme = (ROOT / "README.md").read_text("utf-8")
-    called = re.search(r"thoughtline-gateway \\\n(.*--check)\n", readme)
-    assert called, "the README's docker run … --check"
+    page = (ROOT / "docs" / "operations.md").read_text("utf-8")
+    called = re.search(r"thoughtline-gateway \\\n(.*--check)\n", page)
+    assert called, "docs/operations.md's docker run … --check"
     check_args = [str(config) if a == IMAGE_CONFIG else a for a in shlex.split(called.group(1))]
     start_args = [str(config) if a == IMAGE_CONFIG else a for a in command]
 
@@ -91,7 +92,7 @@ def _entry_and_command() -> tuple[list[str], list[str]]:
 def _run_image(entry: list[str], args: list[str], tmp_path: Path,
                ) -> subprocess.CompletedProcess[str]:
     """The image's command line, as the container runs it, with a SQLite store in ``tmp_path``
-    and no tokens (the environment the README's ``docker run`` passes when they are unset)."""
+    and no tokens (the environment the documented ``docker run`` passes when they are unset)."""
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
             *entry[1:], *args]
     env = {k: v for k, v in os.environ.items()

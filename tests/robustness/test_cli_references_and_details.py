@@ -1,6 +1,6 @@
 """Small behaviours (issue 10) that need no live session: ambiguous references, id prefix case,
 human log lines, the unknown-provider list, prompt-history permissions, the Mistral thinking fold,
-the README's ``routes`` example."""
+the ``routes`` examples of the README and the docs pages."""
 
 from __future__ import annotations
 
@@ -17,7 +17,9 @@ from thoughtline.messages import Origin
 from thoughtline.requestlog import RequestLog
 from thoughtline.store import open_store
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+ROOT = Path(__file__).resolve().parents[2]
+#: Every page a user copies commands from: the README and the docs site's pages.
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
 def retitle(home: Path, ids: list[str], title: str) -> None:
@@ -107,7 +109,11 @@ def test_mistral_thinking_fragments_are_joined_once_not_one_by_one() -> None:
     assert done.message.text == "answer"
 
 
-def test_the_readme_routes_example_uses_a_provider_that_exists() -> None:
-    known = set(config.presets()) | {config.DEMO_PROVIDER}
-    for match in re.finditer(r"thoughtline routes[^\n]*--provider (\S+)", README.read_text()):
-        assert match.group(1) in known, match.group(0)
+def test_the_documented_routes_examples_use_providers_that_exist() -> None:
+    known = set(config.presets()) | {config.DEMO_PROVIDER, "NAME"}  # NAME: the placeholder
+    found = 0
+    for page in PAGES:
+        for match in re.finditer(r"thoughtline routes[^\n]*--provider (\S+)", page.read_text()):
+            assert match.group(1).strip("`") in known, (page.name, match.group(0))
+            found += 1
+    assert found >= 5  # the README's example and the CLI and providers pages'
