@@ -3,9 +3,9 @@ headless Chromium driven through chromedriver (selenium).
 
 The demo runs once per module as a subprocess of the real entry point (``thoughtline demo
 --keep``). Then a few sessions the demo does not make are added through the store's public API: a
-payload full of markup and terminal control characters, a branch, a compacted session and a
-gateway tenant's session. Chromium missing is a failure, never a skip: ``scripts/test-services``
-installs it.
+payload full of markup and terminal control characters, a branch, a compacted session, a session
+compacted after a branch was made from it, and a gateway tenant's session. Chromium missing is a
+failure, never a skip: ``scripts/test-services`` installs it.
 """
 
 from __future__ import annotations
@@ -62,6 +62,18 @@ def _extra_sessions(home: Path, ids: dict[str, str]) -> None:
                               note={"ended_by": "compaction", "turns_after": 5,
                                     "tokens_before": 900, "tokens_after": 300})
         ids["compacted"] = compacted
+        # Six turns, a branch at turn 2, then a compaction keeping the last 2 turns.
+        six = store.import_session(
+            title="six turns", model_config={"provider": {"id": "deepseek", "model": "ds"}},
+            messages=[Message(role="user" if i % 2 == 0 else "assistant",
+                              parts=(Text(text=f"turn {i} of six"),)) for i in range(6)])
+        ids["six"] = six.id
+        ids["early branch"] = store.branch(six.id, at=2, title="branched early").id
+        tail = [m.message for m in store.load_history(six.id).messages][-2:]
+        store.replace_history(six.id, [Message(role="user", parts=(Text(text="summary"),)),
+                                       *tail],
+                              note={"ended_by": "compaction", "turns_after": 3,
+                                    "tokens_before": 60, "tokens_after": 30})
         tenant = store.create_session(title="gateway conversation", tenant=tenant_id(
             GATEWAY_TOKEN), model_config={"provider": {"id": "deepseek", "model": "ds"}})
         store.append(tenant.id, [Message(role="user", parts=(Text(text="hi from a client"),))])

@@ -92,6 +92,28 @@ def test_compacted_session_and_its_chart(
     assert "Context window: 262,144 tokens (above the scale" in chart.text
 
 
+def test_a_branch_made_before_a_compaction_is_shown_at_its_real_turn(
+        browser: Any, served: Served, demo_home: DemoHome, tmp_path: Path) -> None:
+    # Six turns, a branch at turn 2, then a compaction keeping the last 2 turns: the branch was
+    # made from turn 2 of generation 0, not from the compacted history (where turn 2 is "turn 5
+    # of six"), and the store's fork point of a detached branch is 0.
+    six, branch = demo_home.ids["six"], demo_home.ids["early branch"]
+    _open(browser, f"{served.url}/sessions/{six}", tmp_path / "early-branch-parent.png")
+    assert browser.find_element(By.CSS_SELECTOR, "#turn-2 .text").text == "turn 5 of six"
+    node = browser.find_element(By.CSS_SELECTOR, "#tree li li")
+    assert node.text.startswith("branched early ")
+    assert node.text.endswith(" 2 turns, from turn 2 of generation 0, before its compaction")
+    link = node.find_element(By.CSS_SELECTOR, ".branched a.generation")
+    assert link.get_attribute("href") == f"{served.url}/sessions/{six}#generation-0"
+    assert "generation 0 · 6 turns" in browser.find_element(By.ID, "generation-0").text
+
+    _open(browser, f"{served.url}/sessions/{branch}", tmp_path / "early-branch.png")
+    assert "branch of " + six[:12] + " at turn 2 of generation 0, before its compaction" in \
+        browser.find_element(By.CSS_SELECTOR, "p.meta").text
+    shown = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "article.turn .text")]
+    assert shown == ["turn 0 of six", "turn 1 of six"]
+
+
 def test_request_view_shows_the_carriers_each_request_sent(
         browser: Any, served: Served, demo_home: DemoHome, tmp_path: Path) -> None:
     deepseek = demo_home.ids["demo: deepseek (must-echo)"]

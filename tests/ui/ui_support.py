@@ -24,7 +24,8 @@ GATEWAY_TOKEN = "tok-secret-42"
 @dataclass(frozen=True, kw_only=True, slots=True)
 class DemoHome:
     home: Path
-    ids: dict[str, str]  # demo session title -> id, plus "hostile", "branch", "compacted", "tenant"
+    ids: dict[str, str]  # demo session title -> id, plus "hostile", "branch", "compacted",
+    # "six", "early branch", "tenant"
 
 
 

@@ -10,11 +10,12 @@ kind / origin / bytes / digest ``sessions show`` prints. Nothing here escapes: t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from thoughtline.cli.sessions import reasoning_summary
+from thoughtline.errors import NotFound
 from thoughtline.messages import Message, Opaque, Origin, Reasoning, Text, ToolCall, ToolResult
 from thoughtline.store import (
     LoadedHistory,
@@ -166,9 +167,44 @@ def _problem(problem: LoadProblem) -> dict[str, Any]:
             "digest": problem.digest}
 
 
-def branch_tree(record: SessionRecord, family: Sequence[SessionRecord]) -> dict[str, Any]:
+def branch_point(store: Store, record: SessionRecord) -> dict[str, Any] | None:
+    """Where ``record`` was branched from its parent: ``turn`` (how many of the parent's turns
+    it inherits) and, when the parent's history has since been replaced (compaction, restore),
+    ``generation``: the parent's archived generation those turns belong to, and ``ended_by``.
+
+    Replacing a history detaches its branches onto their own copy of the entries they inherited,
+    stamped with the archiving time, and sets their ``fork_point`` to 0 (``store.generations``):
+    the stored fork point then no longer says where the branch was made. Those copies do: they
+    are the branch's first turns, stamped with their generation's ``archived_at``. ``turn`` is
+    None when they are gone too (the branch was itself compacted since)."""
+    if not record.parent_id:
+        return None
+    live = {"turn": record.fork_point or 0, "generation": None, "ended_by": ""}
+    try:
+        archived = [g for g in store.list_generations(record.parent_id) if not g.current]
+    except NotFound:  # the parent went meanwhile
+        return live
+    if record.fork_point or not archived or record.created_at >= archived[-1].archived_at:
+        return live  # made in the parent's current history
+    loaded = store.load_history(record.id, skip_damaged=True).messages
+    first = loaded[0].created_at if loaded else None
+    made_in = next((g for g in archived if g.archived_at == first), None)
+    if made_in is not None:
+        turn: int | None = next((i for i, m in enumerate(loaded)
+                                 if m.seq != i or m.created_at != first), len(loaded))
+    else:  # nothing inherited (a branch at turn 0), or the copies were compacted away since
+        made_in = next((g for g in archived if record.created_at < g.archived_at), archived[-1])
+        turn = 0 if len(store.list_generations(record.id)) == 1 else None
+    return {"turn": turn, "generation": made_in.number,
+            "ended_by": str(dict(made_in.note).get("ended_by", ""))}
+
+
+def branch_tree(record: SessionRecord, family: Sequence[SessionRecord],
+                placed: Callable[[SessionRecord], dict[str, Any] | None] | None = None,
+                ) -> dict[str, Any]:
     """The tree of sessions sharing ``record``'s root: parents, siblings and branches, each
-    node ``{"row", "current", "children"}``, children oldest first."""
+    node ``{"row", "current", "children", "branched"}``, children oldest first; ``branched`` is
+    where the node was branched from its parent (``placed``, e.g. ``branch_point``)."""
     by_id = {r.id: r for r in family}
     by_id.setdefault(record.id, record)
     root = record
@@ -184,6 +220,7 @@ def branch_tree(record: SessionRecord, family: Sequence[SessionRecord]) -> dict[
     def node(r: SessionRecord, depth: int, path: set[str]) -> dict[str, Any]:
         kids = sorted(children.get(r.id, ()), key=lambda c: c.created_at)
         return {"row": session_row(r), "current": r.id == record.id,
+                "branched": placed(r) if placed and r.parent_id else None,
                 "children": [node(c, depth + 1, path | {r.id}) for c in kids
                              if c.id not in path and depth < 32]}
 
@@ -232,7 +269,9 @@ def session_page(store: Store, record: SessionRecord, *, tenant: str | None,
     every = turns(loaded)
     paging = TurnPage.of(len(every), page)
     return {"session": session_row(record), "provider": _provider(record),
-            "tree": branch_tree(record, store.list_sessions(tenant=tenant)),
+            "tree": branch_tree(record, store.list_sessions(tenant=tenant),
+                                lambda r: branch_point(store, r)),
+            "branched": branch_point(store, record),
             "generations": generations(store, record.id),
             "turns": every[paging.first:paging.first + TURNS_PAGE], "paging": paging,
             # The model that answered last: a gateway client switches models per request, and
