@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from thoughtline.codecs.anthropic import models
 from thoughtline.codecs.anthropic.wire import BETA_HEADER, NS
@@ -92,6 +92,6 @@ def native_compaction(model: str, given_headers: Mapping[str, str] | None) -> (
                             headers={BETA_HEADER: ",".join(betas)})
 
 
-def is_block(part: object) -> bool:
+def is_block(part: object) -> TypeGuard[Opaque]:
     return (isinstance(part, Opaque) and part.namespace == NS
             and part.native[NS].get("type") == BLOCK)

@@ -30,9 +30,10 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from thoughtline.codecs.anthropic import params
+from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.walk import block_fingerprint, target_model
 from thoughtline.codecs.anthropic.wire import API, NS, TOOLS_AS_SENT
-from thoughtline.codecs.base import Encoded, RequestSpec, Walk
+from thoughtline.codecs.base import Encoded, RequestSpec, Walk, profile_of
 from thoughtline.codecs.common import merge_params
 from thoughtline.messages import ToolSpec
 from thoughtline.replay import ReplayPlan
@@ -78,7 +79,7 @@ def system_json(system: Sequence[str]) -> bytes:
 
 def request(walk: Walk[State, TurnAfter], spec: RequestSpec, plan: ReplayPlan) -> Encoded:
     """The request body around the turns' bytes, serialized, with its index."""
-    profile = plan.profile
+    profile = profile_of(plan, AnthropicProfile)
     given = {k: v for k, v in spec.params.items() if k != TOOLS_AS_SENT}
     merged = {**spec.settings, **plan.settings}
     body: dict[str, Any] = {}

@@ -109,13 +109,13 @@ class StreamFold:
         # Nearly every event is a block delta: handled here, without another call.
         index = payload.get("index")
         try:
-            block = self._blocks.get(index)
+            block = self._blocks.get(index) if index is not None else None
         except TypeError:
             raise shape.bad_key(index, "content_block_delta.index") from None
         delta = payload.get("delta")
         if block is None or (type(delta) is not dict and not isinstance(delta, Mapping)):
             raise ProtocolError(f"content_block_delta for no open block: {payload!r:.120}")
-        kind = delta.get("type")
+        kind = delta.get("type", "")  # (a delta without a type is no known one, like None)
         try:
             found = _DELTAS.get(kind)
         except TypeError:

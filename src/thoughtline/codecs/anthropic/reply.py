@@ -190,7 +190,7 @@ class MessageStreamWriter:
 
     def start(self) -> bytes:
         """``message_start`` and a ``ping``."""
-        message = {"id": self._response_id, "type": "message", "role": "assistant",
+        message: dict[str, Any] = {"id": self._response_id, "type": "message", "role": "assistant",
                    "model": self._model, "content": [], "stop_reason": None,
                    "stop_sequence": None, "usage": {"input_tokens": 0, "output_tokens": 0}}
         return (_event("message_start", {"type": "message_start", "message": message})

@@ -32,7 +32,7 @@ from thoughtline.codecs.anthropic.wire import (
     TOOL_RESULT,
     TOOL_USE,
 )
-from thoughtline.codecs.base import maker
+from thoughtline.codecs.base import maker, profile_of
 from thoughtline.messages import (
     Message,
     Opaque,
@@ -135,7 +135,7 @@ def _tool_input(arguments: str) -> Any:
 
 
 def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain) -> Turn:
-    profile: AnthropicProfile = plan.profile
+    profile = profile_of(plan, AnthropicProfile)
     blocks: list[Any] = []
     parts: list[int] = []
     omitted = 0
@@ -223,10 +223,11 @@ def _made_by(origin: Origin | None, plan: ReplayPlan) -> bool:
 
 def user_turn(message: Message) -> Turn:
     found = message.native.get(NS)
-    record = found is not None and isinstance(found, Mapping)  # (most turns: None, at once)
-    if record and found.get(CARRIED):
+    # (most turns: None, at once)
+    record = found if found is not None and isinstance(found, Mapping) else None
+    if record is not None and record.get(CARRIED):
         return _NOTHING  # sent with the turn before it
-    verbatim = found.get(CONTENT) if record else None
+    verbatim = record.get(CONTENT) if record is not None else None
     if isinstance(verbatim, str | list):  # the client's message as sent (images, cache_control)
         wire = {"role": "user", "content": verbatim}
         count = len(binding.blocks_of(wire))
