@@ -21,7 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import orjson
 
@@ -39,6 +39,12 @@ _FIELDS: Mapping[str, tuple[type, ...]] = {
     "carriers": (dict,), "native": (dict,), "pads": (int,), "body_extras": (list,),
     "verdicts": (list,), "assistant_turns": (int,), "prompt_tokens": (int,), "purpose": (str,),
 }
+
+
+class RecordWriter(Protocol):
+    """Where request records go: a ``RequestLog``, or a stand-in that also counts them."""
+
+    def write(self, record: Mapping[str, Any]) -> None: ...
 
 
 class RequestLog:

@@ -73,7 +73,8 @@ class Session:
                  rescue_dir: Path | None = None, ids: Sequence[str] | None = None) -> None:
         self.store = store
         self.record = record
-        self._history: list[Message] = list(history)
+        #: The history: a plain list, or the stored one a resume splices (decoded on first need).
+        self._history: list[Message] | StoredHistory = list(history)
         self.problems = tuple(problems)
         self._transport = transport
         self.log = log

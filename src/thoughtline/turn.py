@@ -14,7 +14,7 @@ import contextlib
 import hashlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -26,7 +26,7 @@ from thoughtline.errors import ProtocolError, ProviderError, StreamInterrupted, 
 from thoughtline.events import Done, Event, Notice
 from thoughtline.messages import Message, Origin
 from thoughtline.modelconfig import ModelConfig
-from thoughtline.requestlog import RequestLog
+from thoughtline.requestlog import RecordWriter
 from thoughtline.routes.resolve import Route, is_local_endpoint
 from thoughtline.stored import StoredHistory
 from thoughtline.verdicts import Verdict
@@ -120,7 +120,7 @@ class _Attempt:
 class TurnEngine:
     """Runs turns over one transport; stateless between turns."""
 
-    def __init__(self, transport: Transport, log: RequestLog | None = None) -> None:
+    def __init__(self, transport: Transport, log: RecordWriter | None = None) -> None:
         self.transport = transport
         self.log = log
 
@@ -173,7 +173,7 @@ class TurnEngine:
     # --- running ------------------------------------------------------------------------------
 
     async def run(self, turn: TurnInput, sink: TurnSink,
-                  options: TurnOptions | None = None) -> AsyncIterator[Event]:
+                  options: TurnOptions | None = None) -> AsyncGenerator[Event, None]:
         """Send the turn; yield reasoning/text deltas, notices, and finally ``Done``.
 
         At most two requests: the second only when the first's 4xx taught something that

@@ -131,10 +131,9 @@ class ChatRunner:
             prov = settle_provider(prov, session.record.model_config, cfg,
                                    trust=trust_provider,
                                    say=lambda text: self.err.print(text, markup=False))
-        changes = {k: v for k, v in (("base_url", base_url), ("model", model),
-                                     ("key_env", key_env)) if v}
-        if changes:
-            prov = replace(prov, **changes)
+        if base_url or model or key_env:
+            prov = replace(prov, base_url=base_url or prov.base_url, model=model or prov.model,
+                           key_env=key_env or prov.key_env)
         if not base_url and not untrusted(session.record.model_config):
             prov = self._resume_demo(prov, session.record.model_config)
         prepared = self._prepare(prov)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypedDict
 
 from thoughtline.errors import ConfigError, HomeError, UsageError
 from thoughtline.packaged import packaged_text
@@ -23,7 +23,8 @@ DEMO_PROVIDER = "demo"
 #: it starts (so it routes as a local endpoint; the URL here stands for that one).
 DEMO_BASE_URL = "http://127.0.0.1/v1"
 _ECHO_VALUES = ("auto", "always", "never")
-_TIMEOUTS = ("connect_timeout", "read_timeout", "first_byte_timeout")
+_TimeoutName = Literal["connect_timeout", "read_timeout", "first_byte_timeout"]
+_TIMEOUTS: tuple[_TimeoutName, ...] = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _TEXT_FIELDS = ("api", "base_url", "api_key_env", "key_env", "model", "region", "preset",
                 "route_as", "auth", "project")
 
@@ -79,6 +80,14 @@ def check_base_url(url: str) -> str:
     return url
 
 
+class Timeouts(TypedDict, total=False):
+    """The timeouts a provider sets, in seconds, by their ``TransportConfig`` field names."""
+
+    connect_timeout: float
+    read_timeout: float
+    first_byte_timeout: float
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class ProviderConfig:
     """One provider as a session will use it. ``key_env`` names a variable; never the key."""
@@ -115,9 +124,13 @@ class ProviderConfig:
         env = os.environ if environ is None else environ
         return env.get(self.key_env) or None
 
-    def timeouts(self) -> dict[str, float]:
+    def timeouts(self) -> Timeouts:
         """The timeouts this provider sets (the transport keeps its defaults for the rest)."""
-        return {name: getattr(self, name) for name in _TIMEOUTS if getattr(self, name)}
+        out = Timeouts()
+        for name in _TIMEOUTS:
+            if value := getattr(self, name):
+                out[name] = value
+        return out
 
     def to_json(self) -> dict[str, Any]:
         """The stored form (model config): names only, never a key."""
@@ -132,13 +145,15 @@ class ProviderConfig:
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> ProviderConfig:
+        timeouts = Timeouts()
+        for name in _TIMEOUTS:
+            if isinstance(raw.get(name), int | float):
+                timeouts[name] = float(raw[name])
         return cls(id=raw["id"], api=raw.get("api", "openai-chat"),
                    base_url=raw.get("base_url", ""), key_env=raw.get("key_env", ""),
                    model=raw.get("model", ""), echo=raw.get("echo", "auto"),
                    region=raw.get("region", ""), route_as=raw.get("route_as", ""),
-                   auth=raw.get("auth", ""), project=raw.get("project", ""),
-                   **{name: float(raw[name]) for name in _TIMEOUTS
-                      if isinstance(raw.get(name), int | float)})
+                   auth=raw.get("auth", ""), project=raw.get("project", ""), **timeouts)
 
 
 @cache
@@ -151,7 +166,7 @@ def _provider(name: str, raw: Mapping[str, Any]) -> ProviderConfig:
     for key in _TEXT_FIELDS:
         if not isinstance(raw.get(key, ""), str):
             raise ConfigError(f"provider {name!r}: {key} must be a string, not {raw[key]!r}")
-    timeouts = {}
+    timeouts = Timeouts()
     for key in _TIMEOUTS:
         value = raw.get(key, 0)
         if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:

@@ -37,7 +37,7 @@ from thoughtline.messages import Message, Reasoning
 from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.persist import TurnWrite, Written, default_rescue_dir, write_turn
 from thoughtline.store.base import SessionRecord, Store, new_session_id
-from thoughtline.store.rehydration import NAMED, IndexKey
+from thoughtline.store.rehydration import NAMED, IndexKey, Rehydrated
 from thoughtline.turn import TurnInput
 from thoughtline.verdicts import Verdict
 from thoughtline.wirecache import WireCache
@@ -165,7 +165,8 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
     digests = digests or rehydrate.chain(messages)
     plain = rehydrate.lookup_keys(messages, digests)
     keys = [ask.minted.get(i, k) for i, k in enumerate(plain)]
-    hits = store.rehydrate(tenant, keys, session_id=scope) if any(keys) else [None] * len(keys)
+    hits: list[Rehydrated | None] = (store.rehydrate(tenant, keys, session_id=scope) if any(keys)
+                                     else [None] * len(keys))
     second = [(p if k is not p else rehydrate.fallback_key(m, k, v)) if h is None else None
               for m, k, p, h, v in zip(messages, keys, plain, hits, digests.visible,
                                        strict=True)]
@@ -175,8 +176,9 @@ def _lookups(store: Store, tenant: str, messages: Sequence[Message], ask: _Ask,
                 keys[index], hits[index] = second[index], hit
     matched = rehydrate.apply(messages, keys, hits, digests)
     session = named
-    if session is None and (matched.session_id or scope):
-        session = store.get_session(matched.session_id or scope, tenant=tenant)
+    wanted = matched.session_id or scope
+    if session is None and wanted:
+        session = store.get_session(wanted, tenant=tenant)
     if session is None:  # a new conversation: its session is stored with its first answer
         now = time.time()
         new = SessionRecord(id=new_session_id() if create else "", title=title if create else "",

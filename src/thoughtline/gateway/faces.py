@@ -110,7 +110,7 @@ class ChatFace:
     """``POST /v1/chat/completions``: OpenAI Chat clients (``codecs.openai_chat.client``)."""
 
     name = "chat"
-    paths = ("/v1/chat/completions",)
+    paths: tuple[str, ...] = ("/v1/chat/completions",)
     mints = False
 
     def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
@@ -142,7 +142,7 @@ class MessagesFace:
     """
 
     name = "messages"
-    paths = ("/v1/messages",)
+    paths: tuple[str, ...] = ("/v1/messages",)
     mints = True
 
     def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
@@ -167,7 +167,7 @@ class MessagesFace:
         return messages_client.error_frame(message, status=status)
 
     #: ``POST /v1/messages/count_tokens`` (priced by the one estimator, ``estimate``).
-    count_paths = ("/v1/messages/count_tokens",)
+    count_paths: tuple[str, ...] = ("/v1/messages/count_tokens",)
 
     def count_json(self, tokens: int) -> Mapping[str, Any]:
         return messages_client.count_tokens_json(tokens)
@@ -182,7 +182,7 @@ class ResponsesFace:
     """
 
     name = "responses"
-    paths = ("/v1/responses",)
+    paths: tuple[str, ...] = ("/v1/responses",)
     mints = True
 
     def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
@@ -211,7 +211,7 @@ class ResponsesFace:
         return responses_reply.error_frame(message, status=status, code=code)
 
     #: ``POST /v1/responses/compact``: the history in, exactly one ``compaction`` item out.
-    compact_paths = ("/v1/responses/compact",)
+    compact_paths: tuple[str, ...] = ("/v1/responses/compact",)
 
     def own_compaction(self, request: ClientRequest, api: str) -> ClientRequest | None:
         """The request an upstream of ``api`` compacts itself, else None (the gateway does)."""

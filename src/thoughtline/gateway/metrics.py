@@ -29,6 +29,8 @@ from prometheus_client import (
     multiprocess,
 )
 
+from thoughtline.requestlog import RecordWriter
+
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
 PREFIX = "thoughtline_gateway"
@@ -165,7 +167,7 @@ def worker_died(pid: int, directory: str) -> None:
 class RequestLogTee:
     """A request log that also feeds ``Metrics.sent`` (``log`` may be None: metrics only)."""
 
-    def __init__(self, log: Any, metrics: Metrics) -> None:
+    def __init__(self, log: RecordWriter | None, metrics: Metrics) -> None:
         self._log = log
         self._metrics = metrics
 

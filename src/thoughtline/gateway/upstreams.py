@@ -18,7 +18,7 @@ from typing import Any
 from thoughtline.codecs import registry
 from thoughtline.errors import ProviderBusy, ProviderError
 from thoughtline.gateway.config import GatewayConfig, Upstream
-from thoughtline.requestlog import RequestLog
+from thoughtline.requestlog import RecordWriter
 from thoughtline.transport.auth import needs_key
 from thoughtline.transport.http import HttpTransport, PoolState, TransportConfig
 from thoughtline.transport.redact import redact
@@ -38,7 +38,7 @@ class Engines:
     """One ``TurnEngine`` per upstream; a given ``transport`` (tests) is shared by all."""
 
     def __init__(self, config: GatewayConfig, *, transport: Any = None,
-                 log: RequestLog | None = None) -> None:
+                 log: RecordWriter | None = None) -> None:
         self._engines = {
             name: TurnEngine(transport or HttpTransport(transport_config(upstream)), log)
             for name, upstream in config.upstreams.items()}

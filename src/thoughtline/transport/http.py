@@ -15,7 +15,7 @@ import contextlib
 import email.utils
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -403,7 +403,7 @@ def _json(data: bytes | str, what: str) -> Any:
     return value
 
 
-async def _sse(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+async def _sse(response: httpx.Response) -> AsyncGenerator[tuple[str, Any], None]:
     async with contextlib.aclosing(EventSource(response).aiter_sse()) as events:
         async for event in events:
             data = event.data
@@ -432,7 +432,7 @@ async def _drained(events: AsyncIterator[Any]) -> None:
                 pass
 
 
-async def _aws_eventstream(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+async def _aws_eventstream(response: httpx.Response) -> AsyncGenerator[tuple[str, Any], None]:
     from botocore.eventstream import EventStreamBuffer, ParserError
 
     buffer = EventStreamBuffer()
@@ -450,7 +450,7 @@ async def _aws_eventstream(response: httpx.Response) -> AsyncIterator[tuple[str,
             raise StreamInterrupted(f"malformed AWS event-stream frame: {exc}") from exc
 
 
-async def _json_array(response: httpx.Response) -> AsyncIterator[tuple[str, Any]]:
+async def _json_array(response: httpx.Response) -> AsyncGenerator[tuple[str, Any], None]:
     # A streamed JSON array: "[{...}\r\n,{...}]" arrives in pieces; yield each complete element.
     decoder = _ArrayElements()
     async for chunk in response.aiter_text():
