@@ -39,14 +39,16 @@ class Named:
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Any:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
-        return _reader(cls)(raw)
+        kind: type = cls  # (as ``type``: mypy finds no class object hashable, python/mypy#20409)
+        return _reader(kind)(raw)
 
     @classmethod
     def of_fields(cls, *values: Any) -> Any:
         """The value with these field values, in field order, set without the frozen
         ``__init__``'s keyword call (a resume builds one per stored turn; the caller gives
         every field, already of its type)."""
-        return _maker(cls)(*values)
+        kind: type = cls  # (as ``type``: see ``from_json``)
+        return _maker(kind)(*values)
 
 
 _REQUIRED = object()
@@ -60,7 +62,7 @@ def _layout(cls: type) -> tuple[tuple[str, Any], ...]:
     out = []
     for f in dataclasses.fields(cls):
         default: Any = f.default
-        if default is dataclasses.MISSING:
+        if f.default is dataclasses.MISSING:
             factory = f.default_factory
             default = _REQUIRED if factory is dataclasses.MISSING else factory()
         out.append((f.name, default))
@@ -77,7 +79,7 @@ def _slots(cls: type) -> dict[str, Any]:
 
 def _compiled(source: str, env: dict[str, Any], name: str) -> Callable[..., Any]:
     exec(compile(source, f"<thoughtline.facts {name}>", "exec"), env)
-    return env[name]  # type: ignore[no-any-return]
+    return env[name]
 
 
 @functools.cache
@@ -141,7 +143,7 @@ def _tuples(value: Any) -> Any:
 def _flat_tuple(value: list[Any]) -> tuple[Any, ...]:
     """A JSON list read back as a tuple: at C speed when it holds no list (most do)."""
     out = tuple(value)
-    return out if list not in map(type, out) else _tuples(value)  # type: ignore[no-any-return]
+    return out if list not in map(type, out) else _tuples(value)
 
 
 class TurnFacts(NamedTuple):
@@ -174,11 +176,11 @@ class TurnFacts(NamedTuple):
         results: tuple[str, ...] = ()
         parts = message.parts
         for part in parts:  # one pass: this runs for every turn of a cold request
-            kind = type(part)  # (parts are final dataclasses: no subclass to miss)
-            if kind is ToolResult:
-                results += (part.call_id,)  # type: ignore[attr-defined]
-            elif kind is ToolCall:
-                calls += (part.id,)  # type: ignore[attr-defined]
+            # (parts are final dataclasses: an exact type test misses no subclass)
+            if type(part) is ToolResult:
+                results += (part.call_id,)
+            elif type(part) is ToolCall:
+                calls += (part.id,)
         role = message.role
         return _tuple(cls, (role, calls, results, message.incomplete,  # (fields in order)
                             role == "user" and len(results) < len(parts), extra))

@@ -31,7 +31,7 @@ FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filte
 Native: TypeAlias = Mapping[str, Any]
 
 
-class FrozenDict(dict):  # type: ignore[type-arg]
+class FrozenDict(dict[str, Any]):
     """A JSON object that cannot be changed after it was made.
 
     A ``dict`` subclass so orjson serializes it as-is (key order and bytes kept) and it compares
@@ -44,9 +44,9 @@ class FrozenDict(dict):  # type: ignore[type-arg]
     def _readonly(self, *_: Any, **__: Any) -> Any:
         raise TypeError("verbatim provider values are read-only; copy before editing")
 
-    __setitem__ = __delitem__ = _readonly  # type: ignore[assignment]
-    clear = pop = popitem = setdefault = update = _readonly  # type: ignore[assignment]
-    __ior__ = _readonly  # type: ignore[assignment]
+    __setitem__ = __delitem__ = _readonly
+    clear = pop = popitem = setdefault = update = _readonly
+    __ior__ = _readonly
 
     def __copy__(self) -> dict[str, Any]:
         return dict(self)
@@ -58,7 +58,7 @@ class FrozenDict(dict):  # type: ignore[type-arg]
         return (FrozenDict, (dict(self),))
 
 
-class FrozenList(list):  # type: ignore[type-arg]
+class FrozenList(list[Any]):
     """A JSON array that cannot be changed after it was made (see ``FrozenDict``)."""
 
     __slots__ = ()
@@ -66,8 +66,8 @@ class FrozenList(list):  # type: ignore[type-arg]
     def _readonly(self, *_: Any, **__: Any) -> Any:
         raise TypeError("verbatim provider values are read-only; copy before editing")
 
-    __setitem__ = __delitem__ = __iadd__ = __imul__ = _readonly  # type: ignore[assignment]
-    append = extend = insert = pop = remove = clear = sort = reverse = _readonly  # type: ignore
+    __setitem__ = __delitem__ = __iadd__ = __imul__ = _readonly
+    append = extend = insert = pop = remove = clear = sort = reverse = _readonly
 
     def __copy__(self) -> list[Any]:
         return list(self)

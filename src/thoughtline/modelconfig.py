@@ -162,7 +162,8 @@ def unheld_import(model_config: Mapping[str, Any]) -> bool:
     """True for a session imported before params were held: its config's params and settings
     are the file's, still in place (``hold_imported`` moves them)."""
     marker = model_config.get(IMPORTED_KEY)
-    return (provider_untrusted(model_config) and HELD_KEY not in marker
+    return (provider_untrusted(model_config) and isinstance(marker, Mapping)
+            and HELD_KEY not in marker
             and bool(model_config.get("params") or model_config.get("settings")))
 
 

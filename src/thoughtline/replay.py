@@ -90,10 +90,11 @@ def foreign_compactions(history: Sequence[Message], route: Route) -> list[str]:
         if message.role != "user" or not isinstance(own, Mapping) or "checkpoint" not in own:
             continue
         for part in message.parts:
-            origin = part.origin if isinstance(part, Opaque) else None
-            if origin is not None and part.namespace and (
-                    origin.api, origin.provider, origin.host) != (route.api, route.provider,
-                                                                  route.host):
+            if not isinstance(part, Opaque) or part.origin is None:
+                continue
+            origin = part.origin
+            if part.namespace and (origin.api, origin.provider, origin.host) != (
+                    route.api, route.provider, route.host):
                 out.append(origin.provider)
     return out
 
@@ -234,7 +235,8 @@ def _scan(joined: Joined) -> ScanState:
     return pending, repairs
 
 
-def _remember(base: list[Message], pending: list[str], repairs: dict[int, list[str]]) -> None:
+def _remember(base: Sequence[Message], pending: list[str],
+              repairs: dict[int, list[str]]) -> None:
     _SCANS[id(base)] = (list(base), list(pending), dict(repairs))
     _SCANS.move_to_end(id(base))
     while len(_SCANS) > _SCANS_KEPT:

@@ -22,9 +22,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard, cast
 
 import orjson
 
@@ -92,9 +92,9 @@ class _Lazy(Sequence[Any]):
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-           cache: object) -> Encoded:
-    """The request for ``history``: through ``cache`` when there is one (a codec's own memo,
-    from its ``new_cache``, goes to its ``encode_request``)."""
+           cache: WireCache | None) -> Encoded:
+    """The request for ``history``: through ``cache`` when there is one (which gives a codec
+    without a turn encoder its own memo, from its ``new_cache``)."""
     if not isinstance(cache, WireCache):
         return codec.encode_request(history, plan, spec, cache)
     return cache.encode(codec, history, plan, spec)
@@ -207,13 +207,13 @@ class WireCache:
         first = kept
         if flat and stored is not None and kept < split and stored.plan == digest:
             wires = stored.stored_wire(digest)[kept:]
-            if None not in wires:  # the usual resume: every stored turn's form, in one pass
+            if _complete(wires):  # the usual resume: every stored turn's form, in one pass
                 turns += wires
                 afters += [None] * len(wires)  # (their stored meta, parsed if read)
                 contexts += [""] * len(wires)
                 first = split
         elif not flat and stored is not None and kept < split and stored.plan == digest:
-            first, state = self._spliced(encoder, stored, facts, kept, state,
+            first, state = self._spliced(encoder, stored, remembered, kept, state,
                                          (turns, afters, contexts, states), raw_afters)
         if first >= split:  # the rest are messages (the usual case)
             state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
@@ -317,7 +317,7 @@ class WireCache:
         return state
 
     def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                 facts: Sequence[TurnFacts], begin: int, state: object,
+                 facts: list[Any] | Unread, begin: int, state: object,
                  into: tuple[list[Any], list[Any], list[Any], list[Any]],
                  raw_afters: dict[str, Any]) -> tuple[int, object]:
         """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
@@ -334,6 +334,7 @@ class WireCache:
         settled, context_of = encoder.settled, encoder.context
         advance, moves = encoder.advance, encoder.moves
         # (a walk that continues another over a new start has its facts read already)
+        read: Callable[[int], TurnFacts]
         if isinstance(facts, Unread):
             entries, read, texts = facts.entries, facts.at, facts.metas
         else:
@@ -347,11 +348,11 @@ class WireCache:
         index = begin
         while index < stop:
             # (a run's contexts are the keys its forms are stored under: strings)
-            run, after = settled(state, index, rows)
+            run, run_states = settled(state, index, rows)
             if run:
                 contexts += run
-                states += after
-                state = after[-1]
+                states += run_states
+                state = run_states[-1]
                 index += len(run)
                 if index >= stop:
                     break
@@ -383,8 +384,9 @@ class WireCache:
             stop = begin + picked.index(None)
             del picked[stop - begin:], states[stop:], contexts[stop:]
             state = states[-1] if stop > begin else initial
-        turns += map(operator.itemgetter(0), picked)
-        afters += [None] * len(picked)  # (parsed from its form's meta when read: ``_after``)
+        forms = cast("list[tuple[bytes, str]]", picked)  # (no None left: cut above)
+        turns += map(operator.itemgetter(0), forms)
+        afters += [None] * len(forms)  # (parsed from its form's meta when read: ``_after``)
         for index, after in moved:
             if index < stop:
                 afters[index] = after
@@ -504,6 +506,11 @@ class WireCache:
         self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
         for form in forms:
             self._flat_done.pop(form.plan, None)
+
+
+def _complete(wires: list[bytes | None]) -> TypeGuard[list[bytes]]:
+    """Whether every stored turn has its wire form."""
+    return None not in wires
 
 
 def _memo_key(message: Message, key: str) -> object:

@@ -12,7 +12,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
@@ -111,6 +111,11 @@ async def _conversation(session: Any, questions: tuple[str, ...]) -> None:
                                        for c in calls])
 
 
+def _adding(mark: Mapping[str, Any]) -> Callable[[Mapping[str, Any]], Mapping[str, Any]]:
+    """A model-config update that adds ``mark``'s keys to the stored config."""
+    return lambda stored: {**stored, **mark}
+
+
 async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
     from thoughtline.modelconfig import DEMO_KEY
     from thoughtline.requestlog import RequestLog
@@ -127,7 +132,7 @@ async def _first_phase(home: Path, emulators: dict[str, Any]) -> dict[str, str]:
             session = Session.create(store, provider, title=f"demo: {scenario.label}",
                                      tools=[_tool()], log=RequestLog(home / "logs"))
             mark = {DEMO_KEY: {"scenario": scenario.label}}  # chat -r restarts its emulator
-            store.update_model_config(session.id, lambda stored, mark=mark: {**stored, **mark})
+            store.update_model_config(session.id, _adding(mark))
             try:
                 await _conversation(session, QUESTIONS)
             finally:

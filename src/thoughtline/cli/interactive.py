@@ -48,16 +48,17 @@ def _prompt_reader(runner: ChatRunner) -> Callable[[], str]:
         return read_plain
     from prompt_toolkit import PromptSession
     from prompt_toolkit.history import FileHistory
-    from prompt_toolkit.key_binding import KeyBindings
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
 
     bindings = KeyBindings()
 
     @bindings.add("escape", "enter")
-    def _newline(event: object) -> None:
-        event.current_buffer.insert_text("\n")  # type: ignore[attr-defined]
+    def _newline(event: KeyPressEvent) -> None:
+        event.current_buffer.insert_text("\n")
 
     history = FileHistory(str(private_file(runner.home / "prompt-history")))
-    prompt = PromptSession(history=history, key_bindings=bindings, multiline=False)
+    prompt: PromptSession[str] = PromptSession(history=history, key_bindings=bindings,
+                                               multiline=False)
 
     def read() -> str:
         return prompt.prompt("› ")

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from thoughtline.compaction.core import CompactionSettings, Summarize
 from thoughtline.compaction.sessions import (
@@ -37,6 +37,13 @@ from thoughtline.wordings import overflowed
 
 if TYPE_CHECKING:
     from thoughtline.session import Session
+
+
+class TurnRun(Protocol):
+    """Sends the turn and yields its events: as asked, or with at most ``requests`` requests
+    (the retry after an overflow passes 1: the turn's second and last request)."""
+
+    def __call__(self, requests: int = ..., /) -> AsyncIterator[Event]: ...
 
 
 class AutoCompaction:
@@ -104,7 +111,7 @@ class AutoCompaction:
             self._answering.discard(session)
 
     async def around(self, session: Session, message: Message,
-                     run: Callable[[], AsyncIterator[Event]]) -> AsyncIterator[Event]:
+                     run: TurnRun) -> AsyncIterator[Event]:
         limit = self.limit(session)
         raw: int | None = None
         if limit is not None:

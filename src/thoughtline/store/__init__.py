@@ -53,7 +53,7 @@ __all__ = [
 
 
 def open_store(url_or_path: str | Path | None, home: Path, *,
-               crash_durable_only: bool = False, wait: float | None = None) -> Store:
+               crash_durable_only: bool = False, wait: float | None = None) -> SqlStore:
     """Open (creating and migrating as needed) the store named by a URL or path.
 
     ``None`` means ``$THOUGHTLINE_DATABASE_URL`` when set, else ``home / "state.db"``. A directory

@@ -207,7 +207,7 @@ def _verify(target: SqlStore, rows: SessionRows, report: TransferReport) -> None
             sorted(rows.messages))}
         payloads = {key: bytes(data) for key, data in _in(
             tx, "SELECT digest, data FROM payloads WHERE digest IN", sorted(rows.payloads))}
-    have = dict(entries)
+    have: dict[int, str] = dict(entries)
     for seq, message_id, _ in rows.entries:
         if have.get(seq) != message_id:
             report.problems.append(f"session {sid}: the target's turn {seq} is "
