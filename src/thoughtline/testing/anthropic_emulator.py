@@ -103,7 +103,7 @@ def _call(request: Request, body: Mapping[str, Any], platform: str) -> _Call:
     if platform == "vertex":
         model, _, verb = request.path_params["rest"].partition(":")
         return _Call(platform, model, verb == "streamRawPredict")
-    model = body.get("model") if isinstance(body.get("model"), str) else ""
+    model = given if isinstance(given := body.get("model"), str) else ""
     return _Call(platform, model, body.get("stream") is True)
 
 

@@ -78,7 +78,7 @@ def hop(body: Mapping[str, Any], model: str, category: str | None) -> Hop:
     """The hop a decline of ``model`` makes: to the first ``fallbacks`` entry."""
     chain = body.get(PARAM)
     to = chain[0]["model"] if isinstance(chain, list) else DEFAULT_TO
-    source = body.get("model") if isinstance(body.get("model"), str) else model
+    source = given if isinstance(given := body.get("model"), str) else model
     return Hop(source=source, to=to, category=category)
 
 

@@ -135,7 +135,8 @@ class _Script:
                                                             "text": thought}}}]
         if kind == "redacted-only":
             return [{"reasoningContent": {"redactedContent": self.values.encrypted(model, "")}}]
-        readable = [{"reasoningContent": {"reasoningText": {"text": thought}}}]
+        readable: list[dict[str, Any]] = [
+            {"reasoningContent": {"reasoningText": {"text": thought}}}]
         if kind == "kimi-k3":
             bound = "elsewhere" if cross_region(model) else self.region
             readable.append({"reasoningContent": {"redactedContent":

@@ -126,8 +126,8 @@ def _answer(state: GeminiState, request: Request, raw: bytes,
         return _json(404, error(404, "Method not found.", "NOT_FOUND").body), None
     model, method = split
     if state.require_auth and not _authorized(request, vertex):
-        refusal = _unauthorized(vertex)
-        return _json(refusal.status, refusal.body), None
+        denied = _unauthorized(vertex)
+        return _json(denied.status, denied.body), None
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -37,9 +37,9 @@ from typing import Any
 
 import orjson
 
-from thoughtline.testing.signing import SKIP_THOUGHT_SIGNATURE, Signer
+from thoughtline.testing.signing import SKIP_THOUGHT_SIGNATURE, OpaqueKind, Signer
 
-KIND = "gemini-signature"
+KIND: OpaqueKind = "gemini-signature"
 SIG = "thoughtSignature"
 
 _TOP_LEVEL = frozenset({"contents", "systemInstruction", "tools", "toolConfig",
@@ -149,14 +149,14 @@ def check_schema(body: Mapping[str, Any]) -> Refusal | None:
                               "must not be empty.")
         for j, part in enumerate(parts):
             where = f"contents[{i}].parts[{j}]"
-            refusal = (_unknown(where, part, _PART)
+            refused = (_unknown(where, part, _PART)
                        or ("functionCall" in part
                            and _unknown(f"{where}.function_call", part["functionCall"], _CALL))
                        or ("functionResponse" in part
                            and _unknown(f"{where}.function_response",
                                         part["functionResponse"], _RESPONSE)))
-            if refusal:
-                return refusal
+            if refused:
+                return refused
     return None
 
 

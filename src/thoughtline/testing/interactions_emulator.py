@@ -84,11 +84,11 @@ def _answer(state: InteractionsState, request: Request, raw: bytes, *, vertex: b
         failure = state.failures.popleft()
         return _json(failure.status, failure.body)
     if state.require_auth and not _authorized(request, vertex):
-        refusal = error(401 if vertex else 403, "Request had invalid authentication "
-                        "credentials." if vertex else "Method doesn't allow unregistered "
-                        "callers. Please use API Key.",
-                        "UNAUTHENTICATED" if vertex else "PERMISSION_DENIED")
-        return _json(refusal.status, refusal.body)
+        denied = error(401 if vertex else 403, "Request had invalid authentication "
+                       "credentials." if vertex else "Method doesn't allow unregistered "
+                       "callers. Please use API Key.",
+                       "UNAUTHENTICATED" if vertex else "PERMISSION_DENIED")
+        return _json(denied.status, denied.body)
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError:

@@ -40,7 +40,7 @@ def check_request(
         or not all(isinstance(m, dict) for m in messages)
     ):
         return Rejection(400, _openai_error("`messages` must be a non-empty array of objects"))
-    model = body.get("model") if isinstance(body.get("model"), str) else ""
+    model = given if isinstance(given := body.get("model"), str) else ""
     if personality.strict is not None and (found := _check_strict(personality.strict, body)):
         return found
     if personality.echo is not None and (found := _check_echo(personality.echo, messages)):
@@ -340,7 +340,7 @@ def _check_gemini(
         for position, call in enumerate(calls if isinstance(calls, list) else ()):
             if not isinstance(call, dict):
                 continue
-            function = call.get("function") if isinstance(call.get("function"), dict) else {}
+            function = given if isinstance(given := call.get("function"), dict) else {}
             present, value = _google_signature(call)
             if present:
                 text = call_text(function.get("name"), function.get("arguments"))

@@ -216,7 +216,7 @@ def _gemini_reply(plan: TurnPlan, signer: Signer) -> Reply:
     else:
         extra = {"google": {"thought_signature": signer.issue("gemini-signature", plan.content)}}
         message["extra_content"] = extra
-        pieces = [{"content": f} for f in fragments(plan.content)]
+        pieces: list[dict[str, Any]] = [{"content": f} for f in fragments(plan.content)]
         pieces[-1] = {**pieces[-1], "extra_content": extra}
         deltas += pieces
     return Reply(message=message, deltas=deltas)

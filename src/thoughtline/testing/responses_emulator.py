@@ -191,10 +191,11 @@ class ResponsesEmulator(ChatEmulator):
                 known = ", ".join(sorted(RESPONSES_PERSONALITIES))
                 raise ValueError(f"unknown personality {personality!r} (known: {known})")
             personality = RESPONSES_PERSONALITIES[personality]
-        self._state = ResponsesState(  # type: ignore[assignment]
-            personality=personality, sealer=Sealer(issuer or personality.issuer, secret),
-            require_auth=require_auth)
-        self._loop = LoopbackServer(build_responses_app(self._state), port=port,
+        state = ResponsesState(personality=personality,
+                               sealer=Sealer(issuer or personality.issuer, secret),
+                               require_auth=require_auth)
+        self._state = state  # type: ignore[assignment]
+        self._loop = LoopbackServer(build_responses_app(state), port=port,
                                     name="responses-emulator")
         self._port = None
 

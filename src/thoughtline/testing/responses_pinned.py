@@ -38,10 +38,11 @@ class Pinned:
         if not self.on or not output or output[0].get("type") == "compaction":
             return output  # (a compaction answer is exactly one item, §4a)
         tag = str(output[0].get("id", "x")).split("_", 1)[-1]
-        update = {"type": "configuration_update", "id": f"cfg_{tag}",
-                  "reasoning": {"effort": "low"}}
-        program = {"type": "program", "id": f"prg_{tag}", "status": "completed",
-                   "fingerprint": sealer.seal({"kind": "program", "id": f"prg_{tag}"})}
+        update: dict[str, Any] = {"type": "configuration_update", "id": f"cfg_{tag}",
+                                  "reasoning": {"effort": "low"}}
+        program: dict[str, Any] = {
+            "type": "program", "id": f"prg_{tag}", "status": "completed",
+            "fingerprint": sealer.seal({"kind": "program", "id": f"prg_{tag}"})}
         # (after the message: a reasoning item must be followed by the item it led to)
         out = [update, *output[:2], program, *output[2:]]
         order = tuple(str(item.get("id")) for item in out)

@@ -79,7 +79,7 @@ def _check_item(index: int, item: Any) -> Rejection | None:
     if not isinstance(item, Mapping):
         return _error(f"Invalid type for 'input[{index}]': expected an object.",
                       param=f"input[{index}]")
-    kind = item.get("type")
+    kind: Any = item.get("type")  # (any JSON value: looked up as it is)
     allowed = _ITEM_KEYS.get(kind) if kind != "message" or "id" in item else None
     if allowed is None and kind in (None, "message"):
         allowed = _EASY_KEYS

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 _MAX_DEPTH = 8  # a recursive schema ($ref cycles) ends in empty values here
 #: A valid sample per string ``format`` an agent's validator may check.
@@ -162,7 +162,7 @@ def _bound(spec: Mapping[str, Any], inclusive: str, exclusive: str) -> tuple[flo
     return (float(limit), strict is True) if _is_number(limit) else None
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
