@@ -14,7 +14,7 @@ from thoughtline.gateway.config import parse
 
 def _shown_file(help_text: str) -> str:
     start = help_text.index("gateway.toml (")
-    body = help_text[help_text.index("\n", start) + 1:help_text.index("The README")]
+    body = help_text[help_text.index("\n", start) + 1:help_text.index("The docs say more")]
     lines = [re.sub(r"\s+#.*$", "", line) for line in body.splitlines()]
     return "\n".join(line.strip() for line in lines)
 

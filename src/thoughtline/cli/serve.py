@@ -59,7 +59,7 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
       [aliases]                    # optional: client model names -> upstream/model
       "*" = "ds/deepseek-v4-pro"
 
-    The README's "Gateway" section says more.
+    The docs say more: docs/gateway.md (and docs/operations.md for running it).
     """
     from thoughtline.gateway import config as gateway_config
     from thoughtline.gateway.server import serve as run

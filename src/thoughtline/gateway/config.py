@@ -139,7 +139,7 @@ def load(path: Path) -> GatewayConfig:
                           "save it as UTF-8") from None
     except FileNotFoundError:
         raise ConfigError(f"no gateway config at {path}: create it (see 'thoughtline serve "
-                          "--help' and the README's Gateway section) or pass --config FILE") \
+                          "--help' and docs/gateway.md) or pass --config FILE") \
             from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"{path}: {exc}") from exc

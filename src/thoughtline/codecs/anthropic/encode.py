@@ -1,6 +1,7 @@
 """Encode a request for an Anthropic-format route: the replay policy applied block by block.
 
-The policy (one table, README "Anthropic"; facts provider-contracts §5, provider-updates §1a):
+The policy (one table, docs/providers.md "Anthropic"; facts provider-contracts §5,
+provider-updates §1a):
 
 - the current tool loop is always replayed verbatim; earlier turns keep their thinking when the
   target model keeps prior thinking (``models.keeps_prior_thinking``), else only the last

@@ -1,6 +1,6 @@
 """The replay rules, turn by turn: one turn on the wire, and what it depends on besides itself.
 
-Owns the replay policy block by block (README "Anthropic"; provider-contracts §5,
+Owns the replay policy block by block (docs/providers.md "Anthropic"; provider-contracts §5,
 provider-updates §1a) and what an assistant turn's blocks depend on besides the turn: whether
 it keeps its thinking (``keeps``: the current tool loop, the model's rule for earlier turns, the
 last assistant turn; never a turn stamped under another prefix, ``stale``) and the binding chain
