@@ -38,6 +38,7 @@ _FIELDS: Mapping[str, tuple[type, ...]] = {
     "attempt": (int,), "stream": (bool,), "duration_ms": _NUMBER, "retries": (int,),
     "carriers": (dict,), "native": (dict,), "pads": (int,), "body_extras": (list,),
     "verdicts": (list,), "assistant_turns": (int,), "prompt_tokens": (int,), "purpose": (str,),
+    "usage": (dict,), "response_model": (str,), "finish": (str,),
 }
 
 

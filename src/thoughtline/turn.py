@@ -18,7 +18,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, S
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
-from thoughtline import platforms, replay
+from thoughtline import platforms, replay, tracing
 from thoughtline.codecs import registry, shape
 from thoughtline.codecs.base import Codec, Encoded, Lesson, RequestSpec
 from thoughtline.config import ProviderConfig
@@ -58,6 +58,9 @@ class TurnOptions:
     requests: int = 2
     #: Told the upstream's request id of each response (the transport's ``on_request_id``).
     on_request_id: Callable[[str], None] | None = None
+    #: The span the turn's upstream requests are traced under (a gateway request's); None: the
+    #: current OpenTelemetry context, if any (``thoughtline.tracing``).
+    trace: object | None = None
 
 
 class TurnSink(Protocol):
@@ -112,6 +115,10 @@ class _Attempt:
     status: int | None = None
     outcome: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Its spans (None: tracing is off), and what ended it when it failed (``error.type``).
+    span: tracing.AttemptSpan | None = None
+    error: str = ""
+    answer: Message | None = None
 
     def finish(self, status: int | None, outcome: str) -> None:
         self.status, self.outcome = status, outcome
@@ -120,9 +127,18 @@ class _Attempt:
 class TurnEngine:
     """Runs turns over one transport; stateless between turns."""
 
-    def __init__(self, transport: Transport, log: RecordWriter | None = None) -> None:
+    def __init__(self, transport: Transport, log: RecordWriter | None = None, *,
+                 tracer: tracing.Tracer | tracing.Process | None = tracing.PROCESS) -> None:
         self.transport = transport
         self.log = log
+        #: Where its spans go: the process's tracer unless given one (None: no spans).
+        self._tracer = tracer
+
+    @property
+    def tracer(self) -> tracing.Tracer | None:
+        if isinstance(self._tracer, tracing.Process):
+            self._tracer = tracing.default()  # the environment read on the first turn
+        return self._tracer
 
     # --- building -----------------------------------------------------------------------------
 
@@ -191,7 +207,10 @@ class TurnEngine:
             record = _Attempt(route=route, encoded=encoded, attempt=attempt,
                               stream=options.stream, learned=tuple(learned),
                               started=time.monotonic(),
-                              retries_before=self.transport.retries)
+                              retries_before=self.transport.retries,
+                              span=self._span(turn, route, options.trace, attempt))
+            if record.span is not None:
+                target = replace(target, on_retry=record.span.retried)
             try:
                 async for event in self._exchange(turn, route, target, encoded, sink, options,
                                                   record, plan):
@@ -199,17 +218,20 @@ class TurnEngine:
                 return
             except ProviderError as error:
                 record.finish(error.status, "error")
+                record.error = str(error.status) if error.status else type(error).__name__
                 lesson = self._lesson(turn, error, encoded, plan, config, options)
                 if lesson is None or attempt >= options.requests:
                     if lesson is not None:
                         sink.learned(lesson)
                     error.attempts = attempt
                     raise
-            except ProtocolError:
+            except ProtocolError as error:
                 record.finish(200, "interrupted")
+                record.error = type(error).__name__
                 raise
             except (_cancelled(), GeneratorExit):
                 record.finish(record.status, record.outcome or "cancelled")
+                record.error = record.error or ("" if record.outcome == "ok" else "cancelled")
                 raise
             finally:
                 self._log(turn, record)
@@ -288,19 +310,48 @@ class TurnEngine:
 
     @staticmethod
     def _store(sink: TurnSink, pending: Sequence[Message], done: Done, record: _Attempt) -> None:
+        usage = done.usage
+        record.extra["usage"] = {"input": usage.prompt_size, "output": usage.output_tokens,
+                                 "reasoning": usage.reasoning_tokens,
+                                 "cache_read": usage.cached_tokens}
+        answered = done.message.origin
+        if answered is not None and answered.model:
+            record.extra["response_model"] = answered.model
+        if done.finish:
+            record.extra["finish"] = done.finish
+        record.answer = done.message
         try:
             sink.finished(pending, done)
         except BaseException:
             record.finish(200, "unsaved")
+            record.error = "unsaved"
             raise
         if done.reports:
             record.extra["reports"] = list(done.reports)
         if done.usage.prompt_size > 0:  # the whole prompt (cached tokens too), for the chart
             record.extra["prompt_tokens"] = done.usage.prompt_size
 
+    def _span(self, turn: TurnInput, route: Route, parent: object | None,
+              attempt: int) -> tracing.AttemptSpan | None:
+        tracer = self.tracer
+        if tracer is None:
+            return None
+        return tracing.AttemptSpan(tracer, parent, provider=route.provider,
+                                   model=turn.provider.model, host=route.host,
+                                   extra={"thoughtline.attempt": attempt})
+
     def _log(self, turn: TurnInput, record: _Attempt) -> None:
-        if self.log is None:
+        if self.log is None and record.span is None:
             return
+        entry = self._entry(turn, record)
+        if self.log is not None:
+            self.log.write(entry)
+        if record.span is not None:
+            record.span.finished(entry, error=record.error,
+                                 sent=(*turn.history, *turn.pending), answer=record.answer)
+
+    def _entry(self, turn: TurnInput, record: _Attempt) -> dict[str, Any]:
+        """The attempt's request-log record."""
         route = record.route
         cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
         summary = turn.codec.summary(record.encoded, cache)
@@ -313,7 +364,7 @@ class TurnEngine:
                 "count": len(foreign), "made_by": sorted(set(foreign)),
                 "reason": "a native compaction is readable only by the provider that made it; "
                           "the checkpoint's summary text was sent instead"}}
-        self.log.write({
+        return {
             "session": turn.session, "route": route.row, "api": route.api,
             "provider": route.provider, "host": route.host, "model": route.model,
             "status": record.status, "outcome": record.outcome or "cancelled",
@@ -326,7 +377,7 @@ class TurnEngine:
                if any(lesson.fingerprints for lesson in record.learned) else {}),
             **({"purpose": turn.purpose} if turn.purpose else {}),
             **record.extra,
-        })
+        }
 
 
 #: What a decoder or fold raises when a reply has the wrong shape somewhere the codec did not

@@ -97,6 +97,9 @@ class Target:
     #: Told the request id of every response the upstream sends ("" when it names none): a
     #: stream's before its first event, an error's before it is raised.
     on_request_id: Callable[[str], None] | None = None
+    #: Told before each retry why the request is sent again: the status retried, or None when
+    #: the upstream was not reached (a span per request sent is ended and the next begun).
+    on_retry: Callable[[int | None], None] | None = None
 
 
 class Transport(Protocol):
@@ -318,6 +321,8 @@ class HttpTransport:
                 if last:
                     raise self._error(target, self._unreachable(target.url, exc)) from exc
                 self.retries += 1
+                if target.on_retry is not None:
+                    target.on_retry(None)
                 await self._backoff(attempt, None, target)
                 continue
             if target.on_request_id is not None:
@@ -332,6 +337,8 @@ class HttpTransport:
                 await response.aclose()
             if response.status_code in RETRY_STATUSES and not last:
                 self.retries += 1
+                if target.on_retry is not None:
+                    target.on_retry(response.status_code)
                 await self._backoff(attempt, response.headers, target)
                 continue
             raise self._error(target, provider_message(text), status=response.status_code,
