@@ -26,6 +26,7 @@ from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
+from thoughtline import tracing
 from thoughtline.codecs import shape
 from thoughtline.codecs.anthropic import client as messages_client
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
@@ -116,6 +117,8 @@ class _Record:
     in_flight: str = ""
     #: The answer's gateway hint headers (none until the upstream is known).
     hints: Hints = field(default_factory=Hints)
+    #: The request's span (None: tracing is off).
+    span: object | None = None
 
     def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
         """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
@@ -134,11 +137,13 @@ class Gateway:
         self.config = config
         self.tenants = Tenants(config.tokens(environ))
         self.metrics = Metrics(pools=lambda: self.engines.pools())
+        #: OpenTelemetry, when the OTEL_* variables ask for it (``thoughtline.tracing``).
+        self.tracer = tracing.from_environ()
         self.store = AsyncStore(store, on_error=self.metrics.store_failed)
         self.conversations = Conversations(config, self.store)
         #: One engine and connection pool per upstream (``transport``, when given, is shared).
         self.engines = Engines(config, transport=transport,
-                               log=RequestLogTee(request_log, self.metrics))
+                               log=RequestLogTee(request_log, self.metrics), tracer=self.tracer)
         self.access = access_log or AccessLog(config.access_log)
         if request_log is not None and request_log.on_error is None:
             # A request log that cannot be written is said once, as a JSON line of the access log.
@@ -157,6 +162,8 @@ class Gateway:
         await self.store.close()
         self.access.close()
         self.metrics.close()
+        if self.tracer is not None:  # exports what is queued
+            await anyio.to_thread.run_sync(self.tracer.shutdown)
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -204,7 +211,8 @@ class Gateway:
 
         async def serve(request: Request) -> Any:
             record = _Record(fields={"method": "POST", "path": request.url.path},
-                             in_flight=face.name)
+                             in_flight=face.name,
+                             span=tracing.request_span(self.tracer, "POST", request.url.path))
             self.metrics.started(face.name)
             try:
                 return await self._serve(request, record, face, compact=compact)
@@ -266,6 +274,7 @@ class Gateway:
         """The request's one access-log line, and its metrics."""
         line = record.line(status, outcome)
         self.access.write(line)
+        tracing.request_ended(self.tracer, record.span, line)
         self.metrics.finished(line, {**record.marks, "started": record.started,
                                      "ended": time.monotonic()}, record.in_flight)
 
@@ -298,6 +307,7 @@ class Gateway:
                 parsed = passed or parsed  # an upstream that compacts itself gets the trigger
                 minted = _verified(minter, tenant, parsed, record)
                 reply = replace(reply, minted=minter.mint(tenant, reply.response_id))
+                record.fields["minted_issued"] = 1  # the answer's reasoning carries it back
             prepared = await self.conversations.prepare(
                 tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
                 minted=minted, answer_ref=reply.response_id if face.mints else "")
@@ -390,7 +400,7 @@ class Gateway:
         record.fields["compaction"] = True
         engine = self.engines[prepared.upstream]
         try:
-            bundle, tokens = await compaction.compact(prepared.turn, engine)
+            bundle, tokens = await compaction.compact(prepared.turn, engine, trace=record.span)
             written = await self.conversations.store_compaction(prepared, bundle, reply.response_id)
         except compaction.CannotCompact as exc:  # said, not answered with a no-op compaction
             raise HttpError(400, str(exc), code="compaction_cannot_shrink") from None
@@ -420,7 +430,8 @@ class Gateway:
                 done = None
                 engine = self.engines[prepared.upstream]
                 async for event in recovering(engine, prepared.turn, sink, TurnOptions(
-                        stream=False, keep_partial=False, on_request_id=record.hints.heard)):
+                        stream=False, keep_partial=False, on_request_id=record.hints.heard,
+                        trace=record.span)):
                     record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
@@ -451,7 +462,8 @@ class Gateway:
                       headers: Mapping[str, str], record: _Record) -> Any:
         sink = GatewaySink()
         events = recovering(self.engines[prepared.upstream], prepared.turn, sink, TurnOptions(
-            stream=True, keep_partial=False, on_request_id=record.hints.heard))
+            stream=True, keep_partial=False, on_request_id=record.hints.heard,
+            trace=record.span))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
             record.marks["first_byte"] = time.monotonic()

@@ -65,12 +65,12 @@ class _Quiet:
         pass
 
 
-async def compact(turn: TurnInput, engine: Any, *,
-                  keep: int | None = None) -> tuple[Message, int]:
+async def compact(turn: TurnInput, engine: Any, *, keep: int | None = None,
+                  trace: object | None = None) -> tuple[Message, int]:
     """The bundle for ``turn``'s whole conversation, and the tokens the summarizer was asked
     to read (0 when nothing was summarized). ``keep``: messages kept verbatim at least; None
     (the default): a token-bounded tail. ``CannotCompact`` when the result would not be
-    smaller than the conversation."""
+    smaller than the conversation. ``trace``: the span its requests are traced under."""
     history = [*turn.history, *turn.pending]
     lead = 0
     while lead < len(history) and history[lead].role == "system":
@@ -84,7 +84,8 @@ async def compact(turn: TurnInput, engine: Any, *,
         asked = replace(turn, config=replace(turn.config, tools=()), history=(),
                         pending=tuple(prompt), cache=None, purpose="compaction")
         done: Done | None = None
-        async for event in engine.run(asked, _Quiet(), TurnOptions(keep_partial=False)):
+        options = TurnOptions(keep_partial=False, trace=trace)
+        async for event in engine.run(asked, _Quiet(), options):
             if isinstance(event, Done):
                 done = event
         return (done.message.text, done.finish) if done is not None else ("", None)

@@ -19,6 +19,7 @@ from thoughtline.codecs import registry
 from thoughtline.errors import ProviderBusy, ProviderError
 from thoughtline.gateway.config import GatewayConfig, Upstream
 from thoughtline.requestlog import RecordWriter
+from thoughtline.tracing import Tracer
 from thoughtline.transport.auth import needs_key
 from thoughtline.transport.http import HttpTransport, PoolState, TransportConfig
 from thoughtline.transport.redact import redact
@@ -35,12 +36,14 @@ def transport_config(upstream: Upstream) -> TransportConfig:
 
 
 class Engines:
-    """One ``TurnEngine`` per upstream; a given ``transport`` (tests) is shared by all."""
+    """One ``TurnEngine`` per upstream; a given ``transport`` (tests) is shared by all. Their
+    spans go to the gateway's ``tracer`` (None: none, whatever the process's would be)."""
 
     def __init__(self, config: GatewayConfig, *, transport: Any = None,
-                 log: RecordWriter | None = None) -> None:
+                 log: RecordWriter | None = None, tracer: Tracer | None = None) -> None:
         self._engines = {
-            name: TurnEngine(transport or HttpTransport(transport_config(upstream)), log)
+            name: TurnEngine(transport or HttpTransport(transport_config(upstream)), log,
+                             tracer=tracer)
             for name, upstream in config.upstreams.items()}
         self._shared = transport
 
