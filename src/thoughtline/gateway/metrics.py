@@ -3,7 +3,8 @@
 Owns the metric families and what feeds them: the access-log line of each request (face,
 upstream, status, outcome, durations, rehydration counts, the wording rows of the rejections it
 learned from), each upstream request's request-log record (the reasoning carriers it sent, by
-field; the summarizer requests of a compaction), the store's failures, and each upstream's
+field; the summarizer requests of a compaction; the tokens it used, by type, as the GenAI
+semantic conventions' ``gen_ai.client.token.usage``), the store's failures, and each upstream's
 pool, read when scraped. Labels are closed
 sets of names (faces, upstreams, statuses, outcomes, carrier fields, wording rows): never a
 token, a key, a tenant or message text.
@@ -30,6 +31,7 @@ from prometheus_client import (
 )
 
 from thoughtline.requestlog import RecordWriter
+from thoughtline.tracing.attributes import OPERATION, provider_name
 
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 CONTENT_TYPE = CONTENT_TYPE_LATEST
@@ -38,6 +40,14 @@ PREFIX = "thoughtline_gateway"
 #: Rehydration outcomes: how a resent assistant turn was found (by its index key's kind), or not.
 REHYDRATION_OUTCOMES = ("id", "content", "minted", "unmatched", "forged_or_foreign")
 _BY_KIND = {"call": "id", "context": "content", "content": "content", "mint": "minted"}
+#: The GenAI conventions' token usage: a histogram with these bucket boundaries, labelled with
+#: the operation, provider, requested model and token type ("input" (the whole prompt), "output";
+#: and, as ``gen_ai.client.inference.usage.*`` counts them, "reasoning" (a part of "output") and
+#: "cache_read" (a part of "input")).
+TOKEN_USAGE = "gen_ai_client_token_usage"
+TOKEN_TYPES = ("input", "output", "reasoning", "cache_read")
+_TOKEN_BUCKETS = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+                  16777216, 67108864)
 _BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120)
 
 
@@ -86,6 +96,11 @@ class Metrics:
                                    "sent to compact a conversation (a Responses client's "
                                    "compaction, or a turn over its context window), by API.",
                                    ("api",))
+        self.tokens = Histogram(TOKEN_USAGE, "Tokens each upstream request used, by type "
+                                "(the GenAI semantic conventions' gen_ai.client.token.usage).",
+                                ("gen_ai_operation_name", "gen_ai_provider_name",
+                                 "gen_ai_request_model", "gen_ai_token_type"),
+                                registry=reg, buckets=_TOKEN_BUCKETS)
         self.store_errors = counter("store_errors", "Store calls that failed.")
         self.in_flight = gauge("in_flight_requests", "Requests being answered, by face.",
                                ("face",))
@@ -132,6 +147,12 @@ class Metrics:
         for kind, count in (record.get("carriers") or {}).items():
             if isinstance(count, int) and count > 0:
                 self.carriers.labels(api, str(kind)).inc(count)
+        usage = record.get("usage") or {}
+        provider, model = provider_name(str(record.get("provider", ""))), str(record.get("model"))
+        for kind in TOKEN_TYPES:
+            count = usage.get(kind)
+            if isinstance(count, int) and (count > 0 or kind in ("input", "output")):
+                self.tokens.labels(OPERATION, provider, model, kind).observe(count)
 
     def store_failed(self) -> None:
         self.store_errors.inc()
