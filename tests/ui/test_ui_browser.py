@@ -215,7 +215,8 @@ def test_every_demo_route_shows_its_reasoning_and_what_each_request_carried(
         counts = [f"{k} ×{v}" for k, v in sorted(record.get("carriers", {}).items())]
         counts += [f"native {k} ×{v}" for k, v in sorted(record.get("native", {}).items())]
         counts += [f"{field} {k} ×{v}" for field in sorted(record)
-                   if field not in ("carriers", "native") and isinstance(record[field], dict)
+                   if field not in ("carriers", "native", "usage")  # usage: the answer's
+                   and isinstance(record[field], dict)
                    for k, v in sorted(record[field].items())]
         expected.append(" ".join(counts) or "no reasoning fields")
     assert shown == expected and len(shown) >= 4

@@ -29,7 +29,7 @@ _SHARED = frozenset({
     "time", "session", "route", "api", "provider", "host", "model", "status", "outcome",
     "attempt", "stream", "duration_ms", "retries", "assistant_turns", "carriers", "native",
     "pads", "body_extras", "verdicts", "repairs", "reports", "prompt_tokens", "tenant",
-    "purpose"})
+    "purpose", "usage", "response_model", "finish"})
 
 
 def _counts(raw: Any) -> list[tuple[str, int]]:
