@@ -12,6 +12,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -104,8 +105,14 @@ def attributes(span: Span) -> dict[str, Any]:
 
 def _flushed(gateway: Gateway) -> None:
     """What the gateway's shutdown does (the loopback server runs no lifespan): export what
-    the batch processor holds."""
+    the batch processor holds — once every request has ended (a stream's span ends when its
+    response has closed, which may be just after the client read its last byte)."""
     assert gateway.tracer is not None
+    deadline = time.monotonic() + 10  # a bound, not an assertion
+    while time.monotonic() < deadline and any(
+            sample.value for metric in gateway.metrics.in_flight.collect()
+            for sample in metric.samples):
+        time.sleep(0.02)
     gateway.tracer.shutdown()
 
 
