@@ -194,8 +194,31 @@ class TurnEngine:
 
         At most two requests: the second only when the first's 4xx taught something that
         changes the request. A lesson from the retry's own rejection is kept, never retried.
+        Traced outside a gateway request (no ``options.trace``), the turn is a span of its own.
         """
         options = options or TurnOptions()
+        tracer = self.tracer
+        span = None
+        if tracer is not None and options.trace is None:
+            span = tracing.TurnSpan(tracer, provider=turn.route.provider,
+                                    model=turn.provider.model, session=turn.session,
+                                    purpose=turn.purpose)
+            options = replace(options, trace=span.span)
+        try:
+            async with contextlib.aclosing(self._requests(turn, sink, options)) as events:
+                async for event in events:
+                    yield event
+        except BaseException as exc:
+            if span is not None:
+                outcome, error = _failure(exc)
+                span.finished(outcome, error=error)
+            raise
+        if span is not None:
+            span.finished("ok")
+
+    async def _requests(self, turn: TurnInput, sink: TurnSink,
+                        options: TurnOptions) -> AsyncGenerator[Event, None]:
+        """``run`` without the turn's own span: its one or two requests."""
         learned: list[Lesson] = []
         config = turn.config
         for attempt in range(1, max(1, min(options.requests, 2)) + 1):
@@ -471,6 +494,17 @@ def _learned(lesson: Lesson | None, sink: TurnSink) -> list[Notice]:
         return []
     sink.learned(lesson)
     return [Notice(lesson.notice)]
+
+
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """A failed turn's outcome and ``error.type``, as its last attempt's record names them."""
+    if isinstance(exc, ProviderError):
+        return "error", str(exc.status) if exc.status else type(exc).__name__
+    if isinstance(exc, ProtocolError):
+        return "interrupted", type(exc).__name__
+    if isinstance(exc, _cancelled() | GeneratorExit):
+        return "cancelled", "cancelled"
+    return "error", type(exc).__name__
 
 
 def _cancelled() -> type[BaseException]:

@@ -212,7 +212,8 @@ class Gateway:
         async def serve(request: Request) -> Any:
             record = _Record(fields={"method": "POST", "path": request.url.path},
                              in_flight=face.name,
-                             span=tracing.request_span(self.tracer, "POST", request.url.path))
+                             span=tracing.request_span(self.tracer, "POST", request.url.path,
+                                                       request.headers))
             self.metrics.started(face.name)
             try:
                 return await self._serve(request, record, face, compact=compact)

@@ -111,6 +111,22 @@ def attempt_start(provider: str, model: str, host: str) -> Attributes:
     return out
 
 
+def turn_start(provider: str, model: str, session: str, purpose: str) -> Attributes:
+    """A turn's attributes (its attempts carry the GenAI operation and usage: a turn span has
+    no ``gen_ai.operation.name``, so nothing counts its tokens twice)."""
+    out: Attributes = {"gen_ai.provider.name": provider_name(provider),
+                       "gen_ai.request.model": model, f"{NS}.provider": provider}
+    if session:
+        out[f"{NS}.session.id"] = session
+    if purpose:
+        out[f"{NS}.purpose"] = purpose
+    return out
+
+
+def turn_end(outcome: str) -> Attributes:
+    return {f"{NS}.outcome": outcome}
+
+
 def attempt_end(record: Mapping[str, Any]) -> Attributes:
     """An upstream attempt's attributes, from its request-log ``record``."""
     out: Attributes = {}
