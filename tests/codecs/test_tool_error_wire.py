@@ -30,6 +30,7 @@ import pytest
 from thoughtline import replay
 from thoughtline.codecs import registry
 from thoughtline.codecs.base import RequestSpec
+from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.messages import Message, Origin, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.wirecache import WireCache
 
@@ -119,6 +120,7 @@ def test_gemini_says_error_when_a_result_goes_as_text(is_error: bool) -> None:
     # A call Gemini did not make, on a route that rejected the placeholder signature, goes as
     # text (``foreign_calls = "text"``): its result does too, and still says it failed.
     codec, plan, model = _plan("gemini")
+    assert isinstance(plan.profile, GeminiProfile)
     plan = replace(plan, profile=replace(plan.profile, foreign_calls="text"))
     history = _history(plan, is_error=is_error)
     foreign = Origin(api="openai-chat", provider="openai", host="api.openai.com", model="gpt-5")
