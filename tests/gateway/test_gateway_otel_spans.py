@@ -3,9 +3,10 @@ came with its client's trace context, read back from a loopback OTLP/HTTP receiv
 
 A transport retry (a 429 or 503 with ``Retry-After: 0``, then the answer) is two CLIENT spans under
 the request's SERVER span, the first an error naming the status; a turn over the upstream's
-context window is three: the rejection, the compaction's summary request, the turn sent again. A
-request carrying a W3C ``traceparent`` is a span of the client's trace; an invalid one starts a
-new trace; the header never goes upstream. No span holds a key or a gateway token.
+context window is three: the rejection, the compaction's summary request, the turn sent again; a
+Codex compaction (``/v1/responses/compact``) is its summary requests. A request carrying a W3C
+``traceparent`` is a span of the client's trace; an invalid one starts a new trace; the header
+never goes upstream. No span holds a key or a gateway token.
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from gateway_support import UPSTREAM_KEY, running_gateway
+from responses_face_support import ResponsesAgent, responses_client
 
 from helpers_otel import (
     CLIENT,
@@ -98,6 +101,35 @@ def test_an_overflow_compaction_is_a_summary_span_between_the_rejection_and_the_
     assert summary["http.response.status_code"] == 200 and "error.type" not in summary
     assert summary["gen_ai.request.model"] == model and summary["gen_ai.usage.output_tokens"] > 0
     assert "thoughtline.purpose" not in resent and resent["http.response.status_code"] == 200
+    no_content_nor_secrets(receiver, (UPSTREAM_KEY, TOKEN))
+
+
+def test_the_compact_endpoint_is_a_request_span_over_its_summary_requests(
+        receiver: Receiver, tmp_path: Path) -> None:
+    with ChatEmulator("deepseek") as emu, running_gateway(emu, tmp_path, tokens=(TOKEN,)) as gw:
+        agent = ResponsesAgent(responses_client(gw.server.origin, TOKEN),
+                               model="ds/deepseek-v4-pro")
+        for question in ("What's the weather in Paris?", "And in Rome?", "And in Oslo?"):
+            agent.ask(question)
+            agent.step(stream=False)
+            agent.step(stream=False)
+        before = len(emu.received)
+        compacted = httpx.post(gw.server.origin + "/v1/responses/compact", timeout=60,
+                               headers={"authorization": f"Bearer {TOKEN}"},
+                               json={"model": "ds/deepseek-v4-pro", "input": agent.input})
+        assert compacted.json()["object"] == "response.compaction", compacted.text
+        summaries = len(emu.received) - before
+        flushed(gw.gateway)
+    assert summaries >= 1
+    (request,) = [s for s in receiver.of_kind(SERVER) if s.name == "POST /v1/responses/compact"]
+    assert attributes(request)["thoughtline.compaction"] is True
+    asked = _children(receiver, request.span_id)
+    assert len(asked) == summaries  # each summary request, a child of the compaction's request
+    assert all(a["thoughtline.purpose"] == "compaction" for a in asked)
+    assert all(a["http.response.status_code"] == 200 for a in asked)
+    turns = [s for s in receiver.of_kind(CLIENT) if s.parent_span_id != request.span_id]
+    assert not [s for s in turns if attributes(s).get("thoughtline.purpose")]
+    assert not receiver.of_kind(INTERNAL)
     no_content_nor_secrets(receiver, (UPSTREAM_KEY, TOKEN))
 
 
