@@ -166,6 +166,11 @@ class Anthropic(CodecBase):
         marker, §5c)."""
         return value.get("type") in ISSUER_ONLY
 
+    def readable(self, value: Mapping[str, Any]) -> str | None:
+        """Hook: what another API gets of a block of ours (``codecs.foreign``): a compaction
+        block's summary; None for a block with no readable form."""
+        return compaction.summary_of(value)
+
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
         """Hook: on-demand compaction as the summarizer, where the model has it (§4c)."""
         return compaction.native_compaction(provider.model, provider.headers)
