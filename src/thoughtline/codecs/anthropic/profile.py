@@ -124,11 +124,16 @@ def platform_of(origin: Origin) -> str:
     """The platform a block was minted on, from its origin's API and route row."""
     if origin.api == "bedrock":
         return "bedrock"
-    from thoughtline.codecs.anthropic.codec import route_row
+    from thoughtline.routes.resolve import api_table
 
-    # An origin keeps only its host, not the URL path: treat the rows' path selectors as met.
+    table = api_table("anthropic")
     # With no host (a preset whose URL is built from a region) the provider id picks the row,
-    # as it does for the route itself: else Bedrock's Messages row, which names a path, is
-    # missed and a host-less Bedrock target reads as a vendor's.
-    row = route_row(origin.provider, f"https://{origin.host}/anthropic" if origin.host else None)
+    # as it does for the route itself (``codec.route_row``): else Bedrock's Messages row, which
+    # names a path, is missed and a host-less Bedrock target reads as a vendor's.
+    provider = origin.provider.strip().lower()
+    listed = None if origin.host else next((r for r in table.rows if provider in r.providers),
+                                           None)
+    # An origin keeps only its host, not the URL path: treat the rows' path selectors as met.
+    row = listed or table.match(origin.provider, f"https://{origin.host}/anthropic"
+                                if origin.host else None)
     return str(row.profile.get("platform", "vendor"))
