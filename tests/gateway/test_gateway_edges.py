@@ -177,16 +177,29 @@ def _files_hold(root: Path, secret: bytes) -> list[str]:
     return [str(p) for p in root.rglob("*") if p.is_file() and secret in p.read_bytes()]
 
 
+#: Each face renders the same failure its own way (a JSON error, an SSE error frame,
+#: ``response.failed``): face -> (path, the body asking "hi").
+FACES: dict[str, tuple[str, dict[str, Any]]] = {
+    "chat": ("/v1/chat/completions", {"messages": [{"role": "user", "content": "hi"}]}),
+    "messages": ("/v1/messages", {"max_tokens": 64,
+                                  "messages": [{"role": "user", "content": "hi"}]}),
+    "responses": ("/v1/responses", {"input": "hi"}),
+}
+
+
+@pytest.mark.parametrize("face", sorted(FACES))
 @pytest.mark.parametrize("scripted", sorted(FAILURES), indirect=True)
-def test_no_error_path_shows_the_upstream_key(scripted: tuple[_Scripted, bool], tmp_path: Path,
+def test_no_error_path_shows_the_upstream_key(scripted: tuple[_Scripted, bool], face: str,
+                                              tmp_path: Path,
                                               capfd: pytest.CaptureFixture[str]) -> None:
     upstream, stream = scripted
+    path, body = FACES[face]
     start = UPSTREAM_KEY[:8].encode()  # a start of the key is redacted like the key
     with running_gateway(upstream, tmp_path) as gw:
-        answer = httpx.post(gw.base_url + "/chat/completions", timeout=60, json={
-            "model": MODEL, "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+        answer = httpx.post(gw.server.origin + path, timeout=60,
+                            json={"model": MODEL, "stream": stream, **body})
         shown = answer.content
-        assert answer.status_code >= 400 or b"error" in shown  # it failed, visibly
+    assert answer.status_code >= 400 or b"error" in shown  # it failed, visibly
     assert start not in shown, shown
     logged = capfd.readouterr()
     assert UPSTREAM_KEY[:8] not in logged.err + logged.out
