@@ -8,6 +8,7 @@ current span when it has one. A turn that fails ends its span as an error. No sp
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -118,3 +119,30 @@ def test_a_failed_library_turn_ends_its_span_as_an_error(
     assert attempt.parent_span_id == turn.span_id
     assert attributes(attempt)["error.type"] == "401"
     no_content_nor_secrets(receiver, fake_keys.values())
+
+
+def test_a_library_turn_left_midway_ends_its_span_as_cancelled(
+        receiver: Receiver, emu: ChatEmulator, tmp_path: Path) -> None:
+    """An application that stops reading a streamed turn: its span still ends, and says so."""
+    async def first_event_only() -> None:
+        store = open_store(None, tmp_path)
+        transport = HttpTransport(FAST)
+        try:
+            session = Session.create(store, provider_for(DEEPSEEK, emu), transport=transport)
+            async with contextlib.aclosing(session.stream("How warm is it today?")) as events:
+                async for _ in events:
+                    break
+        finally:
+            await transport.aclose()
+            store.close()
+
+    run(first_event_only())
+    tracer = tracing.default()
+    assert tracer is not None
+    tracer.shutdown()
+    (turn,) = receiver.of_kind(INTERNAL)
+    assert attributes(turn)["thoughtline.outcome"] == "cancelled"
+    assert attributes(turn)["error.type"] == "cancelled" and turn.status.code == STATUS_ERROR
+    (attempt,) = receiver.of_kind(CLIENT)
+    assert attempt.parent_span_id == turn.span_id
+    assert attributes(attempt)["thoughtline.outcome"] == "cancelled"
