@@ -17,6 +17,7 @@ import httpx
 import orjson
 import pytest
 from gateway_support import RunningGateway, running_gateway
+from test_gateway_claude_code import read_sse
 
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
@@ -41,6 +42,13 @@ def post(gw: RunningGateway, path: str, body: dict[str, Any]) -> httpx.Response:
     return reply
 
 
+def ask(gw: RunningGateway, body: dict[str, Any], *, stream: bool) -> tuple[list[Any], str]:
+    """A Messages request: the answer's blocks as the client assembles them, and its session."""
+    reply = post(gw, "/v1/messages", {**body, "stream": stream})
+    content = read_sse(reply.text) if stream else reply.json()["content"]
+    return content, reply.headers["x-thoughtline-session"]
+
+
 def log_lines(log: Path) -> list[dict[str, Any]]:
     return [orjson.loads(x) for x in log.read_text().splitlines() if '"path"' in x]
 
@@ -48,30 +56,30 @@ def log_lines(log: Path) -> list[dict[str, Any]]:
 # --- an Anthropic compaction block ---------------------------------------------------------------
 
 
-def _compacted(gw: RunningGateway) -> tuple[dict[str, Any], dict[str, Any]]:
+def _compacted(gw: RunningGateway, stream: bool) -> tuple[dict[str, Any], dict[str, Any]]:
     """A conversation the Anthropic upstream compacted on demand: (the next body, the block)."""
     body = {"model": f"up/{CLAUDE}", "max_tokens": 4000,
             "messages": [{"role": "user", "content": "Plan a weekend in Oslo."}]}
-    (block,) = post(gw, "/v1/messages", {**body, "compaction": {"type": "on_demand"}}).json()[
-        "content"]
+    (block,), _ = ask(gw, {**body, "compaction": {"type": "on_demand"}}, stream=stream)
     assert block["type"] == "compaction" and block["content"]
     body["messages"] += [{"role": "assistant", "content": [block]},
                          {"role": "user", "content": "And the weather there?"}]
     return body, block
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_compaction_block_goes_to_its_issuer_verbatim_also_after_a_restart(
-        tmp_path: Path) -> None:
+        tmp_path: Path, stream: bool) -> None:
     with AnthropicEmulator() as emu:
         with running_gateway(emu, tmp_path, tokens=(TOKEN,), name="up", provider="anthropic",
                              model=CLAUDE) as gw:
-            body, block = _compacted(gw)
-            answer = post(gw, "/v1/messages", body).json()["content"]
+            body, block = _compacted(gw, stream)
+            answer, _ = ask(gw, body, stream=stream)
         body["messages"] += [{"role": "assistant", "content": answer},
                              {"role": "user", "content": "Thanks!"}]
         with running_gateway(emu, tmp_path, tokens=(TOKEN,), name="up", provider="anthropic",
                              model=CLAUDE) as gw:  # the same store, a new process state
-            post(gw, "/v1/messages", body)
+            ask(gw, body, stream=stream)
         received = list(emu.received)
     assert [r.status for r in received] == [200, 200, 200]
     for request in received[1:]:
@@ -80,29 +88,30 @@ def test_a_compaction_block_goes_to_its_issuer_verbatim_also_after_a_restart(
         assert b'{"role":"assistant","content":[' + orjson.dumps(block) + b"]}" in request.raw
 
 
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 def test_a_chat_upstream_gets_the_summary_in_place_and_finds_its_turn_again(
-        deepseek: ChatEmulator, tmp_path: Path) -> None:
+        deepseek: ChatEmulator, tmp_path: Path, stream: bool) -> None:
     with AnthropicEmulator() as emu, running_gateway(
             emu, tmp_path / "a", tokens=(TOKEN,), name="up", provider="anthropic",
             model=CLAUDE) as gw:
-        body, block = _compacted(gw)
+        body, block = _compacted(gw, stream)
     log = tmp_path / "access.log"
     body["model"] = "ds/deepseek-v4-pro"
     with running_gateway(deepseek, tmp_path, tokens=(TOKEN,), access_log=str(log)) as gw:
-        first = post(gw, "/v1/messages", body)
-        body["messages"] += [{"role": "assistant", "content": first.json()["content"]},
+        shown, first = ask(gw, body, stream=stream)
+        body["messages"] += [{"role": "assistant", "content": shown},
                              {"role": "user", "content": "Pack what?"}]
-        second = post(gw, "/v1/messages", body)
+        _, second = ask(gw, body, stream=stream)
     sent = deepseek.received
     assert [r.status for r in sent] == [200, 200]
-    assert second.headers["x-thoughtline-session"] == first.headers["x-thoughtline-session"]
+    assert second == first  # the same session
     for request in sent:
         turn = request.body["messages"][1]
         assert (turn["role"], turn["content"]) == ("assistant", block["content"])
         assert request.raw.count(orjson.dumps(block["content"])) == 1
         assert b"compaction" not in request.raw and block["signature"].encode() not in request.raw
     # the next turn found DeepSeek's answer in the store: its reasoning back, nothing twice
-    (thought,) = [b["thinking"] for b in first.json()["content"] if b["type"] == "thinking"]
+    (thought,) = [b["thinking"] for b in shown if b["type"] == "thinking"]
     (answer,) = [m for m in sent[1].body["messages"][2:] if m["role"] == "assistant"]
     assert answer["reasoning_content"] == thought
     assert len(sent[1].body["messages"]) == len(sent[0].body["messages"]) + 2
