@@ -59,6 +59,7 @@ from thoughtline.gateway.front import Front
 from thoughtline.gateway.hints import Hints
 from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
+from thoughtline.gateway.offload import HEAVY_BYTES, off_loop
 from thoughtline.gateway.overflow import recovering
 from thoughtline.gateway.request import (
     HttpError,
@@ -76,12 +77,13 @@ from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
 from thoughtline.gateway.upstreams import Engines, provider_failure
+from thoughtline.gateway.warm import warm
 from thoughtline.messages import Usage
 from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.transport.redact import redact
-from thoughtline.turn import TurnOptions
+from thoughtline.turn import TurnInput, TurnOptions
 
 SESSION_HEADER = "X-Thoughtline-Session"
 
@@ -123,6 +125,14 @@ class Gateway:
         self.metrics.close()
         if self.tracer is not None:  # exports what is queued
             await anyio.to_thread.run_sync(self.tracer.shutdown)
+
+    async def warm(self) -> None:
+        """Load what the first request would (``gateway.warm``, the worker threads, the store's
+        connection) before any is accepted: the first request costs what a steady one does."""
+        for step in await anyio.to_thread.run_sync(warm, self.config, self.engines):
+            self.access.write({"event": "warm_skipped", "step": step})
+        with contextlib.suppress(StoreError):  # /readyz and the requests say it
+            await self.store.call(self.store.store.latest_session, tenant="thoughtline-warm")
 
     # --- routes -------------------------------------------------------------------------------
 
@@ -205,23 +215,23 @@ class Gateway:
         if tenant is None:
             raise unauthorized_error()
         record.fields["tenant"] = tenant
-        parsed = client_request(await self._body(request, record), face, request.headers)
+        raw = await self._body(request, record)
+        heavy = len(raw) >= HEAVY_BYTES
+        parsed = await off_loop(heavy, client_request, raw, face, request.headers)
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model)
         try:
             minted = _verified(await self.minter(), tenant, parsed, record)
             prepared = await self.conversations.prepare(
                 tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
-                minted=minted, create=False)
+                minted=minted, create=False, heavy=heavy)
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
             raise store_down(exc) from None
         turn = prepared.turn
         try:
-            estimator = Estimator.for_config(turn.codec, turn.route, turn.config,
-                                             ledger=turn.ledger)
-            tokens = estimator.scale(estimator.raw(turn.history, turn.pending))
+            tokens = await off_loop(heavy, _priced, turn)
         except UsageError as exc:
             raise HttpError(400, str(exc)) from None
         record.fields["tokens"] = tokens
@@ -246,7 +256,9 @@ class Gateway:
         if tenant is None:
             raise unauthorized_error()
         record.fields["tenant"] = tenant
-        parsed = client_request(await self._body(request, record), face, request.headers)
+        raw = await self._body(request, record)
+        heavy = len(raw) >= HEAVY_BYTES
+        parsed = await off_loop(heavy, client_request, raw, face, request.headers)
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model,
                              stream=parsed.stream)
@@ -272,7 +284,7 @@ class Gateway:
                 record.fields["minted_issued"] = 1  # the answer's reasoning carries it back
             prepared = await self.conversations.prepare(
                 tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
-                minted=minted, answer_ref=reply.response_id if face.mints else "")
+                minted=minted, answer_ref=reply.response_id if face.mints else "", heavy=heavy)
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
@@ -393,7 +405,7 @@ class Gateway:
                 engine = self.engines[prepared.upstream]
                 async for event in recovering(engine, prepared.turn, sink, TurnOptions(
                         stream=False, keep_partial=False, on_request_id=record.hints.heard,
-                        trace=record.span)):
+                        trace=record.span, offload=prepared.heavy)):
                     record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
@@ -425,7 +437,7 @@ class Gateway:
         sink = GatewaySink()
         events = recovering(self.engines[prepared.upstream], prepared.turn, sink, TurnOptions(
             stream=True, keep_partial=False, on_request_id=record.hints.heard,
-            trace=record.span))
+            trace=record.span, offload=prepared.heavy))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
             record.marks["first_byte"] = time.monotonic()
@@ -504,6 +516,12 @@ class Gateway:
         return error
 
 
+def _priced(turn: TurnInput) -> int:
+    """The tokens ``turn`` would be sent with (its route's estimate)."""
+    estimator = Estimator.for_config(turn.codec, turn.route, turn.config, ledger=turn.ledger)
+    return estimator.scale(estimator.raw(turn.history, turn.pending))
+
+
 def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
               record: Record) -> dict[int, str]:
     """The echoed minted values that verify for ``tenant``; the others counted in the log."""
@@ -531,6 +549,7 @@ def create_app(gateway: Gateway) -> Front:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.warm()
         try:
             yield
         finally:
