@@ -112,3 +112,21 @@ def test_a_warmed_gateway_loads_nothing_on_its_first_request(tmp_path: Path) -> 
                           timeout=120, env={"TL_WARM_KEY": "sk-warm", "PATH": "/usr/bin"})
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_more_messages_than_max_items_is_a_400_naming_the_limit(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    import openai
+
+    with running_gateway(deepseek, tmp_path, extra_server="max_items = 3\n") as gw:
+        client = gw.client()
+        three = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"},
+                 {"role": "user", "content": "c"}]
+        assert client.chat.completions.create(model=MODEL, messages=three).choices
+        with pytest.raises(openai.BadRequestError) as refused:
+            client.chat.completions.create(model=MODEL, messages=[
+                *three, {"role": "assistant", "content": "d"}, {"role": "user", "content": "e"}])
+    error = refused.value.body
+    assert isinstance(error, dict) and error["code"] == "too_many_items"
+    assert "5 messages" in error["message"] and "[server] max_items" in error["message"]
+    assert len(deepseek.received) == 1  # the refused one was never sent

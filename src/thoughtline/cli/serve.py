@@ -41,6 +41,7 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
       port = 8787
       tokens_env = "THOUGHTLINE_GATEWAY_TOKENS"  # comma-separated; each token is a tenant
       max_body_bytes = 33554432    # larger bodies get 413
+      max_items = 50000            # requests with more messages get 400
       access_log = ""              # a file; default: JSON lines on stderr
       store = ""                   # a path or postgresql:// URL; default: the home's state.db
 

@@ -217,7 +217,8 @@ class Gateway:
         record.fields["tenant"] = tenant
         raw = await self._body(request, record)
         heavy = len(raw) >= HEAVY_BYTES
-        parsed = await off_loop(heavy, client_request, raw, face, request.headers)
+        parsed = self._within_limits(
+            await off_loop(heavy, client_request, raw, face, request.headers))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model)
         try:
@@ -258,7 +259,8 @@ class Gateway:
         record.fields["tenant"] = tenant
         raw = await self._body(request, record)
         heavy = len(raw) >= HEAVY_BYTES
-        parsed = await off_loop(heavy, client_request, raw, face, request.headers)
+        parsed = self._within_limits(
+            await off_loop(heavy, client_request, raw, face, request.headers))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model,
                              stream=parsed.stream)
@@ -316,6 +318,15 @@ class Gateway:
             raise gone from None
         record.fields["bytes_in"] = len(raw)
         return raw
+
+    def _within_limits(self, parsed: ClientRequest) -> ClientRequest:
+        """``parsed``, unless it carries more messages than ``[server] max_items`` allows."""
+        limit = self.config.max_items
+        if len(parsed.messages) > limit:
+            raise HttpError(400, f"the request carries {len(parsed.messages)} messages, more than "
+                                 f"the gateway's limit of {limit} ([server] max_items)",
+                            code="too_many_items")
+        return parsed
 
     def _upstream(self, model: str) -> Any:
         try:
