@@ -22,7 +22,7 @@ import contextlib
 import os
 import sys
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias
+from typing import TYPE_CHECKING, Protocol
 
 from thoughtline.tracing import attributes as attrs
 
@@ -35,8 +35,7 @@ __all__ = ["PROCESS", "AttemptSpan", "Kind", "Process", "Tracer", "TurnSpan", "c
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
 
-#: A span's ``SpanKind``: a gateway request, an upstream request, a turn of the library.
-Kind: TypeAlias = Literal["server", "client", "internal"]
+Kind = attrs.Kind
 
 
 class Tracer(Protocol):

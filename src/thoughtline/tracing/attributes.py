@@ -16,7 +16,7 @@ a header: neither log holds one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import orjson
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 Value: TypeAlias = str | int | float | bool | Sequence[str] | Sequence[int]
 Attributes: TypeAlias = dict[str, Value]
+#: A span's ``SpanKind``: a gateway request, an upstream request, a turn of the library.
+Kind: TypeAlias = Literal["server", "client", "internal"]
 
 OPERATION = "chat"
 RESEND_COUNT = "http.request.resend_count"

@@ -16,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
 
 from opentelemetry import propagate, trace
 from opentelemetry.context import Context
@@ -29,10 +28,7 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from thoughtline.tracing.attributes import Attributes
-
-if TYPE_CHECKING:
-    from thoughtline.tracing import Kind
+from thoughtline.tracing.attributes import Attributes, Kind
 
 SCOPE = "thoughtline"
 KINDS = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL}
