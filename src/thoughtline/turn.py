@@ -62,6 +62,8 @@ class TurnOptions:
     requests: int = 2
     #: Told the upstream's request id of each response (the transport's ``on_request_id``).
     on_request_id: Callable[[str], None] | None = None
+    #: Told the seconds of each wait on the upstream (the transport's ``on_upstream``).
+    on_upstream: Callable[[float], None] | None = None
     #: The span the turn's upstream requests are traced under (a gateway request's); None: the
     #: current OpenTelemetry context, if any (``thoughtline.tracing``).
     trace: object | None = None
@@ -239,6 +241,8 @@ class TurnEngine:
             target = self.target(turn, route, stream=options.stream)
             if options.on_request_id is not None:
                 target = replace(target, on_request_id=options.on_request_id)
+            if options.on_upstream is not None:
+                target = replace(target, on_upstream=options.on_upstream)
             record = _Attempt(route=route, encoded=encoded, attempt=attempt,
                               stream=options.stream, learned=tuple(learned),
                               started=time.monotonic(),

@@ -130,3 +130,55 @@ def test_more_messages_than_max_items_is_a_400_naming_the_limit(
     assert isinstance(error, dict) and error["code"] == "too_many_items"
     assert "5 messages" in error["message"] and "[server] max_items" in error["message"]
     assert len(deepseek.received) == 1  # the refused one was never sent
+
+
+# --- the overhead header (issue 45 item 4) ------------------------------------------------------
+
+def _overhead(headers: Any) -> float:
+    value = float(headers["x-thoughtline-overhead-ms"])
+    assert value >= 0
+    return value
+
+
+def test_the_overhead_header_leaves_out_a_retry_wait_on_the_upstream(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    """A 429 asking for one second: the gateway waited it on the upstream, not on itself."""
+    import time
+
+    deepseek.fail_next(429, {"error": {"message": "slow down"}}, headers={"Retry-After": "1"})
+    with running_gateway(deepseek, tmp_path) as gw:
+        started = time.monotonic()
+        raw = gw.client().chat.completions.with_raw_response.create(
+            model=MODEL, messages=[{"role": "user", "content": "hi"}])
+        elapsed_ms = (time.monotonic() - started) * 1000
+    assert len(deepseek.received) == 2  # the 429, then the answer
+    assert _overhead(raw.headers) <= elapsed_ms - 1000
+
+
+def test_a_stream_says_its_overhead_before_its_first_byte(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    """The headers go with the first frame; the upstream's pause before its first chunk is not
+    the gateway's."""
+    import time
+
+    import httpx
+
+    deepseek.chunk_delay = 0.4
+    with running_gateway(deepseek, tmp_path) as gw, httpx.Client(timeout=30) as client:
+        started = time.monotonic()
+        with client.stream("POST", gw.base_url + "/chat/completions", json={
+                "model": MODEL, "stream": True,
+                "messages": [{"role": "user", "content": "hi"}]}) as answer:
+            to_headers_ms = (time.monotonic() - started) * 1000
+            overhead = _overhead(answer.headers)
+            assert b"[DONE]" in answer.read()
+    assert overhead <= to_headers_ms - 400
+
+
+def test_an_error_answer_says_its_overhead_too(deepseek: ChatEmulator, tmp_path: Path) -> None:
+    import httpx
+
+    with running_gateway(deepseek, tmp_path) as gw:
+        refused = httpx.post(gw.base_url + "/chat/completions", content=b"{not json")
+    assert refused.status_code == 400
+    _overhead(refused.headers)

@@ -86,6 +86,9 @@ from thoughtline.transport.redact import redact
 from thoughtline.turn import TurnInput, TurnOptions
 
 SESSION_HEADER = "X-Thoughtline-Session"
+#: The gateway's own milliseconds before the answer's first byte: since the request arrived,
+#: less the time spent waiting on the upstream (issue 45 item 4).
+OVERHEAD_HEADER = "X-Thoughtline-Overhead-Ms"
 
 
 class Gateway:
@@ -240,6 +243,7 @@ class Gateway:
 
     def _logged(self, record: Record, response: Response,
                 outcome: str | None = None) -> Response:
+        response.headers[OVERHEAD_HEADER] = f"{record.overhead_ms():g}"
         self._ended(record, response.status_code, outcome)
         return response
 
@@ -249,7 +253,8 @@ class Gateway:
         self.access.write(line)
         tracing.request_ended(self.tracer, record.span, line)
         self.metrics.finished(line, {**record.marks, "started": record.started,
-                                     "ended": time.monotonic()}, record.in_flight)
+                                     "ended": time.monotonic()}, record.in_flight,
+                              upstream_s=record.upstream_s)
 
     async def _serve(self, request: Request, record: Record, face: Face, *,
                      compact: bool = False) -> Any:
@@ -385,7 +390,8 @@ class Gateway:
         record.fields["compaction"] = True
         engine = self.engines[prepared.upstream]
         try:
-            bundle, tokens = await compaction.compact(prepared.turn, engine, trace=record.span)
+            bundle, tokens = await compaction.compact(prepared.turn, engine, trace=record.span,
+                                                      on_upstream=record.waited)
             written = await self.conversations.store_compaction(prepared, bundle, reply.response_id)
         except compaction.CannotCompact as exc:  # said, not answered with a no-op compaction
             raise HttpError(400, str(exc), code="compaction_cannot_shrink") from None
@@ -416,6 +422,7 @@ class Gateway:
                 engine = self.engines[prepared.upstream]
                 async for event in recovering(engine, prepared.turn, sink, TurnOptions(
                         stream=False, keep_partial=False, on_request_id=record.hints.heard,
+                        on_upstream=record.waited,
                         trace=record.span, offload=prepared.heavy)):
                     record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
@@ -448,6 +455,7 @@ class Gateway:
         sink = GatewaySink()
         events = recovering(self.engines[prepared.upstream], prepared.turn, sink, TurnOptions(
             stream=True, keep_partial=False, on_request_id=record.hints.heard,
+            on_upstream=record.waited,
             trace=record.span, offload=prepared.heavy))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
@@ -503,8 +511,9 @@ class Gateway:
         async def on_close(completed: bool) -> None:
             self._ended(record, 200, outcome["value"] if completed else "clientclosed")
 
-        return EventStreamResponse(frames(), headers={**headers, **record.hints.headers()},
-                                   on_close=on_close)
+        return EventStreamResponse(frames(), headers={
+            **headers, **record.hints.headers(), OVERHEAD_HEADER: f"{record.overhead_ms():g}"},
+            on_close=on_close)
 
     def _failure(self, exc: ThoughtlineError, prepared: Prepared) -> HttpError:
         """An upstream or store failure as an OpenAI error (the upstream's key redacted)."""

@@ -29,7 +29,7 @@ unchanged conversation is recognized. No codec reads that namespace. Knows no wi
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -66,7 +66,8 @@ class _Quiet:
 
 
 async def compact(turn: TurnInput, engine: Any, *, keep: int | None = None,
-                  trace: object | None = None) -> tuple[Message, int]:
+                  trace: object | None = None,
+                  on_upstream: Callable[[float], None] | None = None) -> tuple[Message, int]:
     """The bundle for ``turn``'s whole conversation, and the tokens the summarizer was asked
     to read (0 when nothing was summarized). ``keep``: messages kept verbatim at least; None
     (the default): a token-bounded tail. ``CannotCompact`` when the result would not be
@@ -84,7 +85,7 @@ async def compact(turn: TurnInput, engine: Any, *, keep: int | None = None,
         asked = replace(turn, config=replace(turn.config, tools=()), history=(),
                         pending=tuple(prompt), cache=None, purpose="compaction")
         done: Done | None = None
-        options = TurnOptions(keep_partial=False, trace=trace)
+        options = TurnOptions(keep_partial=False, trace=trace, on_upstream=on_upstream)
         async for event in engine.run(asked, _Quiet(), options):
             if isinstance(event, Done):
                 done = event

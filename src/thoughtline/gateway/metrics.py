@@ -80,9 +80,10 @@ class Metrics:
         self.first_byte = histogram("upstream_first_byte_seconds", "From sending upstream to "
                                     "its first event (a whole answer: the answer).",
                                     ("upstream",))
-        self.overhead = histogram("overhead_seconds", "The gateway's own time before the "
-                                  "upstream request: tokens, parsing, store lookups, "
-                                  "rehydration.", ("face",))
+        self.overhead = histogram("overhead_seconds", "The gateway's own time in a request "
+                                  "that went upstream: its whole time less the time spent "
+                                  "waiting on the upstream (parsing, store, rehydration, "
+                                  "encoding, writing the answer).", ("face",))
         self.rehydration = counter("rehydration", "Assistant turns a client resent, by how "
                                    "they were matched (or not).", ("outcome",))
         self.carriers = counter("carriers_sent", "Reasoning carriers sent upstream, by API "
@@ -113,9 +114,10 @@ class Metrics:
         self.in_flight.labels(face).inc()
 
     def finished(self, line: Mapping[str, Any], marks: Mapping[str, float],
-                 in_flight: str = "") -> None:
+                 in_flight: str = "", upstream_s: float = 0.0) -> None:
         """One request's access-log ``line``, its ``marks`` (monotonic times of "started",
-        "upstream" sent, "first_byte", "ended") and the face it was counted in flight under."""
+        "upstream" sent, "first_byte", "ended"), the face it was counted in flight under and
+        the seconds it spent waiting on the upstream."""
         face = str(line.get("face") or in_flight or "none")
         upstream = str(line.get("upstream") or "none")
         outcome = str(line.get("outcome", ""))
@@ -124,7 +126,8 @@ class Metrics:
         self.requests.labels(face, upstream, str(line.get("status", "")), outcome).inc()
         self.duration.labels(face).observe(marks["ended"] - marks["started"])
         if "upstream" in marks:
-            self.overhead.labels(face).observe(marks["upstream"] - marks["started"])
+            own = marks["ended"] - marks["started"] - upstream_s
+            self.overhead.labels(face).observe(max(own, 0.0))
             if "first_byte" in marks:
                 self.first_byte.labels(upstream).observe(marks["first_byte"] - marks["upstream"])
         for kind, count in (line.get("rehydrated_by") or {}).items():

@@ -76,7 +76,7 @@ async def recovering(engine: TurnEngine, turn: TurnInput, sink: TurnSink,
         if wording is None or error.attempts >= 2:  # no request left for the turn
             raise
         first = error
-    retry = await _compacted(engine, turn, wording, first, options.trace)
+    retry = await _compacted(engine, turn, wording, first, options)
     try:
         last = replace(options, requests=1)  # the turn's second and last request
         async with aclosing(engine.run(retry, _AsSent(sink, turn.pending), last)) as events:
@@ -94,7 +94,7 @@ async def recovering(engine: TurnEngine, turn: TurnInput, sink: TurnSink,
 
 
 async def _compacted(engine: TurnEngine, turn: TurnInput, wording: Wording,
-                     error: ProviderError, trace: object | None) -> TurnInput:
+                     error: ProviderError, options: TurnOptions) -> TurnInput:
     """``turn`` with its history compacted (or ``ContextOverflow`` when nothing can be)."""
     route = turn.route
     estimator = Estimator.for_config(turn.codec, route, turn.config, ledger=turn.ledger)
@@ -111,9 +111,9 @@ async def _compacted(engine: TurnEngine, turn: TurnInput, wording: Wording,
                         config=replace(turn.config, tools=()), history=(), pending=prompt,
                         ledger=turn.ledger, session=turn.session, purpose="compaction")
         done: Done | None = None
-        async for event in engine.run(ask, _Discard(), TurnOptions(stream=False,
-                                                                   keep_partial=False,
-                                                                   trace=trace)):
+        summary = TurnOptions(stream=False, keep_partial=False, trace=options.trace,
+                              on_upstream=options.on_upstream)
+        async for event in engine.run(ask, _Discard(), summary):
             if isinstance(event, Done):
                 done = event
         assert done is not None

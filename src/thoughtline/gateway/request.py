@@ -67,6 +67,15 @@ class Record:
     hints: Hints = field(default_factory=Hints)
     #: The request's span (None: tracing is off).
     span: object | None = None
+    #: Seconds spent waiting on the upstream so far (the transport's ``on_upstream``).
+    upstream_s: float = 0.0
+
+    def waited(self, seconds: float) -> None:
+        self.upstream_s += seconds
+
+    def overhead_ms(self) -> float:
+        """The gateway's own time so far: since the request arrived, less the upstream's."""
+        return round((time.monotonic() - self.started - self.upstream_s) * 1000, 2)
 
     def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
         """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""

@@ -15,7 +15,7 @@ import contextlib
 import email.utils
 import random
 import time
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -100,6 +100,10 @@ class Target:
     #: Told before each retry why the request is sent again: the status retried, or None when
     #: the upstream was not reached (a span per request sent is ended and the next begun).
     on_retry: Callable[[int | None], None] | None = None
+    #: Told the seconds of each wait on the upstream: a request until its answer's headers (a
+    #: whole answer: until its body is read), a retry's backoff, each stream event (its read
+    #: and parse) — what a server subtracts to know its own time.
+    on_upstream: Callable[[float], None] | None = None
 
 
 class Transport(Protocol):
@@ -312,7 +316,9 @@ class HttpTransport:
                 client = self._client_for(target.url)
                 request = client.build_request("POST", target.url, content=body,
                                                      headers=headers)
-                response = await self._request(client, request, stream=stream, target=target)
+                with _waiting(target):
+                    response = await self._request(client, request, stream=stream,
+                                                   target=target)
             except httpx.PoolTimeout as exc:
                 raise ProviderBusy(self._unreachable(target.url, exc), route=target.route,
                                    provider=target.provider, retries=self.retries) from exc
@@ -328,7 +334,8 @@ class HttpTransport:
                 self.retries += 1
                 if target.on_retry is not None:
                     target.on_retry(None)
-                await self._backoff(attempt, None, target)
+                with _waiting(target):
+                    await self._backoff(attempt, None, target)
                 continue
             if target.on_request_id is not None:
                 target.on_request_id(request_id(response.headers))
@@ -344,7 +351,8 @@ class HttpTransport:
                 self.retries += 1
                 if target.on_retry is not None:
                     target.on_retry(response.status_code)
-                await self._backoff(attempt, response.headers, target)
+                with _waiting(target):
+                    await self._backoff(attempt, response.headers, target)
                 continue
             raise self._error(target, provider_message(text), status=response.status_code,
                               body=text)
@@ -377,7 +385,19 @@ class HttpTransport:
             raise ValueError(f"unknown stream framing {target.framing!r}")
         try:
             async with contextlib.aclosing(framing(response)) as events:
-                async for event in events:
+                told = target.on_upstream
+                if told is None:
+                    async for event in events:
+                        yield event
+                    return
+                while True:  # each event's wait told (the loop above without the clock)
+                    start = time.monotonic()
+                    try:
+                        event = await anext(events)
+                    except StopAsyncIteration:
+                        return
+                    finally:
+                        told(time.monotonic() - start)
                     yield event
         except SSEError as exc:
             raise StreamInterrupted(f"not an event stream: {exc}") from exc
@@ -395,6 +415,19 @@ class HttpTransport:
                                     f"off: {_text(exc)}") from exc
         finally:
             await response.aclose()
+
+
+@contextlib.contextmanager
+def _waiting(target: Target) -> Iterator[None]:
+    """Tell ``target.on_upstream`` how long the block took (also when it raised)."""
+    if target.on_upstream is None:
+        yield
+        return
+    start = time.monotonic()
+    try:
+        yield
+    finally:
+        target.on_upstream(time.monotonic() - start)
 
 
 class _Malformed(Exception):
