@@ -520,6 +520,12 @@ MUTANTS: tuple[Mutant, ...] = (
            new="    if scheme == \"Bearer\" and token.strip():",
            tests=("tests/gateway/test_gateway_edges.py", "tests/gateway/test_gateway_http.py", INV + "test_gateway.py"),
            what="a token sent as 'bearer …' (lower case scheme) is refused"),
+    Mutant(id="M149", area="gateway", file="store/rehydration.py",
+           old="        lineage = [sid for sid, _ in history.chain(tx, session_id)] or [session_id]",
+           new="        lineage = [session_id]",
+           tests=("tests/gateway/test_rehydrate_edges.py", INV + "test_gateway.py",
+                  "tests/gateway/test_gateway_persistence.py", "tests/gateway/test_gateway_concurrency.py"),
+           what="a named session's lookup misses the turns its branch inherits (scoped too narrowly)"),
     # --- issue 47: transport ----------------------------------------------------------------------------
     Mutant(id="M150", area="transport", file="transport/auth.py",
            old="        for name in (\"Authorization\", \"X-Amz-Date\", \"X-Amz-Security-Token\",",
