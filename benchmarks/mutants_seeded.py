@@ -2,7 +2,11 @@
 """The seeded bugs ``benchmarks.mutants`` runs: each one exact snippet of a module under
 ``src/thoughtline`` and the realistic bug that replaces it, with the few test files that should
 catch it. Spread over the codecs, replay, fallback, compaction, the estimator, the gateway, the
-store and the transport (issue 33)."""
+store and the transport (issue 33), and the bug classes issue 47 found slipping through (M120
+on). A refactor that moves a snippet must re-express its bug here: ``tests/test_seeded_set.py``
+fails while any mutant no longer applies. One that survives because the code it mutates is no
+longer reached, or because another check already does its job (equivalent), is replaced, with a
+note where it was."""
 
 from __future__ import annotations
 
