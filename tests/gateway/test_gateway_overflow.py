@@ -73,3 +73,19 @@ def test_a_second_overflow_is_a_clear_error(anthropic: AnthropicEmulator,
             gw.client().chat.completions.create(model=f"up/{MODEL}", messages=messages)
     assert "context window" in str(raised.value)
     assert [r.status for r in anthropic.received] == [400, 200, 400]
+
+
+def test_a_conversation_whose_recent_turns_are_most_of_it_is_still_saved(
+        anthropic: AnthropicEmulator, tmp_path: Path) -> None:
+    """The retained tail is bounded by tokens, not by a count of messages: with the last eight
+    messages kept whole, this conversation could not get under the window the rejection
+    proved (issue 46 item 1's bounded tail, for the reactive path too)."""
+    messages = [*_conversation(5), {"role": "user", "content": "What did I ask you to keep?"}]
+    with running_gateway(anthropic, tmp_path, name="up", provider="anthropic",
+                         model=MODEL) as gw:
+        anthropic.limit_context(900)  # ~1,150 tokens sent; the last 8 messages are ~850
+        answer = gw.client().chat.completions.create(model=f"up/{MODEL}", messages=messages)
+    assert answer.choices[0].message.content
+    rejected, summary, retry = anthropic.received
+    assert (rejected.status, summary.status, retry.status) == (400, 200, 200)
+    assert retry.body["messages"][-1] == rejected.body["messages"][-1]

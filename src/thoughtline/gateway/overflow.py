@@ -25,9 +25,7 @@ from thoughtline.messages import Message
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions, TurnSink
 from thoughtline.wordings import Wording, overflowed
 
-__all__ = ["KEEP", "recovering"]
-
-KEEP = 8  # messages kept verbatim at least (the CLI's default ``[compaction] keep``)
+__all__ = ["recovering"]
 
 
 class _Discard:
@@ -119,11 +117,14 @@ async def _compacted(engine: TurnEngine, turn: TurnInput, wording: Wording,
         assert done is not None
         return done.message.text, done.finish
 
+    # The rejection proves the usable window is under what was sent: the tail, the result and
+    # the summarizer's own prompt are bounded by that, not by the model's nominal window.
+    usable = min(window, rejected) if window else rejected
     outcome = await compact_history(
-        history, estimator=estimator, summarize=summarize, keep=KEEP,
-        pending=pending, budget=int(min(rejected, window or rejected) * 0.4), rules=rules,
-        summary_rules=rules, summary_cap=max(256, min(4000, window // 20)) if window else 2000,
-        prompt_budget=int(window * 0.6) if window else None)
+        history, estimator=estimator, summarize=summarize, window=usable, pending=pending,
+        budget=int(usable * 0.4), rules=rules, summary_rules=rules,
+        summary_cap=max(256, min(4000, window // 20)) if window else 2000,
+        prompt_budget=int(usable * 0.6))
     if not outcome.compacted:
         raise ContextOverflow(
             f"the conversation is over {turn.provider.model}'s context window ({wording.id}) "
