@@ -363,7 +363,7 @@ def _missing_signature(name: object, index: int) -> str:
     )
 
 
-# --- GitHub Copilot reasoning_opaque (fixtures/copilot, tests/fixtures/SOURCES.md section 5) --
+# --- GitHub Copilot reasoning_opaque (opencode's Copilot chat model; SOURCES.md section 5) ----
 
 
 def _check_copilot(messages: Sequence[dict[str, Any]], signer: Signer) -> Rejection | None:
