@@ -11,12 +11,16 @@ the editable install; no bytecode is written, so a restored module is never shad
     .venv/bin/python -m benchmarks.mutants M07 M31    # just these
     .venv/bin/python -m benchmarks.mutants --list
     .venv/bin/python -m benchmarks.mutants --invariants-only   # only tests/invariants/ files
+    .venv/bin/python -m benchmarks.mutants --check     # only whether each still applies
 
-A mutant whose snippet is not found exactly once is reported as stale (an error, not a kill).
+A mutant whose snippet is not found exactly once, whose mutated module does not compile or whose
+test paths are gone is reported as stale (an error, not a kill). ``tests/test_seeded_set.py``
+runs the check and a few cheap mutants in CI, so the set cannot go stale silently.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -32,32 +36,71 @@ ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 600.0  # seconds per mutant: a hang counts as killed (the tests did not pass)
 
 
-def _apply(copy: Path, mutant: Mutant) -> tuple[Path, str] | str:
-    """Apply ``mutant`` in ``copy``; (file, its original text), or why it cannot be applied."""
-    path = copy / "thoughtline" / mutant.file
+def stale(mutant: Mutant, src: Path = ROOT / "src") -> str | None:
+    """Why ``mutant`` cannot be applied to the package under ``src`` (None: it applies).
+
+    Its snippet must occur exactly once, the mutated module must still compile (a syntax error
+    would count as a kill without testing anything) and its test paths must exist."""
+    path = src / "thoughtline" / mutant.file
     if not path.is_file():
         return f"no file {mutant.file}"
     text = path.read_text("utf-8")
     count = text.count(mutant.old)
     if count != 1:
         return f"snippet found {count} times in {mutant.file}"
+    if mutant.new == mutant.old:
+        return "the bug changes nothing"
+    try:
+        compile(text.replace(mutant.old, mutant.new), str(path), "exec")
+    except SyntaxError as exc:
+        return f"the mutated {mutant.file} does not compile: {exc.msg} (line {exc.lineno})"
+    missing = [t for t in mutant.tests if not (ROOT / t).exists()]
+    if missing or not mutant.tests:
+        return f"no test path {' '.join(missing)}" if missing else "no tests named"
+    return None
+
+
+def _apply(copy: Path, mutant: Mutant) -> tuple[Path, str] | str:
+    """Apply ``mutant`` in ``copy``; (file, its original text), or why it cannot be applied."""
+    problem = stale(mutant, copy)
+    if problem is not None:
+        return problem
+    path = copy / "thoughtline" / mutant.file
+    text = path.read_text("utf-8")
     path.write_text(text.replace(mutant.old, mutant.new), "utf-8")
     return path, text
 
 
-def _run(copy: Path, mutant: Mutant) -> tuple[str, float, str]:
-    """(verdict, seconds, last output line) for one mutant."""
+def _env(copy: Path) -> dict[str, str]:
+    # (An xdist worker's variables are not passed on: the run is a pytest of its own.)
+    inherited = {k: v for k, v in os.environ.items()
+                 if not k.startswith(("PYTEST_XDIST_", "PYTEST_CURRENT_TEST"))}
+    return {**inherited, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+def command(mutant: Mutant, basetemp: Path | None = None) -> list[str]:
+    """The pytest run of ``mutant``'s tests: stop at the first failure, in one process (``-n 0``
+    where pytest-xdist is installed), nothing written to the checkout; ``basetemp``: where its
+    temporary files go (a caller running several at once gives each its own)."""
+    args = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
+            "-p", "no:cacheprovider"]
+    if importlib.util.find_spec("xdist") is not None:
+        args += ["-n", "0"]
+    if basetemp is not None:
+        args.append(f"--basetemp={basetemp}")
+    return [*args, *mutant.tests]
+
+
+def run(copy: Path, mutant: Mutant, basetemp: Path | None = None) -> tuple[str, float, str]:
+    """(verdict, seconds, last output line) for one mutant, applied to ``copy`` and restored."""
     applied = _apply(copy, mutant)
     if isinstance(applied, str):
         return "stale", 0.0, applied
     path, original = applied
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
-    command = [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:randomly",
-               "-p", "no:cacheprovider", *mutant.tests]
     start = time.monotonic()
     try:
-        done = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True,
-                              timeout=TIMEOUT, check=False)
+        done = subprocess.run(command(mutant, basetemp), cwd=ROOT, env=_env(copy),
+                              capture_output=True, text=True, timeout=TIMEOUT, check=False)
         verdict = "survived" if done.returncode == 0 else "killed"
         if done.returncode in (4, 5):  # usage error / no tests collected: not a kill
             verdict = "error"
@@ -70,13 +113,16 @@ def _run(copy: Path, mutant: Mutant) -> tuple[str, float, str]:
     return verdict, time.monotonic() - start, tail
 
 
-def _check_copy(copy: Path) -> None:
-    env = {**os.environ, "PYTHONPATH": str(copy), "PYTHONDONTWRITEBYTECODE": "1"}
+def copy_src(where: Path) -> Path:
+    """A copy of ``src/`` in the directory ``where``, checked to be the package imported."""
+    copy = where / "src"
+    shutil.copytree(ROOT / "src", copy, ignore=shutil.ignore_patterns("__pycache__"))
     probe = "import thoughtline; print(thoughtline.__file__)"
-    where = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+    found = subprocess.run([sys.executable, "-c", probe], env=_env(copy), capture_output=True,
                            text=True, check=True).stdout.strip()
-    if not where.startswith(str(copy)):
-        raise SystemExit(f"the copy is not the imported package ({where}); aborting")
+    if not found.startswith(str(copy)):
+        raise SystemExit(f"the copy is not the imported package ({found}); aborting")
+    return copy
 
 
 def main(argv: list[str]) -> int:
@@ -84,6 +130,12 @@ def main(argv: list[str]) -> int:
         for m in MUTANTS:
             print(f"{m.id}  {m.area:<12} {m.file}: {m.what}")
         return 0
+    if "--check" in argv:
+        problems = [(m.id, p) for m in MUTANTS if (p := stale(m)) is not None]
+        for ident, problem in problems:
+            print(f"{ident} stale: {problem}")
+        print(f"{len(MUTANTS) - len(problems)} of {len(MUTANTS)} mutants apply")
+        return 1 if problems else 0
     only = "--invariants-only" in argv
     names = [a for a in argv if not a.startswith("--")]
     chosen = [m for m in MUTANTS if not names or m.id in names]
@@ -92,12 +144,10 @@ def main(argv: list[str]) -> int:
                   for m in chosen]
         chosen = [m for m in chosen if m.tests]
     with tempfile.TemporaryDirectory(prefix="tl-mutants-") as tmp:
-        copy = Path(tmp) / "src"
-        shutil.copytree(ROOT / "src", copy, ignore=shutil.ignore_patterns("__pycache__"))
-        _check_copy(copy)
+        copy = copy_src(Path(tmp))
         results: dict[str, list[str]] = {"killed": [], "survived": [], "stale": [], "error": []}
         for mutant in chosen:
-            verdict, seconds, tail = _run(copy, mutant)
+            verdict, seconds, tail = run(copy, mutant)
             results[verdict].append(mutant.id)
             print(f"{mutant.id} {verdict:<8} {seconds:6.1f}s  {mutant.area:<12} {mutant.what}"
                   + ("" if verdict == "killed" else f"\n      {tail}"), flush=True)

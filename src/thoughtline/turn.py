@@ -10,13 +10,17 @@ a stream breaks or is cancelled. It knows no wire field names and no API: the co
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import hashlib
+import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
+
+import anyio
 
 from thoughtline import platforms, replay, tracing
 from thoughtline.codecs import registry, shape
@@ -61,6 +65,9 @@ class TurnOptions:
     #: The span the turn's upstream requests are traced under (a gateway request's); None: the
     #: current OpenTelemetry context, if any (``thoughtline.tracing``).
     trace: object | None = None
+    #: Build each request in a worker thread (a server's choice for a large history: its
+    #: encode would otherwise hold the event loop, and every other request on it, that long).
+    offload: bool = False
 
 
 class TurnSink(Protocol):
@@ -119,6 +126,8 @@ class _Attempt:
     span: tracing.AttemptSpan | None = None
     error: str = ""
     answer: Message | None = None
+    #: The request log's summary of ``encoded``, made when it was built (None: made on use).
+    summary: dict[str, Any] | None = None
 
     def finish(self, status: int | None, outcome: str) -> None:
         self.status, self.outcome = status, outcome
@@ -188,19 +197,45 @@ class TurnEngine:
 
     # --- running ------------------------------------------------------------------------------
 
-    async def run(self, turn: TurnInput, sink: TurnSink,
-                  options: TurnOptions | None = None) -> AsyncGenerator[Event, None]:
+    def run(self, turn: TurnInput, sink: TurnSink,
+            options: TurnOptions | None = None) -> AsyncGenerator[Event, None]:
         """Send the turn; yield reasoning/text deltas, notices, and finally ``Done``.
 
         At most two requests: the second only when the first's 4xx taught something that
         changes the request. A lesson from the retry's own rejection is kept, never retried.
+        Traced outside a gateway request (no ``options.trace``), the turn is a span of its own.
         """
         options = options or TurnOptions()
+        tracer = self.tracer
+        if tracer is None or options.trace is not None:
+            return self._requests(turn, sink, options)
+        return self._traced(tracer, turn, sink, options)
+
+    async def _traced(self, tracer: tracing.Tracer, turn: TurnInput, sink: TurnSink,
+                      options: TurnOptions) -> AsyncGenerator[Event, None]:
+        """``run`` as a span of its own, its requests' spans the children."""
+        span = tracing.TurnSpan(tracer, provider=turn.route.provider, model=turn.provider.model,
+                                session=turn.session, purpose=turn.purpose)
+        try:
+            async with contextlib.aclosing(self._requests(
+                    turn, sink, replace(options, trace=span.span))) as events:
+                async for event in events:
+                    yield event
+        except BaseException as exc:
+            outcome, error = _failure(exc)
+            span.finished(outcome, error=error)
+            raise
+        span.finished("ok")
+
+    async def _requests(self, turn: TurnInput, sink: TurnSink,
+                        options: TurnOptions) -> AsyncGenerator[Event, None]:
+        """``run`` without a span of its own: the turn's one or two requests."""
         learned: list[Lesson] = []
         config = turn.config
         for attempt in range(1, max(1, min(options.requests, 2)) + 1):
             route = turn.route
-            encoded, plan = self.build(turn, stream=options.stream, config=config)
+            encoded, plan, summary = await _built(
+                turn, options, config, summarize=self.log is not None or self.tracer is not None)
             target = self.target(turn, route, stream=options.stream)
             if options.on_request_id is not None:
                 target = replace(target, on_request_id=options.on_request_id)
@@ -208,7 +243,8 @@ class TurnEngine:
                               stream=options.stream, learned=tuple(learned),
                               started=time.monotonic(),
                               retries_before=self.transport.retries,
-                              span=self._span(turn, route, options.trace, attempt))
+                              span=self._span(turn, route, options.trace, attempt),
+                              summary=summary)
             if record.span is not None:
                 target = replace(target, on_retry=record.span.retried)
             try:
@@ -353,8 +389,8 @@ class TurnEngine:
     def _entry(self, turn: TurnInput, record: _Attempt) -> dict[str, Any]:
         """The attempt's request-log record."""
         route = record.route
-        cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
-        summary = turn.codec.summary(record.encoded, cache)
+        summary = record.summary if record.summary is not None else _summary(turn,
+                                                                              record.encoded)
         # (only on a decoded history: a request spliced from stored forms decodes nothing)
         history = turn.history
         foreign = (replay.foreign_compactions(history, route)
@@ -473,6 +509,17 @@ def _learned(lesson: Lesson | None, sink: TurnSink) -> list[Notice]:
     return [Notice(lesson.notice)]
 
 
+def _failure(exc: BaseException) -> tuple[str, str]:
+    """A failed turn's outcome and ``error.type``, as its last attempt's record names them."""
+    if isinstance(exc, ProviderError):
+        return "error", str(exc.status) if exc.status else type(exc).__name__
+    if isinstance(exc, ProtocolError):
+        return "interrupted", type(exc).__name__
+    if isinstance(exc, _cancelled() | GeneratorExit):
+        return "cancelled", "cancelled"
+    return "error", type(exc).__name__
+
+
 def _cancelled() -> type[BaseException]:
     # asyncio is imported when a turn is actually running (never at start-up).
     import asyncio
@@ -482,3 +529,40 @@ def _cancelled() -> type[BaseException]:
 
 def _region(provider: ProviderConfig) -> str:
     return platforms.aws_region(provider)  # the one region rule (thoughtline.platforms)
+
+
+#: Wire caches being built into by a worker thread now (``_built``), and the lock those take.
+_BUILDING: collections.Counter[int] = collections.Counter()
+_BUILD_LOCK = threading.Lock()
+
+
+async def _built(turn: TurnInput, options: TurnOptions, config: ModelConfig, *,
+                 summarize: bool) -> tuple[Encoded, replay.ReplayPlan, dict[str, Any] | None]:
+    """``TurnEngine.build`` and (``summarize``) the request log's summary of it — in a worker
+    thread when ``options.offload`` asks, or when a turn of the same wire cache is being built
+    in one (a cache is never built into by two threads at once)."""
+    def build() -> tuple[Encoded, replay.ReplayPlan, dict[str, Any] | None]:
+        encoded, plan = TurnEngine.build(turn, stream=options.stream, config=config)
+        return encoded, plan, _summary(turn, encoded) if summarize else None
+
+    key = id(turn.cache) if turn.cache is not None else -1
+    if not options.offload and key not in _BUILDING:
+        return build()
+
+    def locked() -> tuple[Encoded, replay.ReplayPlan, dict[str, Any] | None]:
+        with _BUILD_LOCK:
+            return build()
+
+    _BUILDING[key] += 1  # on the loop, before the thread starts: no inline build slips in
+    try:  # (the thread is waited for even when the request is cancelled meanwhile)
+        return await anyio.to_thread.run_sync(locked)
+    finally:
+        _BUILDING[key] -= 1
+        if not _BUILDING[key]:
+            del _BUILDING[key]
+
+
+def _summary(turn: TurnInput, encoded: Encoded) -> dict[str, Any]:
+    """The request log's summary of the request's wire form (its codec's)."""
+    cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
+    return turn.codec.summary(encoded, cache)

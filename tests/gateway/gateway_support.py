@@ -72,11 +72,12 @@ class RunningGateway:
 @contextmanager
 def running_gateway(emu: Any, tmp: Path, *, tokens: Sequence[str] = (),
                     max_body: int | None = None, access_log: str = "",
-                    logs: Path | None = None, **upstream: str) -> Iterator[RunningGateway]:
+                    logs: Path | None = None, extra_server: str = "",
+                    **upstream: str) -> Iterator[RunningGateway]:
     import tomllib
 
     environ = {"TL_GATEWAY_TEST_TOKENS": ",".join(tokens)}
-    extra = f'access_log = "{access_log}"\n' if access_log else ""
+    extra = (f'access_log = "{access_log}"\n' if access_log else "") + extra_server
     config = parse(tomllib.loads(gateway_toml(emu, max_body=max_body, extra_server=extra,
                                               **upstream)))
     store = SQLiteStore(tmp / "state.db")

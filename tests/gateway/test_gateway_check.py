@@ -80,3 +80,19 @@ def test_check_of_an_unreachable_postgresql_fails_and_writes_json_lines_only(
     assert failed.startswith("FAIL store: cannot reach the store") and "127.0.0.1:1" in failed
     records = [orjson.loads(line) for line in result.stderr.splitlines()]  # the pool's included
     assert all(r["event"] == "server" for r in records)
+    # One refused attempt is the answer: no pool was opened to retry it for the store's wait.
+    assert not [r for r in records if "error connecting" in r.get("message", "")], records
+
+
+def test_check_does_not_load_the_server(tmp_path: Path) -> None:
+    """The check imports only what it checks (the faces and uvicorn are most of a start)."""
+    config = tmp_path / "gateway.toml"
+    config.write_text(TOML.format(local_url="http://127.0.0.1:8000/v1"), "utf-8")
+    probe = ("import sys\nfrom thoughtline.cli.main import main\ntry:\n    main()\n"
+             "finally:\n    print('loaded' if 'thoughtline.gateway.server' in sys.modules "
+             "else 'not loaded')")
+    argv = [sys.executable, "-c", probe, "--home", str(tmp_path / "home"), "serve",
+            "--config", str(config), "--check"]
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                            env={**os.environ, "TL_CHECK_DS_KEY": "k"}, stdin=subprocess.DEVNULL)
+    assert result.stdout.splitlines()[-1] == "not loaded", result.stdout + result.stderr

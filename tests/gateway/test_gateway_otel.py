@@ -11,10 +11,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import threading
-import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -22,98 +19,29 @@ import httpx
 import orjson
 import pytest
 from gateway_support import UPSTREAM_KEY
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from test_gateway_claude_code import ALIAS, TOKEN, Replayer, recorded
 from test_gateway_messages import serving
 
+from helpers_otel import (
+    CLIENT,
+    SERVER,
+    Receiver,
+    attributes,
+    flushed,
+    leaks,
+    no_content_nor_secrets,
+)
+from helpers_otel import receiving as _receiving
 from thoughtline import tracing
-from thoughtline.gateway.app import Gateway
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
-
-pytest.importorskip("opentelemetry.sdk")
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
-from opentelemetry.proto.trace.v1.trace_pb2 import Span
-
-SERVER, CLIENT = Span.SpanKind.SPAN_KIND_SERVER, Span.SpanKind.SPAN_KIND_CLIENT
-
-
-class Receiver:
-    """A loopback OTLP/HTTP traces endpoint: every span posted to ``/v1/traces``, decoded."""
-
-    def __init__(self) -> None:
-        self.spans: list[Span] = []
-        self.raw: list[bytes] = []
-        spans, raw = self.spans, self.raw
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = self.rfile.read(int(self.headers["content-length"]))
-                if self.path == "/v1/traces":
-                    request = ExportTraceServiceRequest.FromString(body)
-                    raw.append(body)
-                    for resource in request.resource_spans:
-                        for scope in resource.scope_spans:
-                            spans.extend(scope.spans)
-                answer = ExportTraceServiceResponse().SerializeToString()
-                self.send_response(200 if self.path == "/v1/traces" else 404)
-                self.send_header("content-type", "application/x-protobuf")
-                self.send_header("content-length", str(len(answer)))
-                self.end_headers()
-                self.wfile.write(answer)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-
-    @property
-    def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1/traces"
 
 
 @pytest.fixture
 def receiver(monkeypatch: pytest.MonkeyPatch) -> Iterator[Receiver]:
-    got = Receiver()
-    got.thread.start()
-    for name in ("OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
-                 "OTEL_EXPORTER_OTLP_PROTOCOL", tracing.CAPTURE_VAR):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", got.endpoint)
-    monkeypatch.setenv("OTEL_SERVICE_NAME", "thoughtline-test")
-    try:
+    with _receiving(monkeypatch) as got:
         yield got
-    finally:
-        got.server.shutdown()
-        got.server.server_close()
-
-
-def attributes(span: Span) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for kv in span.attributes:
-        value = kv.value
-        kind = value.WhichOneof("value")
-        if kind == "array_value":
-            out[kv.key] = [getattr(v, v.WhichOneof("value")) for v in value.array_value.values]
-        else:
-            out[kv.key] = getattr(value, kind)
-    return out
-
-
-def _flushed(gateway: Gateway) -> None:
-    """What the gateway's shutdown does (the loopback server runs no lifespan): export what
-    the batch processor holds — once every request has ended (a stream's span ends when its
-    response has closed, which may be just after the client read its last byte)."""
-    assert gateway.tracer is not None
-    deadline = time.monotonic() + 10  # a bound, not an assertion
-    while time.monotonic() < deadline and any(
-            sample.value for metric in gateway.metrics.in_flight.collect()
-            for sample in metric.samples):
-        time.sleep(0.02)
-    gateway.tracer.shutdown()
 
 
 def _loop(emu: Any, tmp: Path, run: str, **upstream: str) -> Replayer:
@@ -121,7 +49,7 @@ def _loop(emu: Any, tmp: Path, run: str, **upstream: str) -> Replayer:
     with serving(emu, tmp, tokens=(TOKEN,), **upstream) as (origin, gateway):
         for record in recorded(run):
             replayer.send(origin, record)
-        _flushed(gateway)
+        flushed(gateway)
     return replayer
 
 
@@ -199,7 +127,7 @@ def test_content_only_when_the_user_opts_in(receiver: Receiver, tmp_path: Path,
     assert {"type": "reasoning", "content": thought} in output[0]["parts"]
     sent = orjson.loads(attempt["gen_ai.input.messages"])
     assert any(p["type"] == "text" for m in sent if m["role"] == "user" for p in m["parts"])
-    assert not _leaks(receiver, (UPSTREAM_KEY, TOKEN))  # content, and still never a key
+    assert not leaks(receiver, (UPSTREAM_KEY, TOKEN))  # content, and still never a key
 
 
 def test_an_upstream_retry_and_the_fallback_retry_are_spans_of_their_own(
@@ -218,7 +146,7 @@ def test_an_upstream_retry_and_the_fallback_retry_are_spans_of_their_own(
                            headers={"x-api-key": TOKEN, "content-type": "application/json"},
                            timeout=60)
         assert reply.status_code == 200, reply.text
-        _flushed(gateway)
+        flushed(gateway)
     (request,), children = _trace(receiver)
     attempts = sorted(children[request.span_id], key=lambda s: s.start_time_unix_nano)
     first, retry = (attributes(s) for s in attempts)
@@ -231,22 +159,8 @@ def test_an_upstream_retry_and_the_fallback_retry_are_spans_of_their_own(
     _no_content_nor_secrets(receiver)
 
 
-def _leaks(receiver: Receiver, secrets: tuple[str, ...]) -> list[str]:
-    found = []
-    for raw in receiver.raw:
-        found += [s for s in secrets if s.encode() in raw]
-    for span in receiver.spans:
-        found += [f"{k}={v}" for k, v in attributes(span).items()
-                  if any(s in str(v) for s in secrets)]
-    return found
-
-
 def _no_content_nor_secrets(receiver: Receiver) -> None:
-    assert receiver.spans
-    assert not _leaks(receiver, (UPSTREAM_KEY, TOKEN))
-    for span in receiver.spans:
-        assert not [k for k in attributes(span) if k.startswith(("gen_ai.input",
-                                                                 "gen_ai.output"))]
+    no_content_nor_secrets(receiver, (UPSTREAM_KEY, TOKEN))
 
 
 def test_nothing_configured_imports_no_opentelemetry(tmp_path: Path) -> None:

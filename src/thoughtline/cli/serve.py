@@ -41,6 +41,7 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
       port = 8787
       tokens_env = "THOUGHTLINE_GATEWAY_TOKENS"  # comma-separated; each token is a tenant
       max_body_bytes = 33554432    # larger bodies get 413
+      max_items = 50000            # requests with more messages get 400
       access_log = ""              # a file; default: JSON lines on stderr
       store = ""                   # a path or postgresql:// URL; default: the home's state.db
 
@@ -62,7 +63,6 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     The docs say more: docs/gateway.md (and docs/operations.md for running it).
     """
     from thoughtline.gateway import config as gateway_config
-    from thoughtline.gateway.server import serve as run
 
     home = home_dir(ctx)
     path = Path(config_path) if config_path else gateway_config.default_path(home)
@@ -71,11 +71,12 @@ def serve(ctx: click.Context, config_path: str | None, host: str | None,
     store = root.get("store") if isinstance(root, dict) else None
     if store:  # the global --store beats [server] store (which beats $THOUGHTLINE_DATABASE_URL)
         loaded = replace(loaded, store=store)
-    if check_only:
-        from thoughtline.gateway.accesslog import AccessLog
+    if check_only:  # the server (starlette, uvicorn, the faces) is not even imported
+        from thoughtline.gateway.accesslog import AccessLog, log_as_json
         from thoughtline.gateway.preflight import check
-        from thoughtline.gateway.server import log_as_json
 
         log_as_json(AccessLog())  # e.g. the store pool's reconnects: JSON lines on stderr
         raise SystemExit(check(loaded, home))
+    from thoughtline.gateway.server import serve as run
+
     run(loaded, home, workers=workers)

@@ -13,6 +13,7 @@ interleave within a line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import sys
 import time
@@ -45,3 +46,29 @@ class AccessLog:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
+
+
+class _JsonLines(logging.Handler):
+    """Log records (warnings and errors) of any logger as access-log JSON lines."""
+
+    def __init__(self, access: AccessLog) -> None:
+        super().__init__(logging.WARNING)
+        self._access = access
+
+    def emit(self, record: logging.LogRecord) -> None:
+        line = {"event": "server", "level": record.levelname.lower(), "logger": record.name,
+                "message": record.getMessage()}
+        if record.exc_info:
+            line["exception"] = logging.Formatter().formatException(record.exc_info)
+        self._access.write(line)
+
+
+def log_as_json(access: AccessLog) -> None:
+    """Every warning and error logged in this process (uvicorn's, psycopg_pool's reconnects,
+    any library's, Python's warnings) as JSON lines of ``access``: at the root logger, so none
+    reaches logging's plain-text fallback on stderr, which is the access log's by default."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _JsonLines)]:
+        root.removeHandler(handler)  # one destination per process
+    root.addHandler(_JsonLines(access))
+    logging.captureWarnings(True)

@@ -9,7 +9,7 @@ cancelling the upstream request when the client leaves, and one access-log line 
 ``GET /v1/models`` is in the Anthropic shape for an Anthropic client (Claude Code), else in the
 OpenAI shape; ``HEAD /`` is 200. It has no wire logic: each face's client wire is its codec's
 (``faces``, and the model list's), the upstream's is its codec behind the ``TurnEngine``, storage
-is ``conversation``/``storage``.
+is ``conversation``/``storage``; a request's errors, log record and body reading are ``request``.
 """
 
 from __future__ import annotations
@@ -17,17 +17,15 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Any
 
 import anyio
-import orjson
 from starlette.applications import Starlette
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from thoughtline import tracing
-from thoughtline.codecs import shape
 from thoughtline.codecs.anthropic import client as messages_client
 from thoughtline.codecs.face import ClientRequest, ClientRequestError
 from thoughtline.codecs.openai_chat import client
@@ -61,70 +59,33 @@ from thoughtline.gateway.front import Front
 from thoughtline.gateway.hints import Hints
 from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
+from thoughtline.gateway.offload import HEAVY_BYTES, off_loop
 from thoughtline.gateway.overflow import recovering
+from thoughtline.gateway.request import (
+    HttpError,
+    Record,
+    TooLarge,
+    client_request,
+    closed,
+    json_response,
+    read_body,
+    store_down,
+    unauthorized,
+    unauthorized_error,
+)
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.gateway.stream import EventStreamResponse, unless_disconnected
 from thoughtline.gateway.tenancy import Tenants
 from thoughtline.gateway.upstreams import Engines, provider_failure
+from thoughtline.gateway.warm import warm
 from thoughtline.messages import Usage
 from thoughtline.persist import Written
 from thoughtline.requestlog import RequestLog
 from thoughtline.store.base import Store
 from thoughtline.transport.redact import redact
-from thoughtline.turn import TurnOptions
+from thoughtline.turn import TurnInput, TurnOptions
 
 SESSION_HEADER = "X-Thoughtline-Session"
-
-
-class _TooLarge(Exception):
-    pass
-
-
-class HttpError(Exception):
-    """A request that ends in an OpenAI error object with ``status``."""
-
-    def __init__(self, status: int, message: str, *, kind: str = "invalid_request_error",
-                 code: str | None = None, param: str | None = None) -> None:
-        super().__init__(message)
-        self.status, self.kind, self.code, self.param = status, kind, code, param
-        #: The access log's outcome: "refused" (the gateway turned the request down) unless
-        #: the turn was under way ("error": an upstream or store failure).
-        self.outcome = "refused"
-
-    def response(self, face: Face = CHAT, headers: Mapping[str, str] | None = None) -> Response:
-        body = face.error_json(self.status, str(self), kind=self.kind, code=self.code,
-                               param=self.param)
-        return _json(self.status, body, headers)
-
-    def frame(self, face: Face) -> bytes:
-        return face.error_frame(self.status, str(self), kind=self.kind, code=self.code)
-
-
-def _json(status: int, body: Any, headers: Mapping[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(body), status_code=status, media_type="application/json",
-                    headers=dict(headers or {}))
-
-
-@dataclass(kw_only=True, slots=True)
-class _Record:
-    """What the access log says about one request (filled in as it goes)."""
-
-    started: float = field(default_factory=time.monotonic)
-    fields: dict[str, Any] = field(default_factory=dict)
-    #: Monotonic times the metrics read ("upstream": sent, "first_byte": its first event).
-    marks: dict[str, float] = field(default_factory=dict)
-    #: The face counted in flight ("": none).
-    in_flight: str = ""
-    #: The answer's gateway hint headers (none until the upstream is known).
-    hints: Hints = field(default_factory=Hints)
-    #: The request's span (None: tracing is off).
-    span: object | None = None
-
-    def line(self, status: int, outcome: str | None = None) -> dict[str, Any]:
-        """``outcome`` defaults to what ``status`` says: "ok" below 400, "refused" from 400."""
-        outcome = outcome or ("ok" if status < 400 else "refused")
-        return {**self.fields, "status": status, "outcome": outcome,
-                "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
 
 
 class Gateway:
@@ -165,10 +126,18 @@ class Gateway:
         if self.tracer is not None:  # exports what is queued
             await anyio.to_thread.run_sync(self.tracer.shutdown)
 
+    async def warm(self) -> None:
+        """Load what the first request would (``gateway.warm``, the worker threads, the store's
+        connection) before any is accepted: the first request costs what a steady one does."""
+        for step in await anyio.to_thread.run_sync(warm, self.config, self.engines):
+            self.access.write({"event": "warm_skipped", "step": step})
+        with contextlib.suppress(StoreError):  # /readyz and the requests say it
+            await self.store.call(self.store.store.latest_session, tenant="thoughtline-warm")
+
     # --- routes -------------------------------------------------------------------------------
 
     async def healthz(self, request: Request) -> Response:
-        return _json(200, {"status": "ok"})
+        return json_response(200, {"status": "ok"})
 
     async def readyz(self, request: Request) -> Response:
         """200 when the store answers a read (the config loaded, or there would be no app); the
@@ -177,13 +146,14 @@ class Gateway:
             await self.store.call(self.store.store.latest_session, tenant="thoughtline-readyz")
         except StoreError as exc:
             self.access.write({"event": "not_ready", "error": str(exc)})
-            return _json(503, {"status": "unavailable", "reason": "the store does not answer"})
-        return _json(200, {"status": "ready"})
+            return json_response(503, {"status": "unavailable",
+                                       "reason": "the store does not answer"})
+        return json_response(200, {"status": "ready"})
 
     async def metrics_text(self, request: Request) -> Response:
         if not self.config.metrics_public and self.tenants.authenticate(
                 token_of(request.headers)) is None:
-            return _unauthorized(CHAT)
+            return unauthorized(CHAT)
         return Response(self.metrics.text(), media_type=CONTENT_TYPE)
 
     async def probe(self, request: Request) -> Response:
@@ -191,17 +161,17 @@ class Gateway:
         return Response(status_code=200)
 
     async def models(self, request: Request) -> Response:
-        record = _Record(fields={"method": "GET", "path": request.url.path})
+        record = Record(fields={"method": "GET", "path": request.url.path})
         face = MESSAGES if messages_client.asks_models(request.headers) else CHAT
         tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
-            return self._logged(record, _unauthorized(face))
+            return self._logged(record, unauthorized(face))
         record.fields["tenant"] = tenant
         models = upstream_models(self.config)
         if face is CHAT:
-            return self._logged(record, _json(200, client.models_json(models)))
+            return self._logged(record, json_response(200, client.models_json(models)))
         try:
-            return self._logged(record, _json(200, messages_client.models_json(
+            return self._logged(record, json_response(200, messages_client.models_json(
                 models, request.query_params)))
         except ClientRequestError as exc:
             return self._logged(record, HttpError(400, str(exc), param=exc.param).response(face))
@@ -210,9 +180,10 @@ class Gateway:
         """The request handler of ``face`` (``compact``: its compaction endpoint)."""
 
         async def serve(request: Request) -> Any:
-            record = _Record(fields={"method": "POST", "path": request.url.path},
+            record = Record(fields={"method": "POST", "path": request.url.path},
                              in_flight=face.name,
-                             span=tracing.request_span(self.tracer, "POST", request.url.path))
+                             span=tracing.request_span(self.tracer, "POST", request.url.path,
+                                                       request.headers))
             self.metrics.started(face.name)
             try:
                 return await self._serve(request, record, face, compact=compact)
@@ -229,48 +200,50 @@ class Gateway:
         """The token-counting handler of ``face``: the request priced as it would be sent."""
 
         async def count(request: Request) -> Any:
-            record = _Record(fields={"method": "POST", "path": request.url.path})
+            record = Record(fields={"method": "POST", "path": request.url.path})
             try:
-                return self._logged(record, _json(200, await self._count(request, record, face)))
+                counted = await self._count(request, record, face)
+                return self._logged(record, json_response(200, counted))
             except HttpError as error:
                 record.fields["error"] = error.kind
                 return self._logged(record, error.response(face), error.outcome)
 
         return count
 
-    async def _count(self, request: Request, record: _Record, face: MessagesFace) -> Any:
+    async def _count(self, request: Request, record: Record, face: MessagesFace) -> Any:
         tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
-            raise _unauthorized_error()
+            raise unauthorized_error()
         record.fields["tenant"] = tenant
-        parsed = client_request(await self._body(request, record), face, request.headers)
+        raw = await self._body(request, record)
+        heavy = len(raw) >= HEAVY_BYTES
+        parsed = self._within_limits(
+            await off_loop(heavy, client_request, raw, face, request.headers))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model)
         try:
             minted = _verified(await self.minter(), tenant, parsed, record)
             prepared = await self.conversations.prepare(
                 tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
-                minted=minted, create=False)
+                minted=minted, create=False, heavy=heavy)
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
-            raise _store_down(exc) from None
+            raise store_down(exc) from None
         turn = prepared.turn
         try:
-            estimator = Estimator.for_config(turn.codec, turn.route, turn.config,
-                                             ledger=turn.ledger)
-            tokens = estimator.scale(estimator.raw(turn.history, turn.pending))
+            tokens = await off_loop(heavy, _priced, turn)
         except UsageError as exc:
             raise HttpError(400, str(exc)) from None
         record.fields["tokens"] = tokens
         return face.count_json(tokens)
 
-    def _logged(self, record: _Record, response: Response,
+    def _logged(self, record: Record, response: Response,
                 outcome: str | None = None) -> Response:
         self._ended(record, response.status_code, outcome)
         return response
 
-    def _ended(self, record: _Record, status: int, outcome: str | None) -> None:
+    def _ended(self, record: Record, status: int, outcome: str | None) -> None:
         """The request's one access-log line, and its metrics."""
         line = record.line(status, outcome)
         self.access.write(line)
@@ -278,13 +251,16 @@ class Gateway:
         self.metrics.finished(line, {**record.marks, "started": record.started,
                                      "ended": time.monotonic()}, record.in_flight)
 
-    async def _serve(self, request: Request, record: _Record, face: Face, *,
+    async def _serve(self, request: Request, record: Record, face: Face, *,
                      compact: bool = False) -> Any:
         tenant = self.tenants.authenticate(token_of(request.headers))
         if tenant is None:
-            raise _unauthorized_error()
+            raise unauthorized_error()
         record.fields["tenant"] = tenant
-        parsed = client_request(await self._body(request, record), face, request.headers)
+        raw = await self._body(request, record)
+        heavy = len(raw) >= HEAVY_BYTES
+        parsed = self._within_limits(
+            await off_loop(heavy, client_request, raw, face, request.headers))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model,
                              stream=parsed.stream)
@@ -310,11 +286,11 @@ class Gateway:
                 record.fields["minted_issued"] = 1  # the answer's reasoning carries it back
             prepared = await self.conversations.prepare(
                 tenant, parsed, upstream, model, request.headers.get(SESSION_HEADER) or None,
-                minted=minted, answer_ref=reply.response_id if face.mints else "")
+                minted=minted, answer_ref=reply.response_id if face.mints else "", heavy=heavy)
         except UnknownSession as exc:
             raise HttpError(404, str(exc), code="session_not_found") from None
         except StoreError as exc:
-            raise _store_down(exc) from None
+            raise store_down(exc) from None
         record.fields.update(session=prepared.session.id, rehydrated=prepared.rehydration.hits,
                              unmatched=prepared.rehydration.misses)
         if prepared.rehydration.by_kind:
@@ -328,20 +304,29 @@ class Gateway:
             return await self._stream(request, prepared, face, reply, headers, record)
         return await self._whole(request, prepared, face, reply, headers, record)
 
-    async def _body(self, request: Request, record: _Record) -> bytes:
+    async def _body(self, request: Request, record: Record) -> bytes:
         limit = self.config.max_body_bytes
         try:
-            raw = await _read_body(request, limit)
-        except _TooLarge:
+            raw = await read_body(request, limit)
+        except TooLarge:
             raise HttpError(413, f"the request body is larger than the gateway's limit of "
                                  f"{limit} bytes ([server] max_body_bytes)",
                             code="request_too_large") from None
         except ClientDisconnect:
-            gone = HttpError(499, "the client disconnected", code="client_closed")
-            gone.outcome = "client_closed"
+            gone = HttpError(499, "the client disconnected", code="clientclosed")
+            gone.outcome = "clientclosed"
             raise gone from None
         record.fields["bytes_in"] = len(raw)
         return raw
+
+    def _within_limits(self, parsed: ClientRequest) -> ClientRequest:
+        """``parsed``, unless it carries more messages than ``[server] max_items`` allows."""
+        limit = self.config.max_items
+        if len(parsed.messages) > limit:
+            raise HttpError(400, f"the request carries {len(parsed.messages)} messages, more than "
+                                 f"the gateway's limit of {limit} ([server] max_items)",
+                            code="too_many_items")
+        return parsed
 
     def _upstream(self, model: str) -> Any:
         try:
@@ -393,7 +378,7 @@ class Gateway:
                        checkpoint_at=-1)
 
     async def _compacted(self, request: Request, prepared: Prepared, face: Any, reply: Reply,
-                         headers: Mapping[str, str], record: _Record, parsed: ClientRequest,
+                         headers: Mapping[str, str], record: Record, parsed: ClientRequest,
                          *, endpoint: bool) -> Any:
         """Compact the conversation (the upstream's model summarizes) and answer with exactly
         one reference to the stored result."""
@@ -414,14 +399,14 @@ class Gateway:
             body = writer.start() + writer.compaction(usage)
             return self._logged(record, Response(body, media_type="text/event-stream",
                                                  headers={**headers, **record.hints.headers()}))
-        return self._logged(record, _json(200, face.compaction(reply, parsed, endpoint=endpoint,
-                                                               usage=usage),
-                                          {**headers, **record.hints.headers()}))
+        answer = face.compaction(reply, parsed, endpoint=endpoint, usage=usage)
+        return self._logged(record, json_response(200, answer,
+                                                  {**headers, **record.hints.headers()}))
 
     # --- answering ----------------------------------------------------------------------------
 
     async def _whole(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
-                     headers: Mapping[str, str], record: _Record) -> Response:
+                     headers: Mapping[str, str], record: Record) -> Response:
         sink = GatewaySink()
 
         async def work() -> tuple[dict[str, Any] | None, Written | None]:
@@ -431,7 +416,7 @@ class Gateway:
                 engine = self.engines[prepared.upstream]
                 async for event in recovering(engine, prepared.turn, sink, TurnOptions(
                         stream=False, keep_partial=False, on_request_id=record.hints.heard,
-                        trace=record.span)):
+                        trace=record.span, offload=prepared.heavy)):
                     record.marks.setdefault("first_byte", time.monotonic())
                     if isinstance(event, Done):
                         done = event
@@ -453,31 +438,31 @@ class Gateway:
             record.fields.update(sink.log_fields())
         body, written = result or (None, None)
         if not finished or body is None:
-            return self._logged(record, _json(499, {}), "client_closed")
+            return self._logged(record, json_response(499, {}), "clientclosed")
         if written is not None and (branch := written.branch):  # the head moved: a branch
             headers, record.fields["session"] = {**headers, SESSION_HEADER: branch}, branch
-        return self._logged(record, _json(200, body, {**headers, **record.hints.headers()}))
+        return self._logged(record, json_response(200, body, {**headers, **record.hints.headers()}))
 
     async def _stream(self, request: Request, prepared: Prepared, face: Face, reply: Reply,
-                      headers: Mapping[str, str], record: _Record) -> Any:
+                      headers: Mapping[str, str], record: Record) -> Any:
         sink = GatewaySink()
         events = recovering(self.engines[prepared.upstream], prepared.turn, sink, TurnOptions(
             stream=True, keep_partial=False, on_request_id=record.hints.heard,
-            trace=record.span))
+            trace=record.span, offload=prepared.heavy))
         try:
             finished, first = await unless_disconnected(request.receive, events.__anext__)
             record.marks["first_byte"] = time.monotonic()
         except ThoughtlineError as exc:
-            await _closed(events)
+            await closed(events)
             sink.done = None  # the client is told it failed: the answer is not stored
             with anyio.CancelScope(shield=True):
                 await self.conversations.persist(prepared, sink)
             record.fields.update(sink.log_fields())
             raise self._failure(exc, prepared) from None
         if not finished:
-            await _closed(events)
-            return self._logged(record, _json(499, {}), "client_closed")
-        outcome = {"value": "client_closed"}
+            await closed(events)
+            return self._logged(record, json_response(499, {}), "clientclosed")
+        outcome = {"value": "clientclosed"}
 
         async def frames() -> AsyncIterator[bytes]:
             writer = face.writer(reply)
@@ -509,14 +494,14 @@ class Gateway:
                 yield fail(str(error), code=error.code or error.kind) if fail else \
                     error.frame(face)
             finally:
-                await _closed(events)
+                await closed(events)
                 if not persisted:  # what a failed or cut turn taught (it stored no turn)
                     with anyio.CancelScope(shield=True):
                         await self.conversations.persist(prepared, sink)
                 record.fields.update(sink.log_fields())
 
         async def on_close(completed: bool) -> None:
-            self._ended(record, 200, outcome["value"] if completed else "client_closed")
+            self._ended(record, 200, outcome["value"] if completed else "clientclosed")
 
         return EventStreamResponse(frames(), headers={**headers, **record.hints.headers()},
                                    on_close=on_close)
@@ -542,8 +527,14 @@ class Gateway:
         return error
 
 
+def _priced(turn: TurnInput) -> int:
+    """The tokens ``turn`` would be sent with (its route's estimate)."""
+    estimator = Estimator.for_config(turn.codec, turn.route, turn.config, ledger=turn.ledger)
+    return estimator.scale(estimator.raw(turn.history, turn.pending))
+
+
 def _verified(minter: Minter, tenant: str, parsed: ClientRequest,
-              record: _Record) -> dict[int, str]:
+              record: Record) -> dict[int, str]:
     """The echoed minted values that verify for ``tenant``; the others counted in the log."""
     refs, rejected = minter.verified(tenant, parsed.minted)
     if rejected:
@@ -559,59 +550,9 @@ def _rendered(render: Any, *args: Any, **kwargs: Any) -> Any:
         raise ProtocolError(f"the answer cannot be written for the client: {exc}") from exc
 
 
-def client_request(raw: bytes, face: Face = CHAT,
-                   headers: Mapping[str, str] | None = None) -> ClientRequest:
-    try:
-        body = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
-        raise HttpError(400, f"the request body is not valid JSON: {exc}",
-                        code="invalid_json") from None
-    if shape.deeper_than(body, raw=raw):
-        raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
-    try:
-        return face.parse(body, headers or {})
-    except ClientRequestError as exc:
-        raise HttpError(400, str(exc), param=exc.param) from None
-
-
-async def _read_body(request: Request, limit: int) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise _TooLarge
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-async def _closed(events: Any) -> None:
-    with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
-        await events.aclose()
-
-
 def _redact(text: str, prepared: Prepared) -> str:
     key = prepared.turn.provider.api_key()
     return redact(text, (key,) if key else ())
-
-
-def _store_down(exc: StoreError) -> HttpError:
-    error = HttpError(503, f"the gateway's store is unavailable: {exc}", kind="server_error")
-    error.outcome = "error"  # a store failure, not a request turned down
-    return error
-
-
-def _unauthorized_error() -> HttpError:
-    return HttpError(401, "missing or invalid bearer token: send 'Authorization: Bearer <token>' "
-                          "(or 'x-api-key: <token>') with a token configured for this gateway",
-                     code="invalid_api_key")
-
-
-def _unauthorized(face: Face) -> Response:
-    return _unauthorized_error().response(face, {"www-authenticate": "Bearer"})
 
 
 def create_app(gateway: Gateway) -> Front:
@@ -619,6 +560,7 @@ def create_app(gateway: Gateway) -> Front:
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await gateway.warm()
         try:
             yield
         finally:

@@ -1,7 +1,7 @@
 """``gateway.toml`` and the ``serve`` flags: the server settings and the upstreams, validated.
 
 Owns the file's shape (docs/gateway.md): ``[server]`` (host, port, tokens_env, max_body_bytes,
-access_log, store, metrics_public), ``[[upstream]]`` tables (name, provider, base_url,
+max_items, access_log, store, metrics_public), ``[[upstream]]`` tables (name, provider, base_url,
 api_key_env, api, models, allow_any_model, route_as, echo, region, auth, and the upstream's own
 connect_timeout, read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a
 client's model name, or ``"*"`` for any other name, → ``upstream/model``, for clients that cannot
@@ -27,10 +27,14 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8787
 DEFAULT_TOKENS_ENV = "THOUGHTLINE_GATEWAY_TOKENS"
 DEFAULT_MAX_BODY = 32 * 1024 * 1024
+#: Messages (input items) one request may carry: about fifty times what Claude Code sends when
+#: it compacts at its 200k-token window (~1,200 messages), so only a runaway or hostile client
+#: meets it, and a 200,000-message body is refused before it is matched, priced or sent.
+DEFAULT_MAX_ITEMS = 50_000
 CONFIG_NAME = "gateway.toml"
 
-_SERVER_KEYS = frozenset({"host", "port", "tokens_env", "max_body_bytes", "access_log", "store",
-                          "metrics_public"})
+_SERVER_KEYS = frozenset({"host", "port", "tokens_env", "max_body_bytes", "max_items",
+                          "access_log", "store", "metrics_public"})
 _TIMEOUT_KEYS = ("connect_timeout", "read_timeout", "first_byte_timeout")
 _UPSTREAM_KEYS = frozenset({"name", "provider", "base_url", "api_key_env", "api", "models",
                             "allow_any_model", "route_as", "echo", "region", "auth", "model",
@@ -63,6 +67,7 @@ class GatewayConfig:
     port: int = DEFAULT_PORT
     tokens_env: str = DEFAULT_TOKENS_ENV
     max_body_bytes: int = DEFAULT_MAX_BODY
+    max_items: int = DEFAULT_MAX_ITEMS
     #: "" or "-": stderr; else a file path the access log is appended to.
     access_log: str = ""
     #: A store path or postgresql:// URL; "" means the default store of the home.
@@ -169,6 +174,8 @@ def parse(raw: Mapping[str, Any], *, source: str = "gateway.toml") -> GatewayCon
                          server.get("tokens_env", DEFAULT_TOKENS_ENV)),
         max_body_bytes=_int(source, "server.max_body_bytes",
                             server.get("max_body_bytes", DEFAULT_MAX_BODY), low=1),
+        max_items=_int(source, "server.max_items", server.get("max_items", DEFAULT_MAX_ITEMS),
+                       low=1),
         access_log=_text(source, "server.access_log", server.get("access_log", "")),
         store=_text(source, "server.store", server.get("store", "")),
         metrics_public=_bool(source, "server.metrics_public", server.get("metrics_public", False)),

@@ -32,6 +32,7 @@ from thoughtline.errors import NotFound, StoreError
 from thoughtline.events import Done
 from thoughtline.gateway import mint, rehydrate
 from thoughtline.gateway.config import GatewayConfig, Upstream
+from thoughtline.gateway.offload import off_loop
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.messages import Message, Reasoning
 from thoughtline.modelconfig import ModelConfig, merge
@@ -100,6 +101,8 @@ class Prepared:
     #: ``session`` is not stored yet (a new conversation): it is stored with the turn's answer,
     #: so a request that stores no turn leaves no session behind.
     new: bool = False
+    #: A large request: its CPU work runs off the event loop (``offload``).
+    heavy: bool = False
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -236,17 +239,18 @@ class Conversations:
     async def prepare(self, tenant: str, request: ClientRequest, upstream: Upstream,
                       model: str, session_ref: str | None, *,
                       minted: Mapping[int, str] | None = None,
-                      answer_ref: str = "", create: bool = True) -> Prepared:
+                      answer_ref: str = "", create: bool = True,
+                      heavy: bool = False) -> Prepared:
         """The turn for ``request``. ``minted``: the verified references the client's messages
         carried (index → reference); ``answer_ref``: the reference of the answer's own minted
         values (it is stored under it); ``create=False``: a new conversation gets no session
-        (its ``id`` is "": a request that is only priced, never sent)."""
+        (its ``id`` is "": a request that is only priced, never sent); ``heavy``: the digest
+        chain is computed off the event loop."""
         provider = _with_headers(upstream.for_model(model), request)
         codec = registry.codec(provider.api)
-        messages = _unminted(request)
+        messages, digests = await off_loop(heavy, _digested, request)
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
-        digests = rehydrate.chain(messages)  # for the lookups and the answer's place: once
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
                                       provider, request.tools, create,
                                       session_title(messages, upstream.name, tenant), digests)
@@ -268,7 +272,7 @@ class Conversations:
         return Prepared(tenant=tenant, session=session, upstream=upstream, turn=turn,
                         rehydration=matched, stored_config=stored,
                         client_messages=messages, at=found.at, answer_keys=tuple(extra),
-                        place=digests.places[-1], new=found.new)
+                        place=digests.places[-1], new=found.new, heavy=heavy)
 
     async def persist(self, prepared: Prepared, sink: GatewaySink) -> Written | None:
         """Store what the turn learned and (when it finished) the turn itself, once.
@@ -323,6 +327,13 @@ def _with_headers(provider: ProviderConfig, request: ClientRequest) -> ProviderC
     if not given:
         return provider
     return replace(provider, headers={**(provider.headers or {}), **given})
+
+
+def _digested(request: ClientRequest) -> tuple[tuple[Message, ...], rehydrate.Chain]:
+    """The client's messages (``_unminted``) and their digest chain, computed once: for the
+    lookups and the answer's place."""
+    messages = _unminted(request)
+    return messages, rehydrate.chain(messages)
 
 
 def _unminted(request: ClientRequest) -> tuple[Message, ...]:

@@ -61,7 +61,9 @@ def _exposure(config: GatewayConfig, environ: Mapping[str, str] | None) -> tuple
 
 def _store(config: GatewayConfig, home: Path) -> tuple[bool, str]:
     try:
-        store = open_gateway_store(config.store, home)  # as the gateway will open it
+        # As the gateway will open it, but a refused connection is said at once: a deploy
+        # pipeline's check wants "not now", not the gateway's wait to ride out a restart.
+        store = open_gateway_store(config.store, home, fail_fast=True)
     except StoreError as exc:
         return False, f"FAIL store: {exc}"
     try:

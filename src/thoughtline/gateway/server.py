@@ -23,7 +23,6 @@ whose supervisor dies stops as on SIGTERM, so no orphan keeps serving the port.
 
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import signal
@@ -39,7 +38,7 @@ from typing import Any
 import uvicorn
 
 from thoughtline.errors import UsageError
-from thoughtline.gateway.accesslog import AccessLog
+from thoughtline.gateway.accesslog import AccessLog, log_as_json
 from thoughtline.gateway.app import Gateway, create_app
 from thoughtline.gateway.config import GatewayConfig, check_exposure
 from thoughtline.gateway.metrics import MULTIPROC_ENV, worker_died
@@ -72,21 +71,6 @@ class _Server(uvicorn.Server):
         captured = getattr(self, "_captured_signals", None)
         if isinstance(captured, list):
             captured.clear()
-
-
-class _JsonLines(logging.Handler):
-    """Log records (warnings and errors) of any logger as access-log JSON lines."""
-
-    def __init__(self, access: AccessLog) -> None:
-        super().__init__(logging.WARNING)
-        self._access = access
-
-    def emit(self, record: logging.LogRecord) -> None:
-        line = {"event": "server", "level": record.levelname.lower(), "logger": record.name,
-                "message": record.getMessage()}
-        if record.exc_info:
-            line["exception"] = logging.Formatter().formatException(record.exc_info)
-        self._access.write(line)
 
 
 def bind(host: str, port: int) -> socket.socket:
@@ -149,17 +133,6 @@ def _stop_when_orphaned(supervisor: int) -> None:
         os.kill(os.getpid(), signal.SIGTERM)
 
     threading.Thread(target=watch, name="thoughtline-orphan-watch", daemon=True).start()
-
-
-def log_as_json(access: AccessLog) -> None:
-    """Every warning and error logged in this process (uvicorn's, psycopg_pool's reconnects,
-    any library's, Python's warnings) as JSON lines of ``access``: at the root logger, so none
-    reaches logging's plain-text fallback on stderr, which is the access log's by default."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if isinstance(h, _JsonLines)]:
-        root.removeHandler(handler)  # one destination per process
-    root.addHandler(_JsonLines(access))
-    logging.captureWarnings(True)
 
 
 def serve(config: GatewayConfig, home: Path, *, workers: int = 1) -> None:

@@ -30,11 +30,13 @@ T = TypeVar("T")
 STORE_WAIT_S = 1.5
 
 
-def open_gateway_store(store: str, home: Path) -> Store:
+def open_gateway_store(store: str, home: Path, *, fail_fast: bool = False) -> Store:
     """The gateway's store (``[server] store``; "" for ``$THOUGHTLINE_DATABASE_URL`` or the
-    home's), created and migrated as needed, with the gateway's short wait."""
+    home's), created and migrated as needed, with the gateway's short wait (``fail_fast``: a
+    PostgreSQL server that refuses the first connection is an error at once, for ``--check``)."""
     # WAL without an fsync per commit: every answered turn survives SIGKILL of the gateway.
-    return open_store(store or None, home, crash_durable_only=True, wait=STORE_WAIT_S)
+    return open_store(store or None, home, crash_durable_only=True, wait=STORE_WAIT_S,
+                      fail_fast=fail_fast)
 
 
 class AsyncStore:

@@ -53,7 +53,8 @@ __all__ = [
 
 
 def open_store(url_or_path: str | Path | None, home: Path, *,
-               crash_durable_only: bool = False, wait: float | None = None) -> SqlStore:
+               crash_durable_only: bool = False, wait: float | None = None,
+               fail_fast: bool = False) -> SqlStore:
     """Open (creating and migrating as needed) the store named by a URL or path.
 
     ``None`` means ``$THOUGHTLINE_DATABASE_URL`` when set, else ``home / "state.db"``. A directory
@@ -61,11 +62,13 @@ def open_store(url_or_path: str | Path | None, home: Path, *,
     (``synchronous=NORMAL``): commits survive a crash or SIGKILL of the process, not a power loss
     (the gateway's choice; PostgreSQL has its own settings). ``wait`` (seconds) is how long a
     PostgreSQL call waits for a connection before ``StoreUnavailable`` (default: 10 s).
+    ``fail_fast`` makes one PostgreSQL connection attempt first and raises ``StoreUnavailable``
+    at once when it fails, instead of waiting out a restart (a one-shot check's choice).
     """
     target: str | Path = url_or_path if url_or_path is not None else (
         os.environ.get(DATABASE_URL_ENV, "").strip() or Path(home) / STATE_DB)
     if isinstance(target, str) and target.startswith(_PG_SCHEMES):
-        return _open_postgres(target, wait)
+        return _open_postgres(target, wait, fail_fast=fail_fast)
     if isinstance(target, str) and "://" in target:
         scheme = target.split("://", 1)[0]
         raise StoreError(f"unsupported store URL scheme {scheme!r}: use a file path for SQLite "
@@ -76,14 +79,17 @@ def open_store(url_or_path: str | Path | None, home: Path, *,
     return SQLiteStore(path, synchronous="NORMAL" if crash_durable_only else "FULL")
 
 
-def _open_postgres(url: str, wait: float | None = None) -> SqlStore:
+def _open_postgres(url: str, wait: float | None = None, *, fail_fast: bool = False) -> SqlStore:
     try:
-        from thoughtline.store.pool import PoolSettings
-        from thoughtline.store.postgres import PostgresStore
+        from thoughtline.store.pool import PoolSettings, reach
+        from thoughtline.store.postgres import PostgresStore, redact
     except ImportError as exc:
         raise StoreError("a postgresql:// store needs psycopg and psycopg-pool: "
                          "pip install 'thoughtline[postgres]'") from exc
-    return PostgresStore(url, settings=None if wait is None else PoolSettings.waiting(wait))
+    settings = PoolSettings() if wait is None else PoolSettings.waiting(wait)
+    if fail_fast:
+        reach(url, redact(url), settings)
+    return PostgresStore(url, settings=settings)
 
 
 def open_async_store(url_or_path: str | Path | None, home: Path, *,

@@ -19,6 +19,7 @@ failing deep in a parser or a recursive copy. This module owns that policy and d
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -234,6 +235,18 @@ def verdict_to_row(verdict: Verdict, learned_at: float) -> tuple[Any, ...]:
 
 
 def verdict_from_row(row: Row) -> Verdict:
+    """A ledger row; a damaged one is a ``StoreError`` saying how to drop it (a verdict is
+    only a lesson: forgetting it means the next rejection teaches it again)."""
     provider, host, model, drop, pad, reason = row[:6]
-    return Verdict(provider=provider, host=host, model=model, drop=frozenset(orjson.loads(drop)),
+    try:
+        carriers = orjson.loads(drop)
+    except orjson.JSONDecodeError:
+        carriers = None
+    if not isinstance(carriers, list) or not all(isinstance(c, str) for c in carriers):
+        where = " ".join(shlex.quote(str(v)) for v in (provider, host, model))
+        raise StoreError(f"the learned verdict for {where} is damaged (its dropped carriers are "
+                         "not a list of names); drop it with `thoughtline routes forget "
+                         f"--provider {shlex.quote(str(provider))} --model "
+                         f"{shlex.quote(str(model))}`")
+    return Verdict(provider=provider, host=host, model=model, drop=frozenset(carriers),
                    pad=bool(pad), reason=reason)

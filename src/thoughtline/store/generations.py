@@ -21,6 +21,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
+from thoughtline.codecs.shape import deeper_than
 from thoughtline.errors import HistoryChanged, NotFound, UsageError
 from thoughtline.messages import Message
 from thoughtline.store import history
@@ -149,12 +152,24 @@ def restore(tx: Tx, session_id: str, number: int, *, note: Mapping[str, Any]) ->
     return archived + 1
 
 
+def _note(session_id: str, number: int, text: str | None) -> dict[str, Any]:
+    """A generation's stored note; a damaged one is shown as such, never fatal (the note only
+    describes the generation: its turns are elsewhere)."""
+    try:
+        note = orjson.loads(text or "{}")
+    except orjson.JSONDecodeError:  # also past orjson's nesting limit
+        note = None
+    if not isinstance(note, dict) or deeper_than(note):
+        return {"damaged": f"session {session_id[:12]} generation {number}: unreadable note"}
+    return note
+
+
 def list_generations(tx: Tx, session_id: str) -> list[Generation]:
     """Archived generations, oldest first, then the current one."""
     rows = tx.all("SELECT generation, turns, created_at, archived_at, note FROM "
                   "session_generations WHERE session_id = ? ORDER BY generation", (session_id,))
     out = [Generation(number=int(g), turns=int(t), created_at=float(c), archived_at=float(a),
-                      note=json.loads(n or "{}")) for g, t, c, a, n in rows]
+                      note=_note(session_id, int(g), n)) for g, t, c, a, n in rows]
     number = _current_number(tx, session_id)
     out.append(Generation(number=number, turns=len(_visible(tx, session_id)),
                           created_at=_began(tx, session_id, number), current=True))

@@ -10,8 +10,9 @@ new session starts from.
 
 from __future__ import annotations
 
+from thoughtline.errors import StoreError
 from thoughtline.store import codec
-from thoughtline.store.db import Tx
+from thoughtline.store.db import Row, Tx
 from thoughtline.verdicts import Verdict
 
 _COLUMNS = "provider, host, model, drop_carriers, pad, reason, learned_at"
@@ -26,7 +27,7 @@ def record(tx: Tx, verdict: Verdict, now: float, *, tenant: str = "") -> Verdict
                      (tenant, *verdict.key))
     else:
         row = tx.one(f"SELECT {_COLUMNS} FROM verdicts WHERE {_KEY}", verdict.key)
-    merged = verdict if row is None else _merge(codec.verdict_from_row(row), verdict)
+    merged = verdict if row is None else _merge(_readable(row, verdict), verdict)
     values = codec.verdict_to_row(merged, now)
     if tenant:
         tx.execute(
@@ -41,6 +42,14 @@ def record(tx: Tx, verdict: Verdict, now: float, *, tenant: str = "") -> Verdict
             "drop_carriers = excluded.drop_carriers, pad = excluded.pad, "
             "reason = excluded.reason, learned_at = excluded.learned_at", values)
     return merged
+
+
+def _readable(row: Row, new: Verdict) -> Verdict:
+    """The stored verdict, or ``new`` in place of a damaged one (the lesson is learned anew)."""
+    try:
+        return codec.verdict_from_row(row)
+    except StoreError:
+        return new
 
 
 def _merge(old: Verdict, new: Verdict) -> Verdict:

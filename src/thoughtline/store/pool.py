@@ -116,6 +116,17 @@ def _connect(url: str, settings: PoolSettings) -> psycopg.Connection[Any]:
     return psycopg.connect(url, autocommit=False, connect_timeout=settings.connect_timeout)
 
 
+def reach(url: str, location: str, settings: PoolSettings) -> None:
+    """One connection attempt now, closed at once; ``StoreUnavailable`` naming the server's
+    reason when it fails (a refused connection is said in milliseconds, not after the wait)."""
+    try:
+        _connect(url, settings).close()
+    except psycopg.Error as exc:
+        why = str(exc).strip() or type(exc).__name__
+        raise StoreUnavailable(f"cannot reach the store at {location}: {why}",
+                               retry_safe=False) from exc
+
+
 def acquire_error(exc: PoolTimeout, url: str, location: str, settings: PoolSettings,
                   unreachable: psycopg.Error | None = None) -> StoreError:
     """Why no connection came: the direct connection's failure, else ask the server once, so

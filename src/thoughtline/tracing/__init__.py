@@ -1,8 +1,10 @@
 """OpenTelemetry traces of the line of thought: off unless the standard ``OTEL_*`` variables ask.
 
 Owns the cheap check that decides whether tracing is on (``configured``), the ``Tracer`` protocol
-the turn engine and the gateway talk to, and the two span shapes built on it: a request span
-(``SpanKind.SERVER``, one per gateway request, ended with its access-log line) and an attempt span
+the turn engine and the gateway talk to, and the three span shapes built on it: a request span
+(``SpanKind.SERVER``, one per gateway request, ended with its access-log line; a child of the
+client's trace when its ``traceparent`` header names one), a turn span (``SpanKind.INTERNAL``, one
+per turn sent outside a gateway request, e.g. ``Session.send``) and an attempt span
 (``SpanKind.CLIENT``, one per HTTP request sent upstream, ended with its request-log record).
 
 Tracing is on when ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_ENDPOINT`` is set
@@ -27,11 +29,13 @@ from thoughtline.tracing import attributes as attrs
 if TYPE_CHECKING:
     from thoughtline.messages import Message
 
-__all__ = ["PROCESS", "AttemptSpan", "Process", "Tracer", "configured", "default",
-           "from_environ", "request_ended", "request_span"]
+__all__ = ["PROCESS", "AttemptSpan", "Kind", "Process", "Tracer", "TurnSpan", "configured",
+           "default", "from_environ", "request_ended", "request_span"]
 
 ENDPOINT_VARS = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 CAPTURE_VAR = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+Kind = attrs.Kind
 
 
 class Tracer(Protocol):
@@ -40,10 +44,15 @@ class Tracer(Protocol):
     #: Whether message content may go into spans (the user opted in).
     capture_content: bool
 
-    def start(self, name: str, *, server: bool, parent: object | None,
+    def start(self, name: str, *, kind: Kind, parent: object | None,
               attributes: attrs.Attributes) -> object: ...
 
     def end(self, span: object, attributes: attrs.Attributes, *, error: str = "") -> None: ...
+
+    def remote_parent(self, headers: Mapping[str, str]) -> object | None:
+        """The span a request's propagation headers (W3C ``traceparent``) name, as a parent
+        for ``start``; None when they name none or an invalid one."""
+        ...
 
     def shutdown(self) -> None: ...
 
@@ -90,11 +99,14 @@ def default() -> Tracer | None:
     return _DEFAULT[0]
 
 
-def request_span(tracer: Tracer | None, method: str, path: str) -> object | None:
-    """A gateway request's span (``SpanKind.SERVER``), or None when tracing is off."""
+def request_span(tracer: Tracer | None, method: str, path: str,
+                 headers: Mapping[str, str] | None = None) -> object | None:
+    """A gateway request's span (``SpanKind.SERVER``), or None when tracing is off: a child of
+    the client's span when ``headers`` carry a valid ``traceparent``, else a new trace's root."""
     if tracer is None:
         return None
-    return tracer.start(f"{method} {path}", server=True, parent=None,
+    parent = tracer.remote_parent(headers) if headers else None
+    return tracer.start(f"{method} {path}", kind="server", parent=parent,
                         attributes=attrs.request_start(method, path))
 
 
@@ -121,14 +133,14 @@ class AttemptSpan:
         self._name = f"{attrs.OPERATION} {model}"
         self._base = {**attrs.attempt_start(provider, model, host), **extra}
         self._resent = 0
-        self._span = tracer.start(self._name, server=False, parent=parent, attributes=self._base)
+        self._span = tracer.start(self._name, kind="client", parent=parent, attributes=self._base)
 
     def retried(self, status: int | None) -> None:
         """The transport sends the request again (``status``: why; None: it was not reached)."""
         self._tracer.end(self._span, {}, error=str(status) if status else "unreachable")
         self._resent += 1
         self._span = self._tracer.start(
-            self._name, server=False, parent=self._parent,
+            self._name, kind="client", parent=self._parent,
             attributes={**self._base, attrs.RESEND_COUNT: self._resent})
 
     def finished(self, record: Mapping[str, object], *, error: str = "",
@@ -139,6 +151,26 @@ class AttemptSpan:
         if self._tracer.capture_content:
             values.update(attrs.content(sent, answer))
         self._tracer.end(self._span, values, error=error)
+
+
+class TurnSpan:
+    """The span of a turn sent outside a gateway request (a library or CLI turn, or the summary
+    request of a compaction): its attempts' spans are its children, and it is a child of the
+    current OpenTelemetry span, if any (an application's own)."""
+
+    __slots__ = ("_tracer", "span")
+
+    def __init__(self, tracer: Tracer, *, provider: str, model: str, session: str,
+                 purpose: str) -> None:
+        self._tracer = tracer
+        #: The handle its attempts' spans take as their parent.
+        self.span = tracer.start(f"{purpose or 'turn'} {model}", kind="internal", parent=None,
+                                 attributes=attrs.turn_start(provider, model, session, purpose))
+
+    def finished(self, outcome: str, *, error: str = "") -> None:
+        """End it: ``outcome`` as the request log says it (ok, error, cancelled …), ``error``
+        the ``error.type`` of a turn that failed."""
+        self._tracer.end(self.span, attrs.turn_end(outcome), error=error)
 
 
 def _capture(env: Mapping[str, str]) -> bool:

@@ -16,7 +16,7 @@ a header: neither log holds one.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import orjson
 
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 
 Value: TypeAlias = str | int | float | bool | Sequence[str] | Sequence[int]
 Attributes: TypeAlias = dict[str, Value]
+#: A span's ``SpanKind``: a gateway request, an upstream request, a turn of the library.
+Kind: TypeAlias = Literal["server", "client", "internal"]
 
 OPERATION = "chat"
 RESEND_COUNT = "http.request.resend_count"
@@ -109,6 +111,22 @@ def attempt_start(provider: str, model: str, host: str) -> Attributes:
     if host:
         out["server.address"] = host
     return out
+
+
+def turn_start(provider: str, model: str, session: str, purpose: str) -> Attributes:
+    """A turn's attributes (its attempts carry the GenAI operation and usage: a turn span has
+    no ``gen_ai.operation.name``, so nothing counts its tokens twice)."""
+    out: Attributes = {"gen_ai.provider.name": provider_name(provider),
+                       "gen_ai.request.model": model, f"{NS}.provider": provider}
+    if session:
+        out[f"{NS}.session.id"] = session
+    if purpose:
+        out[f"{NS}.purpose"] = purpose
+    return out
+
+
+def turn_end(outcome: str) -> Attributes:
+    return {f"{NS}.outcome": outcome}
 
 
 def attempt_end(record: Mapping[str, Any]) -> Attributes:

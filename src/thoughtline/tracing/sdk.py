@@ -6,7 +6,9 @@ sampler (``OTEL_TRACES_SAMPLER``), a ``BatchSpanProcessor`` (``OTEL_BSP_*``) and
 OTLP over HTTP/protobuf (``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, ``…_HEADERS``, ``…_TIMEOUT``,
 read by the exporter itself), or the console with ``OTEL_TRACES_EXPORTER=console``. The provider
 is this tracer's own, never installed as the global one: thoughtline does not take over an
-application's tracing. Knows no attribute names (``tracing.attributes`` does).
+application's tracing. A gateway request's incoming context is read by the process's propagator
+(``opentelemetry.propagate``: ``OTEL_PROPAGATORS``, by default W3C ``traceparent`` and
+``baggage``). Knows no attribute names (``tracing.attributes`` does).
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ import contextlib
 import sys
 from collections.abc import Mapping
 
-from opentelemetry import trace
+from opentelemetry import propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -25,9 +28,10 @@ from opentelemetry.sdk.trace.export import (
 )
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from thoughtline.tracing.attributes import Attributes
+from thoughtline.tracing.attributes import Attributes, Kind
 
 SCOPE = "thoughtline"
+KINDS = {"server": SpanKind.SERVER, "client": SpanKind.CLIENT, "internal": SpanKind.INTERNAL}
 
 
 class SdkTracer:
@@ -47,12 +51,17 @@ class SdkTracer:
         provider.add_span_processor(BatchSpanProcessor(_exporter(env)))
         return cls(provider, capture_content=capture_content)
 
-    def start(self, name: str, *, server: bool, parent: object | None,
+    def start(self, name: str, *, kind: Kind, parent: object | None,
               attributes: Attributes) -> object:
         context = trace.set_span_in_context(parent) if isinstance(parent, trace.Span) else None
-        return self._tracer.start_span(name, context=context,
-                                       kind=SpanKind.SERVER if server else SpanKind.CLIENT,
+        return self._tracer.start_span(name, context=context, kind=KINDS[kind],
                                        attributes=attributes)
+
+    def remote_parent(self, headers: Mapping[str, str]) -> object | None:
+        # Extracted into an empty context: a header that names no valid span must not leave
+        # the caller's current context standing in as the parent.
+        span = trace.get_current_span(propagate.extract(headers, context=Context()))
+        return span if span.get_span_context().is_valid else None
 
     def end(self, span: object, attributes: Attributes, *, error: str = "") -> None:
         if not isinstance(span, trace.Span):

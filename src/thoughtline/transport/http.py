@@ -199,6 +199,11 @@ class HttpTransport:
             self._clients[tls] = client
         return client
 
+    def warm(self, url: str) -> None:
+        """Make the client for ``url`` now (its imports and, for TLS, the CA store): a server's
+        start, so its first request does not pay for them."""
+        self._client_for(url)
+
     def pool_state(self) -> PoolState:
         """The connections of every client this transport made (a given client included)."""
         clients = [*self._clients.values(), *([self._given] if self._given else [])]

@@ -343,7 +343,8 @@ def _unmapped(messages: list[Message]) -> tuple[str, ...]:
 _LATE = {
     FALLBACK: "fallback blocks: a server-side fallback's marker, read only by the Anthropic "
               "route that made it",
-    COMPACTION: "compaction blocks: read only by the Anthropic route that made them",
+    COMPACTION: "compaction blocks: read only by the Anthropic route that made them (other "
+                "APIs get their summary as text)",
     TOOL_ADDITION: "tool_addition blocks: the tools they add are in tools",
     TOOL_REMOVAL: "tool_removal blocks: the tools they remove are left out of tools",
 }

@@ -168,6 +168,11 @@ class Anthropic(CodecBase):
         a fallback marker: anthropic-sdk-python beta_fallback_block_param)."""
         return value.get("type") in ISSUER_ONLY
 
+    def readable(self, value: Mapping[str, Any]) -> str | None:
+        """Hook: what another API gets of a block of ours (``codecs.foreign``): a compaction
+        block's summary; None for a block with no readable form."""
+        return compaction.summary_of(value)
+
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
         """Hook: on-demand compaction as the summarizer, where the model has it
         (platform.claude.com/docs/en/build-with-claude/compaction-on-demand)."""

@@ -95,3 +95,13 @@ def native_compaction(model: str, given_headers: Mapping[str, str] | None) -> (
 def is_block(part: object) -> TypeGuard[Opaque]:
     return (isinstance(part, Opaque) and part.namespace == NS
             and part.native[NS].get("type") == BLOCK)
+
+
+def summary_of(block: Mapping[str, Any]) -> str | None:
+    """A compaction block's readable summary (``content``; null: a failed compaction, which
+    the API treats as a no-op — the SDK's ``BetaCompactionBlockParam``), None for any other
+    block. What an API that cannot take the block gets in its place (``codecs.foreign``)."""
+    if block.get("type") != BLOCK:
+        return None
+    summary = block.get("content")
+    return summary if isinstance(summary, str) and summary.strip() else None

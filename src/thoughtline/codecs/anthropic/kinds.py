@@ -5,7 +5,8 @@ new one fails ``tests/codecs/test_face_kinds.py`` until someone decides, and ``d
 shows the table. The classes are ``codecs.face``'s (``MAPPED``, ``OWN``, ``MINTED``): an
 ``OWN`` block goes verbatim, in place, to an Anthropic upstream (issuer-scoped blocks only to the
 route that made them) and every other API gets nothing of it, the request log naming it in
-``dropped``. Data only.
+``dropped``. A ``compaction`` block goes verbatim to the route that made it, and every other
+upstream gets its readable summary as text in its place (``codecs.foreign``). Data only.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ BLOCKS: Mapping[str, str] = {
     "tool_addition": MAPPED,       # its tools join the tools other APIs are offered
     "tool_removal": MAPPED,        # its tools leave them
     "fallback": OWN,               # a server-side fallback's marker (beta types)
-    "compaction": OWN,
+    "compaction": MAPPED,          # to its issuer verbatim; elsewhere its summary as text
     "image": OWN,
     "document": OWN,
     "search_result": OWN,

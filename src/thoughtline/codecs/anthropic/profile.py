@@ -126,7 +126,14 @@ def platform_of(origin: Origin) -> str:
         return "bedrock"
     from thoughtline.routes.resolve import api_table
 
+    table = api_table("anthropic")
+    # With no host (a preset whose URL is built from a region) the provider id picks the row,
+    # as it does for the route itself (``codec.route_row``): else Bedrock's Messages row, which
+    # names a path, is missed and a host-less Bedrock target reads as a vendor's.
+    provider = origin.provider.strip().lower()
+    listed = None if origin.host else next((r for r in table.rows if provider in r.providers),
+                                           None)
     # An origin keeps only its host, not the URL path: treat the rows' path selectors as met.
-    row = api_table("anthropic").match(origin.provider, f"https://{origin.host}/anthropic"
-                                       if origin.host else None)
+    row = listed or table.match(origin.provider, f"https://{origin.host}/anthropic"
+                                if origin.host else None)
     return str(row.profile.get("platform", "vendor"))

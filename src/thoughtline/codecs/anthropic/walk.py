@@ -17,11 +17,11 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.anthropic import binding, compaction, models
 from thoughtline.codecs.anthropic.profile import AnthropicProfile
 from thoughtline.codecs.anthropic.wire import (
     CARRIED,
-    COMPACTION,
     CONTENT,
     IN_PLACE,
     ISSUER_ONLY,
@@ -136,6 +136,7 @@ def _tool_input(arguments: str) -> Any:
 
 
 def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain) -> Turn:
+    message = foreign.shown(message, NS)  # another API's items as their readable text
     profile = profile_of(plan, AnthropicProfile)
     blocks: list[Any] = []
     parts: list[int] = []
@@ -173,9 +174,8 @@ def _opaque_block(part: Opaque, plan: ReplayPlan, profile: AnthropicProfile) -> 
         return block if profile.replay == "signed" or plan.may_replay(part.origin) else None
     if _made_by(part.origin, plan):
         return block
-    summary = block.get("content") if block.get("type") == COMPACTION else None
-    return {"type": TEXT, TEXT: summary} if isinstance(summary, str) and summary.strip() \
-        else None
+    summary = compaction.summary_of(block)
+    return {"type": TEXT, TEXT: summary} if summary else None
 
 
 def in_place(message: Message) -> Mapping[str, Any] | None:

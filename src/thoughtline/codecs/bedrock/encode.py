@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.base import profile_of
 from thoughtline.codecs.bedrock.policy import Send, decide
 from thoughtline.codecs.bedrock.profile import BedrockProfile
@@ -81,6 +82,7 @@ def _tool_result(result: ToolResult) -> dict[str, Any]:
 
 
 def _assistant(message: Message, plan: ReplayPlan, in_loop: bool) -> Blocks:
+    message = foreign.shown(message, NS)  # another API's blocks as their readable text
     blocks: list[dict[str, Any]] = []
     fps: list[str] = []
     kept = 0  # blocks that are not reasoning

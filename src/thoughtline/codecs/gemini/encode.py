@@ -24,6 +24,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.base import profile_of
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.gemini.profile import GeminiProfile
@@ -150,7 +151,7 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
     # Interrupted turns lose their calls: they never ran and may be cut mid-arguments.
     calls = () if message.incomplete else message.tool_calls
     parts: list[dict[str, Any]] = []
-    text = message.text
+    text = foreign.shown(message, NS).text  # another API's blocks as their readable text
     if text:
         parts.append({"text": text})
     for index, call in enumerate(calls):

@@ -25,6 +25,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.base import (
     Context,
     Encoded,
@@ -38,7 +39,7 @@ from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.interactions import chain
 from thoughtline.codecs.interactions.chain import Turn  # (``Said.chain`` hides the module)
 from thoughtline.codecs.interactions.profile import InteractionsProfile
-from thoughtline.codecs.interactions.wire import CALL, OUTPUT, RESULT, SIG, THOUGHT, USER
+from thoughtline.codecs.interactions.wire import API, CALL, OUTPUT, RESULT, SIG, THOUGHT, USER
 from thoughtline.messages import (
     Message,
     Origin,
@@ -238,6 +239,7 @@ def _steps(message: Message, plan: ReplayPlan, sent: Sent) -> list[dict[str, Any
 
 
 def _answer(message: Message, plan: ReplayPlan, sent: Sent) -> list[dict[str, Any]]:
+    message = foreign.shown(message, API)  # another API's blocks as their readable text
     steps: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, Reasoning):

@@ -15,6 +15,7 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.base import Encoded, RequestSpec, Walk, profile_of
 from thoughtline.codecs.common import deep_merge, merge_params
 from thoughtline.codecs.flat import (
@@ -63,7 +64,7 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
     # An interrupted turn is replayed as plain text: its tool calls never ran (and may be cut
     # mid-arguments) and its opaque values may be cut before they were complete.
     calls = () if message.incomplete else message.tool_calls
-    text = message.text
+    text = foreign.shown(message, API).text  # another API's blocks as their readable text
     wire: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None}
     own = plan.may_replay(message.origin)
     if calls:
@@ -111,6 +112,8 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     if message.role == "tool":
         return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content}
                 for r in message.parts if isinstance(r, ToolResult)]
+    if not message.parts:  # an item only its own API reads (a sealed agent_message): nothing
+        return []
     return [{"role": message.role, "content": message.text}]
 
 

@@ -28,7 +28,9 @@ Owns parsing a client's ``POST /v1/responses`` body and headers into canonical t
   what it has a place for (``reasoning.effort`` → ``reasoning_effort``, ``max_output_tokens`` →
   ``max_tokens``, ``tool_choice`` in Chat terms …) and the rest is listed as dropped;
 - the session the client names: ``session-id``, else ``thread-id``, else ``prompt_cache_key``;
-- ``{"type": "compaction_trigger"}`` as the last input item (Codex's remote compaction).
+- ``{"type": "compaction_trigger"}`` as the last input item (Codex's remote compaction);
+- a Codex multi-agent ``agent_message`` item → a ``user`` message of its readable text, the
+  item verbatim on it (``agents``: only OpenAI reads its ``encrypted_content``).
 
 Rendering answers is ``reply``'s. Pure functions; no I/O.
 
@@ -52,6 +54,8 @@ from thoughtline.codecs.face import (
     Minted,
     is_minted,
 )
+from thoughtline.codecs.openai_responses import agents
+from thoughtline.codecs.openai_responses.agents import AGENT_MESSAGE
 from thoughtline.codecs.openai_responses.decode import call_part, message_parts, reasoning_part
 from thoughtline.codecs.openai_responses.kinds import TEXT_PARTS, dropped_item, dropped_part
 from thoughtline.codecs.openai_responses.tools import (
@@ -270,6 +274,12 @@ class _Walk:
             self.flush()
             self._add(_message(item, role, where, self.dropped))
             return
+        if kind == AGENT_MESSAGE:  # what its recipient is told: a user message (``agents``)
+            self.flush()
+            self._add(agents.as_message(item))
+            if agents.sealed(item):
+                self.dropped.append(agents.DROPPED)
+            return
         if self._results:
             self.flush()
         if kind == COMPACTION:
@@ -286,7 +296,7 @@ class _Walk:
                                          param=f"{where}.arguments") from None
         elif kind == CUSTOM_CALL:
             self._assistant.append(_custom_call(item))
-        else:  # kinds.OWN (web_search_call, agent_message …): verbatim, in place
+        else:  # kinds.OWN (web_search_call, program …): verbatim, in place
             self.dropped.append(dropped_item(kind))
             self._assistant.append(Opaque(native={NS: item}))
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from thoughtline import platforms
 from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson
-from thoughtline.codecs.openai_responses import compaction, rejections
+from thoughtline.codecs.openai_responses import agents, compaction, rejections
 from thoughtline.codecs.openai_responses.decode import decode_response, native_problem
 from thoughtline.codecs.openai_responses.encode import (
     OWNED,
@@ -78,6 +78,11 @@ class OpenAIResponses(CodecBase):
     def position_critical(self, value: Mapping[str, Any]) -> bool:
         """Hook: an item that must stay where it is (compaction, branching, the tail walk)."""
         return value.get("type") in compaction.POSITION_CRITICAL
+
+    def readable(self, value: Mapping[str, Any]) -> str | None:
+        """Hook: what another API gets of an item of ours (``codecs.foreign``): a model's
+        ``agent_message`` as its text; None for the others (a ``compaction`` item is sealed)."""
+        return agents.readable(value) or None if agents.is_item(value) else None
 
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction:
         """Hook: server-side compaction (a ``compaction_trigger`` input item:

@@ -11,7 +11,11 @@ those. A route that reads only some fields of a reasoning item (the profile's
 ``encrypted_content`` the provider could not decrypt (``bare_fingerprint``) goes back without
 it, its id, summary and place kept. A readable-only reasoning item (``reasoning_text``, no
 ``encrypted_content``: relays without encryption) goes back at the head of its turn, as those
-relays expect. Nothing of ours reaches the wire.
+relays expect. Nothing of ours reaches the wire. An item OpenAI sealed for the client whose
+issuer the gateway never saw (a multi-agent ``agent_message``, a ``compaction`` item the client
+kept) goes only to a route that is OpenAI's own API (``openai_sealed``); any other server gets an
+``agent_message`` as the user message its recipient can read (``agents``), and a compaction item
+not at all. Another API's blocks arrive as their readable text (``codecs.foreign``).
 
 A turn's input items depend on the turn and the plan only, so the API's turn encoder
 (``TURNS``, ``codecs.flat``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
@@ -26,10 +30,11 @@ from typing import Any
 
 import orjson
 
+from thoughtline.codecs import foreign
 from thoughtline.codecs.base import Encoded, RequestSpec, Walk, profile_of
 from thoughtline.codecs.common import merge_params
 from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns, cached_body, counted
-from thoughtline.codecs.openai_responses import compaction
+from thoughtline.codecs.openai_responses import agents, compaction
 from thoughtline.codecs.openai_responses.decode import TEXT_KEYS
 from thoughtline.codecs.openai_responses.profile import ResponsesProfile
 from thoughtline.codecs.openai_responses.tools import (
@@ -82,6 +87,8 @@ _RENAMED = {"max_tokens": "max_output_tokens", "max_completion_tokens": "max_out
 #: out. ``store`` and ``include`` are how encrypted reasoning comes back to be replayed.
 OWNED = frozenset({"model", "input", "tools", "stream", "store", "include",
                    "previous_response_id", "conversation"})
+#: Items OpenAI seals for a client whose issuer a client's copy does not name (``agents``).
+_SEALED_KINDS = frozenset({agents.AGENT_MESSAGE, compaction.ITEM})
 
 
 def origins_of(history: Iterable[Message]) -> dict[str, Origin]:
@@ -246,7 +253,17 @@ def _call_item(call: ToolCall, own: bool, plan: ReplayPlan) -> dict[str, Any]:
     return _with_id(item, own, plan)
 
 
+def _sendable_opaque(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) -> bool:
+    """An item of no canonical meaning, verbatim. One OpenAI sealed whose issuer the gateway
+    never saw (a client's own ``compaction`` or ``agent_message``) goes to OpenAI only."""
+    if (origin is None and item.get("type") in _SEALED_KINDS
+            and not profile_of(plan, ResponsesProfile).openai_sealed):
+        return False
+    return _sendable(item, origin, plan)
+
+
 def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    message = foreign.shown(message, API)  # another API's blocks as their readable text
     out: list[dict[str, Any]] = []
     own = plan.may_replay(message.origin)
     cut = message.incomplete
@@ -284,9 +301,12 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
                 out.append(_call_item(part, own, plan))
         elif isinstance(part, Opaque):
             item = part.native.get(NS)
-            if item is not None and not cut and _sendable(item, part.origin or message.origin,
-                                                          plan):
+            if item is None or cut:
+                continue
+            if _sendable_opaque(item, part.origin or message.origin, plan):
                 out.append(item)
+            elif agents.readable(item):  # a model's agent_message, to a route not its issuer
+                out.append(_plain_message(agents.readable(item)))
     flush()
     # Readable-only reasoning goes back at the head of its turn, where the relays that send it
     # expect it; without it there the model loops on tool calls (NousResearch/hermes-agent
@@ -334,14 +354,18 @@ def encode_message(message: Message, plan: ReplayPlan) -> Sequence[Mapping[str, 
         return own
     carried = message.native.get(NS)
     if not is_map(carried):
-        return _own_message(message, {})
+        return _own_message(message, {}, plan)
     # a client's additional_tools items ride on the message next to them: in place, verbatim
-    return [*(carried.get("before") or ()), *_own_message(message, carried),
+    return [*(carried.get("before") or ()), *_own_message(message, carried, plan),
             *(carried.get("after") or ())]
 
 
-def _own_message(message: Message, carried: Mapping[str, Any]) -> Sequence[Mapping[str, Any]]:
+def _own_message(message: Message, carried: Mapping[str, Any],
+                 plan: ReplayPlan) -> Sequence[Mapping[str, Any]]:
     item = carried.get("item")
+    if agents.is_item(item) and not profile_of(plan, ResponsesProfile).openai_sealed:
+        # only OpenAI takes the item: any other server gets what its recipient can read
+        return [{"role": "user", "content": message.text}] if message.text else []
     if is_map(item) and item.get("type") not in (None, MESSAGE):
         return [item]  # an input item of the client's own (a compaction_trigger), verbatim
     if message.role == "tool" or any(isinstance(p, ToolResult) for p in message.parts):

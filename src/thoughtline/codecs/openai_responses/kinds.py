@@ -7,8 +7,8 @@ classified here, so a new one fails a test until someone decides
 - ``MAPPED``: it has a canonical meaning (a message, reasoning, a call, its output, tools),
   so every upstream gets it in its own terms;
 - ``OWN``: no canonical meaning: it goes verbatim, in its place, to a Responses upstream
-  only (an issuer-scoped value such as a provider's own ``compaction`` or ``agent_message``
-  goes only where the replay scope allows), and every other upstream gets nothing of it — the
+  only (an issuer-scoped value such as a provider's own ``compaction`` goes only where the
+  replay scope allows), and every other upstream gets nothing of it — the
   request log names it in ``dropped`` as ``input[<type>]`` or ``content[<type>]``;
 - ``MINTED``: a value of the gateway's own (a minted ``reasoning`` or ``compaction``
   ``encrypted_content``) is verified and expanded, never sent on.
@@ -37,7 +37,7 @@ ITEMS: Mapping[str, str] = {
     "additional_tools": MAPPED,      # its tools join the request's; the item rides in place
     "compaction_trigger": MAPPED,    # the gateway compacts (a Responses upstream compacts itself)
     "compaction": MINTED,            # a provider's own goes verbatim to its issuer only
-    "agent_message": OWN,            # Codex multi-agent v2: encrypted, OpenAI-readable only
+    "agent_message": MAPPED,         # a user message; the item verbatim to OpenAI only (agents)
     "item_reference": OWN,
     "configuration_update": OWN,
     "program": OWN,

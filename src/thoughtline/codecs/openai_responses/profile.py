@@ -42,7 +42,10 @@ class ResponsesProfile(Profile):
     no encrypted content (readable ``reasoning_text`` items: DeepSeek, OpenRouter raw CoT);
     ``params`` are the reasoning request parameters the route takes (``effort``, ``summary``,
     ``context``, ``mode``); ``context`` is the default ``reasoning.context`` for this model
-    ("" = none sent); ``scope`` bounds where encrypted items may go.
+    ("" = none sent); ``scope`` bounds where encrypted items may go. ``openai_sealed``: the
+    route is OpenAI's own API, which reads what OpenAI seals for Codex where the gateway never
+    saw the issuer (a multi-agent ``agent_message``'s ``encrypted_content``, a ``compaction``
+    item the client kept): no other route gets those (``agents``).
     """
 
     stateless: bool = True
@@ -53,6 +56,7 @@ class ResponsesProfile(Profile):
     context: str = ""
     scope: Scope = "model"
     reasoning_keys: frozenset[str] = frozenset()
+    openai_sealed: bool = False
 
     def narrowed(self, verdicts: Sequence[Verdict]) -> ResponsesProfile:
         dropped: set[str] = set()
@@ -103,6 +107,8 @@ class ResponsesProfile(Profile):
             lines.append("reasoning items carry only: " + ", ".join(sorted(self.reasoning_keys)))
         if self.phase:
             lines.append("replayed: the assistant message phase (commentary / final_answer)")
+        if self.openai_sealed:
+            lines.append("replayed: items OpenAI sealed for a client (agent_message, compaction)")
         switches = [s for s, on in (("store=false", self.stateless),
                                     ("include=[reasoning.encrypted_content]", self.include))
                     if on]
@@ -150,7 +156,7 @@ def profile_of(row: ApiRow, model: str) -> ResponsesProfile:
             plain_reasoning=bool(raw.get("plain_reasoning", False)),
             params=frozenset(str(p) for p in raw.get("params", ("effort",))),
             context=context, scope=scope,  # type: ignore[arg-type]
-            reasoning_keys=keys)
+            reasoning_keys=keys, openai_sealed=bool(raw.get("openai_sealed", False)))
     except (TypeError, ValueError, re.error) as exc:
         raise ConfigError(f"{API} route row {row.id!r}: bad profile data ({exc})") from exc
 
