@@ -1,4 +1,4 @@
-"""``thoughtline routes`` through the real entry point (design.md §3.2), in a throwaway home."""
+"""``thoughtline routes`` through the real entry point (docs/cli.md), in a throwaway home."""
 
 from __future__ import annotations
 

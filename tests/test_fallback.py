@@ -59,8 +59,8 @@ CEREBRAS_RC = ('{"message":"messages.2.assistant.reasoning_content: property '
 CEREBRAS_R = CEREBRAS_RC.replace("reasoning_content", "reasoning")
 RELAY_RD = "Extra inputs are not permitted, field: 'messages[1].reasoning_details'"
 RELAY_RD_JSON = compact({"error": {"message": RELAY_RD, "type": "invalid_request_error"}})
-# The relay phrases of provider-contracts §9 come without a full body; these carry each phrase in
-# the shape such a relay would use.
+# The relay phrases (codecs/openai_chat/rejections.py WORDINGS) come without a full body; these
+# carry each phrase in the shape such a relay would use.
 NO_SUCH_FIELD = compact({"error": {"message": "no such field: messages[3].reasoning_content"}})
 UNKNOWN_FIELD = compact({"error": {"message": 'json: unknown field "reasoning_details"'}})
 UNRECOGNIZED_RC = compact({"error": {

@@ -1,4 +1,4 @@
-"""The canonical message model and its lossless JSON form (design.md §2)."""
+"""The canonical message model and its lossless JSON form (docs/design.md)."""
 
 from __future__ import annotations
 

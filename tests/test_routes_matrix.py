@@ -1,8 +1,8 @@
-"""The route table against provider-contracts.md §1–§4, as a route × carrier matrix.
+"""The route table against the providers' public docs, as a route × carrier matrix.
 
-Every expectation below is restated from the contract document (rows, pinned consequences,
-must-echo families, keep-thinking flags, native carriers), never read back from the table, so a
-change to ``table.toml`` that breaks a contract fails here.
+Every expectation below is restated from the providers' documented contracts (rows, pinned
+consequences, must-echo families, keep-thinking flags, native carriers), never read back from the
+table, so a change to ``table.toml`` that breaks a contract fails here.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ RC_R = frozenset({RC, R})
 RC_RD = frozenset({RC, RD})
 RC_R_RD = frozenset({RC, R, RD})
 
-# --- §1: the rows, restated from the contract -----------------------------------------------------
+# --- the rows, restated from the providers' docs and recordings (tests/fixtures/SOURCES.md) ------
 
 CONTRACT_ROWS: list[tuple[frozenset[str], list[str], list[str]]] = [
     (NONE, ["mistral", "groq", "sambanova"],
      ["mistral.ai", "groq.com", "sambanova.ai", "hunyuan.cloud.tencent.com"]),
-    # §1 puts Cerebras in row 1; the evidence (a recorded accepted replay of `reasoning`, public
-    # reports that only `reasoning_content` is rejected) gives it `reasoning` alone.
+    # Cerebras was once listed as strict; the evidence (a recorded accepted replay of `reasoning`,
+    # public reports that only `reasoning_content` is rejected) gives it `reasoning` alone.
     (frozenset({R}), ["cerebras"], ["cerebras.ai"]),
     (RC_ONLY, ["fireworks"], ["fireworks.ai"]),
     (RC_R_RD, ["openrouter", "kilocode", "ai-gateway", "nous"],
@@ -130,7 +130,7 @@ def test_rows_are_checked_in_order_first_match_wins() -> None:
     ("openai", False), ("deepseek", True), ("kimi", True), ("zai", False), ("xai", False),
 ])
 def test_a_vendor_pointed_at_loopback_keeps_its_route(provider: str, must_echo: bool) -> None:
-    # design.md §3.2: --base-url keeps the provider id, so its route rules still apply (this is
+    # docs/cli.md: --base-url keeps the provider id, so its route rules still apply (this is
     # how a real route is aimed at a loopback emulator).
     for url in (None, "http://127.0.0.1:9001/v1"):
         route = resolve(provider, url)
@@ -250,7 +250,7 @@ def test_cgnat_boundaries() -> None:
     assert not is_local_endpoint("")
 
 
-# --- §2: must-echo families -----------------------------------------------------------------------
+# --- must-echo families (api-docs.deepseek.com, platform.kimi.ai, platform.xiaomimimo.com) --------
 
 MUST_ECHO = [
     # kimi: provider id or host only
@@ -321,7 +321,7 @@ def test_echo_always_opts_in(provider: str, url: str | None, model: str, padded:
     assert replay.plan(route).profile.pad is padded
 
 
-# --- §3: keep-thinking body fields ----------------------------------------------------------------
+# --- keep-thinking body fields (docs.z.ai thinking-mode, Alibaba Model Studio deep-thinking) -----
 
 GLM_KEEP = {"thinking": {"type": "enabled", "clear_thinking": False}}
 DASHSCOPE_PRESERVE = {"preserve_thinking": True}
@@ -385,7 +385,7 @@ def test_keep_thinking_fields_merge_with_caller_params() -> None:
     assert dict(resolve("zai", None, "glm-4.7").profile.body_extras) == GLM_KEEP
 
 
-# --- §4: provider-native carriers -----------------------------------------------------------------
+# --- provider-native carriers (Gemini OpenAI compatibility, GitHub Copilot) -----------------------
 
 GEMINI_HOST = "generativelanguage.googleapis.com"
 NATIVE_CASES = [

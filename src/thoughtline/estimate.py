@@ -4,7 +4,7 @@ Owns the pricing rule shared by the preflight check ("should we compact before t
 the compaction tail walk ("how much tail fits?"): encode the history with the session's own codec
 and replay plan, exactly as the turn engine would send it (opaque carriers, pads, tools and body
 fields included; what the route never receives costs nothing), serialize it, and count — CJK about
-one token per code point, everything else UTF-8 bytes / 4 (provider-contracts §10). Both callers
+one token per code point, everything else UTF-8 bytes / 4 (docs/compaction.md). Both callers
 go through ``Estimator.price``, so they cannot disagree and compaction cannot loop.
 
 It also owns the per-route calibration (the ratio between what the provider reported as prompt

@@ -82,8 +82,9 @@ class ReplayPlan:
 
 def foreign_compactions(history: Sequence[Message], route: Route) -> list[str]:
     """The providers whose native compaction blocks in ``history``'s checkpoints ``route`` will
-    not get: a compaction is readable only by the provider that produced it (provider-updates
-    §4b, §4c), so another route gets the checkpoint's summary text instead. For the request log."""
+    not get: a compaction is readable only by the provider that produced it
+    (developers.openai.com/api/docs/guides/compaction; the Anthropic compaction-on-demand page), so
+    another route gets the checkpoint's summary text instead. For the request log."""
     out = []
     for message in history:
         own = message.native.get("thoughtline")
@@ -128,8 +129,9 @@ def loop_start(history: Sequence[Message]) -> int:
     """Index of the first turn of the current tool loop.
 
     "In-loop" is every assistant turn after the last user message that is not only tool results
-    (provider-contracts §5); a history with no such user message is all in the loop. A resumed
-    history is read from its stored facts (``TurnFacts.opens``), decoding nothing.
+    (docs.anthropic.com/en/docs/build-with-claude/extended-thinking); a history with no such user
+    message is all in the loop. A resumed history is read from its stored facts
+    (``TurnFacts.opens``), decoding nothing.
     """
     if isinstance(history, Joined | StoredHistory) and not history.decoded:
         for index in range(len(history) - 1, -1, -1):

@@ -1,8 +1,8 @@
 """A resumed Anthropic session's request reads exactly as the ordinary load's (decode, then
 encode) wherever its turns sit: a native compaction block in its checkpoint, a turn-scoped
-``system`` message kept inside ``messages`` (provider-updates §1a, §4c), among thinking kept and
-dropped by the loop rule, stamps right and wrong on a model that binds blocks, learned
-fingerprints and ``drop_block``.
+``system`` message kept inside ``messages`` (preserved-thinking prefix-checks page;
+docs/claude-code.md), among thinking kept and dropped by the loop rule, stamps right and wrong on a
+model that binds blocks, learned fingerprints and ``drop_block``.
 
 "Reads as" is what the core and the API see of a request: its bytes, the request log's line, the
 prefix digest its answer is stamped with, and the lesson of a rejection or a report naming any
@@ -147,7 +147,8 @@ def test_an_own_compaction_block_goes_back_in_its_place_after_a_resume(
         body = resumed.request_bytes([PENDING], stream=True)
         assert body == _ordinary(store, session.id, [PENDING])[0]
     first, second = orjson.loads(body)["messages"][:2]
-    # Its own block, alone, verbatim, in the assistant turn the API returned it in (§4c) …
+    # Its own block, alone, verbatim, in the assistant turn the API returned it in
+    # (compaction-on-demand page) …
     assert first == {"role": "assistant", "content": [
         {"type": "compaction", "content": "summary 1", "signature": "csig-1"}]}
     # … another provider's checkpoint goes as its summary text.

@@ -319,9 +319,9 @@ def test_the_log_and_the_hooks_read_a_spliced_request_as_the_ordinary_one(
 
 def test_a_chain_cut_that_moved_falls_back_byte_identical(tmp_path: Path) -> None:
     # Fable 5.1 after a rejection: a rejected block cuts the chain once a block has gone out
-    # before it (§5). The forms were stored while the API could drop blocks itself (nothing
-    # stale): turn 1 kept, so turn 3's rejected block cut the chain. Now it may not: stamped
-    # under another prefix turn 1 is stale, so no block has gone out when turn 3's rejected
+    # before it (preserved-thinking page). The forms were stored while the API could drop blocks
+    # itself (nothing stale): turn 1 kept, so turn 3's rejected block cut the chain. Now it may not:
+    # stamped under another prefix turn 1 is stale, so no block has gone out when turn 3's rejected
     # block comes, and its next block does go: no stored form of turn 3 has that chain before
     # it, and the request is encoded from the turns.
     with open_store(tmp_path / "state.db", tmp_path) as store:

@@ -1,4 +1,4 @@
-"""Late-2026 Anthropic blocks in the codec and the emulator (provider-updates §5c).
+"""Late-2026 Anthropic blocks in the codec and the emulator (anthropic-sdk-python 2.17 beta types).
 
 The whole decode and the stream fold agree on a fallback turn (answering model, per-part
 models); a compaction block goes only to the host that made it, its summary elsewhere; one with

@@ -2,9 +2,9 @@
 
 Whatever a history holds — reasoning of every kind from Claude on Anthropic or Bedrock, GPT-5.6,
 gpt-oss, DeepSeek-R1, Kimi K3, complete or cut off — each target model receives only what its
-policy allows (provider-contracts §7, provider-updates §1c), the conversation has the shape
-Converse accepts, the stored history is unchanged, and the body survives the store round trip
-byte for byte.
+policy allows (docs/providers.md "Bedrock"; sources in routes/bedrock.toml), the conversation has
+the shape Converse accepts, the stored history is unchanged, and the body survives the store round
+trip byte for byte.
 """
 
 from __future__ import annotations

@@ -41,7 +41,7 @@ SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
                                            HealthCheck.function_scoped_fixture])
 QUESTION = user("and next?")
-#: The Converse wordings ``rejections`` reads that name no place (provider-updates §1c, PC §7).
+#: The Converse wordings ``rejections`` reads that name no place (sources in routes/bedrock.toml).
 WORDINGS = (
     "Invalid `signature` in `thinking` block",
     "Invalid 'data' in 'redacted_thinking' block",

@@ -3,7 +3,8 @@ against the loopback Bedrock emulator, before and after ``chat -r`` in a fresh p
 
 The emulator enforces each model family's documented replay rules (it refuses with the real
 wording), so "accepted on every request" is the first check; the second is that each model
-received exactly what its policy allows (provider-contracts §7, provider-updates §1c).
+received exactly what its policy allows (docs/providers.md "Bedrock"; sources in
+routes/bedrock.toml).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The top-level command: help, version, usage errors, and the lazy fast path (design.md §3.2)."""
+"""The top-level command: help, version, usage errors, and the lazy fast path (docs/cli.md)."""
 
 from __future__ import annotations
 

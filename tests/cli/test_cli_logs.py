@@ -92,7 +92,7 @@ def test_logs_hold_no_text_no_key_no_headers(history: History) -> None:
         for secret in (MARKER, "zebra-7731", "Scripted answer", "the last message is", KEY,
                        "Bearer", "authorization"):
             assert secret.encode() not in blob, secret
-    # Owner-only permissions (design.md §3.1).
+    # Owner-only permissions (docs/configuration.md).
     assert stat.S_IMODE(log_dir.stat().st_mode) == 0o700
     for path in log_dir.iterdir():
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path

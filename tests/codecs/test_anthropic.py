@@ -2,7 +2,9 @@
 ``tests/fixtures/SOURCES.md``): whole and streamed responses fold to the same Message, the
 recorded turn-2 requests are reproduced block for block (compared as bytes), and the replay
 policy, signature scope, thinking parameters, endpoints and rejection lessons behave as
-provider-contracts §5 / provider-updates §1a say.
+the extended-thinking and preserved-thinking pages
+(docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
+platform.claude.com/docs/en/build-with-claude/preserved-thinking) say.
 """
 
 from __future__ import annotations
@@ -588,7 +590,7 @@ def test_headers_pass_the_clients_version_through_and_add_the_betas_a_model_need
     assert headers["anthropic-beta"] == "files-api-2025-04-14,thinking-binding-controls-2026-08-01"
     bedrock = CODEC.endpoint(_provider("bedrock-anthropic", region="eu-west-1"),
                              "claude-opus-4-1", stream=False).headers
-    assert "anthropic-version" not in bedrock  # not pinned on Bedrock (§1a)
+    assert "anthropic-version" not in bedrock  # not pinned on Bedrock (inference-messages-api)
     assert bedrock["anthropic-beta"] == "interleaved-thinking-2025-05-14"
 
 

@@ -1,7 +1,8 @@
 """The Bedrock Converse codec on real recorded traffic (tests/fixtures/bedrock; see SOURCES.md).
 
 Expectations come from the recordings (what Bedrock returned, what a client replayed and Bedrock
-accepted with 200) and from provider-contracts §7 / provider-updates §1c; never from the codec's
+accepted with 200) and from the ReasoningContentBlock reference and the public threads in
+src/thoughtline/routes/bedrock.toml; never from the codec's
 own output. Opaque values are compared as bytes.
 """
 
@@ -408,7 +409,8 @@ def test_anthropic_origin_claude_thinking_replays_on_bedrock_for_the_same_model(
     blocks = _reasoning_blocks(encode([user("q"), turn, user("n")], CLAUDE_45))
     assert b(blocks) == b([{"reasoningText": {"text": "t", "signature": "Esig"}},
                            {"redactedContent": base64.b64encode(b"EmRk").decode()}])
-    # Another Claude model cannot verify it (PC §5: blocks from a different model fail).
+    # Another Claude model cannot verify it (extended-thinking page: blocks from a different
+    # model fail).
     other = "us.anthropic.claude-opus-4-6-v1"
     assert _reasoning_blocks(encode([user("q"), turn, user("n")], other)) == []
     assert claude_key(CLAUDE_45) == claude_key("claude-sonnet-4-5@20250929")
@@ -583,7 +585,7 @@ def _as_unknown(turn: Message) -> Message:
     ("text", "claude", {"reasoningText"}),
     ("deepseek", "claude", {"reasoningContent"}),
     ("region", "claude-redacted", {"redactedContent"}),
-    # provider-updates §1c: the redacted-content wording was not found; the family's wording
+    # No public source gives the redacted-content wording; the family's wording
     # naming the field is read the same way (design for both outcomes).
     ("redacted", "claude-redacted", {"redactedContent"}),
 ])

@@ -6,7 +6,7 @@ and adaptive thinking on Converse, and a regional inference-profile id
 (``apne1.anthropic.claude-sonnet-4-5…``) parsed on Bedrock but not on Anthropic. Each case here
 asks both codecs for the request they would send and expects the same thinking mode from each.
 
-Expected modes (provider-updates.md §1a and the Haiku 5.5 "what's new" page: adaptive thinking is
+Expected modes (the adaptive-thinking docs and the Haiku 5.5 "what's new" page: adaptive thinking is
 new in Haiku 5.5 relative to Haiku 4.5; Opus/Sonnet 4.6 adaptive; Claude 3.7 and 4.x manual;
 Claude 3.5 and older no extended thinking) are written here, not read from the table.
 """

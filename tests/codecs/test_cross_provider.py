@@ -1,10 +1,12 @@
 """The cross-provider policy: signed or encrypted reasoning goes back only to the model that
 made it.
 
-Signatures and encrypted items are bound to the model that produced them (provider-contracts §5:
-"blocks from a different model" fail verification; §6: Gemini signatures are scoped to the same
-model; §4: Copilot's opaque blob belongs to its model). When a session changes model, the earlier
-turns' opaque values stay home and their readable text travels in the plain carriers instead.
+Signatures and encrypted items are bound to the model that produced them
+(docs.anthropic.com/en/docs/build-with-claude/extended-thinking: "blocks from a different model"
+fail verification; ai.google.dev/gemini-api/docs/thought-signatures: Gemini signatures are scoped to
+the same model; opencode's Copilot chat model: Copilot's opaque blob belongs to its model). When a
+session changes model, the earlier turns' opaque values stay home and their readable text travels in
+the plain carriers instead.
 """
 
 from __future__ import annotations

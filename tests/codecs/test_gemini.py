@@ -1,7 +1,8 @@
 """The Gemini native codec on every recorded Gemini exchange (tests/fixtures/gemini, SOURCES.md).
 
 Expectations come from the recordings (what Gemini sent, what a client replayed and Gemini
-accepted with a 200) and from provider-contracts §6 / provider-updates §1b; never from the codec's
+accepted with a 200) and from ai.google.dev/gemini-api/docs/thought-signatures and the Vertex
+thought-signatures page; never from the codec's
 own output. Opaque values are compared as bytes.
 """
 

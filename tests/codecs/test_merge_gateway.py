@@ -1,7 +1,7 @@
-"""The Merge Gateway carrier (issue 28 item 6; provider-updates §4e): its OpenAI surface returns
+"""The Merge Gateway carrier (issue 28 item 6): its OpenAI surface returns
 the reasoning in ``message.thinking`` with ``message.thinking_signature``
-(docs.merge.dev/merge-gateway/capabilities/reasoning, hermes-agent#101392), and both go back as
-received to the model that made them. A route row and a native carrier of the route table.
+(docs.merge.dev/merge-gateway/capabilities/reasoning, NousResearch/hermes-agent#101392), and both go
+back as received to the model that made them. A route row and a native carrier of the route table.
 
 SYNTHETIC: no public recording of a Merge Gateway answer exists; the bodies below follow the
 documented field names and the Chat Completions envelope."""

@@ -1,7 +1,8 @@
 """The Chat Completions codec on real recorded traffic (tests/fixtures, sources in SOURCES.md).
 
 Expectations come from the fixtures themselves (what the provider sent, what a client replayed and
-the provider accepted) and from provider-contracts.md; never from the codec's own output.
+the provider accepted) and from the providers' public docs and recorded replays
+(tests/fixtures/SOURCES.md); never from the codec's own output.
 """
 
 from __future__ import annotations
@@ -381,7 +382,8 @@ def test_vercel_gateway_gemini_replay_contains_the_recorded_items() -> None:
     _, _, body = encode_on([user("q"), _fold(GEMINI_GATEWAY).message], "ai-gateway", None,
                            "google/gemini-3-pro-preview")
     (ours,) = assistants(body)
-    # The array is replayed unmodified (contract §8); the recorded client sent a subset of it.
+    # The array is replayed unmodified (openrouter.ai/docs/guides/best-practices/reasoning-tokens);
+    # the recorded client sent a subset of it.
     for item in recorded[RD]:
         assert item in ours[RD]
     assert [i["type"] for i in ours[RD]] == ["reasoning.text", "reasoning.encrypted"]
@@ -484,7 +486,7 @@ def test_gemini_compat_signature_goes_back_only_to_gemini() -> None:
 
 
 # SYNTHETIC: the Gemini 3 per-tool-call placement has no recording (SOURCES.md "Gaps"); this body
-# is hand-written from provider-contracts.md §4.
+# is hand-written from ai.google.dev/gemini-api/docs/openai (thought signatures on tool calls).
 SYNTHETIC_GEMINI3_TOOL_SIGNATURE = {
     "id": "synthetic-gemini3-1",
     "object": "chat.completion",
@@ -606,10 +608,12 @@ def test_zai_request_keeps_thinking_and_replays_rc() -> None:
 # --- GitHub Copilot -------------------------------------------------------------------------------
 
 # SYNTHETIC streams: no real Copilot chat recording carries reasoning_text / reasoning_opaque
-# (tests/fixtures/SOURCES.md, "Gaps"). Hand-written from provider-contracts.md §4: the latest opaque
-# blob wins, reasoning_text is concatenated, the opaque value may arrive after text has started,
-# Gemini on Copilot signs tool calls in function.thought_signature, Claude 5 may send only the blob.
-SYNTHETIC_LABEL = ": SYNTHETIC - hand-written per provider-contracts.md section 4, not a recording"
+# (tests/fixtures/SOURCES.md, "Gaps"). Hand-written from opencode's Copilot chat model
+# (packages/opencode/src/provider/sdk/copilot/chat/openai-compatible-chat-language-model.ts): the
+# latest opaque blob wins, reasoning_text is concatenated, the opaque value may arrive after text
+# has started, Gemini on Copilot signs tool calls in function.thought_signature, Claude 5 may send
+# only the blob.
+SYNTHETIC_LABEL = ": SYNTHETIC - hand-written from public Copilot client code, not a recording"
 
 
 def _synthetic_sse(stream_id: str, *deltas: dict[str, Any], finish: str | None = None) -> str:

@@ -1,5 +1,6 @@
 """The OpenAI Responses codec on real recorded traffic (tests/fixtures/openai-responses, sources in
-tests/fixtures/SOURCES.md) and on the documented facts (provider-updates.md §1d).
+tests/fixtures/SOURCES.md) and on the documented facts
+(developers.openai.com/api/docs/guides/reasoning).
 
 Expectations come from the recordings: what the provider returned, what a client replayed next and
 the provider accepted (200), and the real 400 bodies. Opaque values are compared as bytes
@@ -256,7 +257,7 @@ def test_unknown_items_are_opaque_and_replayed_in_place() -> None:
 @pytest.mark.parametrize("name", STREAMS)
 def test_stream_folds_to_the_final_response_with_the_done_items(name: str) -> None:
     """Every recorded stream folds to the message its final response describes — except that an
-    item's final form is its ``output_item.done`` (provider-updates §1d): OpenAI re-encrypts a
+    item's final form is its ``output_item.done`` (the reasoning guide): OpenAI re-encrypts a
     reasoning item in ``response.completed`` and OpenRouter renames its id there."""
     for events in streams(name):
         folded, deltas = fold(events)

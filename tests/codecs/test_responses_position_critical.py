@@ -1,6 +1,6 @@
-"""Position-critical Responses items (issue 28 item 4; provider-updates §4b): ``program`` items
-with their ``fingerprint``, ``configuration_update`` items and server-side ``compaction`` items
-are kept verbatim and go back unchanged, in their original position, only to the service and
+"""Position-critical Responses items (issue 28 item 4; openai-python types/responses): ``program``
+items with their ``fingerprint``, ``configuration_update`` items and server-side ``compaction``
+items are kept verbatim and go back unchanged, in their original position, only to the service and
 model that produced them; anywhere else they stay home (a Chat route gets nothing of them).
 
 SYNTHETIC: no public recording of these items exists; the shapes follow the documented field

@@ -23,7 +23,7 @@ def deepseek_key(monkeypatch: pytest.MonkeyPatch) -> str:
 @pytest.fixture(scope="module")
 def emu() -> Iterator[ChatEmulator]:
     """DeepSeek-like: ``reasoning_content`` on every reply, 400 when a tool-call turn comes back
-    without it (the must-echo rule, provider-contracts §2)."""
+    without it (the must-echo rule, api-docs.deepseek.com/guides/thinking_mode)."""
     with ChatEmulator("deepseek") as emulator:
         yield emulator
 

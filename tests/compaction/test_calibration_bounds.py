@@ -33,7 +33,7 @@ def anthropic(monkeypatch: pytest.MonkeyPatch) -> Iterator[AnthropicEmulator]:
 
 
 def test_the_prompt_size_is_the_sum_of_every_input_token_count() -> None:
-    # Anthropic: input_tokens leaves out cache reads and writes (provider-updates §4c).
+    # Anthropic: input_tokens leaves out cache reads and writes (Anthropic prompt-caching docs).
     usage = anthropic_usage({"input_tokens": 12, "cache_read_input_tokens": 4000,
                              "cache_creation_input_tokens": 300, "output_tokens": 9})
     assert usage.input_tokens == 12 and usage.cached_tokens == 4000

@@ -1,6 +1,7 @@
 """Compaction on the Anthropic emulator: kept turns' signed and redacted thinking go back byte for
 byte on a model that reads earlier thinking; on a preserved-thinking model the compacted session
-asks for ``drop_block`` (provider-updates §1a), stays accepted, and the drops are shown."""
+asks for ``drop_block`` (platform.claude.com/docs/en/build-with-claude/preserved-thinking), stays
+accepted, and the drops are shown."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Cut-point rules: a compaction never separates a tool call from its results, a thinking block
-from the turn it precedes, or the turns of the current tool loop (provider-contracts §10)."""
+from the turn it precedes, or the turns of the current tool loop (docs/compaction.md)."""
 
 from __future__ import annotations
 
@@ -76,7 +76,7 @@ def test_a_thinking_only_turn_stays_with_the_turn_it_precedes() -> None:
 
 def test_a_turn_scoped_system_message_stays_in_place_with_the_turn_it_precedes() -> None:
     # Anthropic's mid-conversation role:system (with output_config): never moved or reworded
-    # (provider-updates §4c), so a cut never leaves it at the end of the summarized head.
+    # (docs/claude-code.md), so a cut never leaves it at the end of the summarized head.
     scoped = Message(role="system", parts=(Text(text="From now on, answer in French."),),
                      native={"anthropic": {"in_place": True,
                                            "output_config": {"effort": "low"}}})
@@ -89,8 +89,8 @@ def test_a_turn_scoped_system_message_stays_in_place_with_the_turn_it_precedes()
 
 def test_position_critical_items_alone_stay_with_the_turn_they_precede() -> None:
     # A Responses configuration_update / program item, or a compaction item, on its own
-    # (provider-updates §4b): it belongs to what follows it, so no cut leaves it at the end of
-    # the summarized head; an item of another namespace, or a text turn, pins nothing.
+    # (openai-python types/responses): it belongs to what follows it, so no cut leaves it at the end
+    # of the summarized head; an item of another namespace, or a text turn, pins nothing.
     def items(*kinds: str, ns: str = "openai-responses") -> Message:
         return Message(role="assistant", parts=tuple(
             Opaque(native={ns: {"type": k, "id": f"{k}_1"}}) for k in kinds))

@@ -1,7 +1,7 @@
 """``[compaction] native = true`` on the Anthropic emulator: on-demand compaction is the
-summarizer (beta ``compact-2026-09-04``, provider-updates §4c), its signed ``compaction`` block is
-stored verbatim and replayed, in place, only to the provider that produced it; any failure falls
-back to our own summarizer, and a 400 naming compaction turns it off for the session."""
+summarizer (beta ``compact-2026-09-04``, the compaction-on-demand page), its signed ``compaction``
+block is stored verbatim and replayed, in place, only to the provider that produced it; any failure
+falls back to our own summarizer, and a 400 naming compaction turns it off for the session."""
 
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """``[compaction] native = true`` on the Responses emulator: server-side compaction (a final
-``compaction_trigger`` input item, provider-updates §4b) answers with one encrypted
-``compaction`` item, stored verbatim in the checkpoint and replayed alone, in its place, only to
-the provider that made it; our summary is the checkpoint's readable text (the item has none) and
-what every other route gets; failures fall back to ours."""
+``compaction_trigger`` input item, developers.openai.com/api/docs/guides/compaction) answers with
+one encrypted ``compaction`` item, stored verbatim in the checkpoint and replayed alone, in its
+place, only to the provider that made it; our summary is the checkpoint's readable text (the item
+has none) and what every other route gets; failures fall back to ours."""
 
 from __future__ import annotations
 

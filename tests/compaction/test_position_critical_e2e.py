@@ -1,6 +1,6 @@
 """Position-critical items through compaction, branching and the tail walk, on the emulators
-(issue 28 item 4; provider-updates §4b, §4c): the Responses emulator answers with
-``configuration_update`` and ``program`` items and refuses one that comes back altered or
+(issue 28 item 4; openai-python types/responses, docs/compaction.md): the Responses emulator answers
+with ``configuration_update`` and ``program`` items and refuses one that comes back altered or
 moved; after a compaction and on a branch they still go back byte for byte and in place, and a
 Chat Completions route gets nothing of them (the documented rendering: none)."""
 

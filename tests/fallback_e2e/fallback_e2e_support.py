@@ -3,7 +3,7 @@
 Owns test conveniences only: driving a ``Session`` one turn at a time against a loopback emulator,
 reading which reasoning carriers went on the wire, the stored form of a history, the real
 ``thoughtline`` entry point in a throwaway home, and provider rejection bodies as providers send
-them (provider-contracts §2 and §9). Expectations stay in the tests.
+them (public threads: tests/fixtures/SOURCES.md, category 7). Expectations stay in the tests.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The learn-once fallback through ``Session`` on loopback emulators (provider-contracts §2, §9).
+"""The learn-once fallback through ``Session`` on loopback emulators (docs/design.md).
 
 Every scenario counts the requests the emulator actually received: a rejected request is retried
 exactly once with the narrowed (or padded) request copy, the verdict is persisted in the session's

@@ -1,4 +1,4 @@
-"""Claude Code's LLM-gateway contract (code.claude.com/docs/en/llm-gateway-protocol, §5c).
+"""Claude Code's LLM-gateway contract (code.claude.com/docs/en/llm-gateway-protocol).
 
 ``HEAD /`` answers 200; ``GET /v1/models`` is the Models API page an Anthropic client reads
 (``limit``, ``after_id``/``before_id``, ``has_more``, ``first_id``, ``last_id``; parsed by the

@@ -1,4 +1,4 @@
-"""A turn-scoped ``role: "system"`` message (with its ``output_config``, provider-updates §4c)
+"""A turn-scoped ``role: "system"`` message (with its ``output_config``: docs/claude-code.md)
 through the gateway's Messages face when the Anthropic upstream says the prompt is too long: the
 compaction summarizes the head and the retry carries the message unchanged, in its place, with
 the turn it precedes (issue 28 item 4)."""

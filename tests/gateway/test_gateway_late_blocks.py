@@ -1,7 +1,8 @@
 """Anthropic content blocks of late 2026 through the gateway's ``/v1/messages`` face.
 
-provider-updates §5c: a server-side fallback's ``fallback`` block and a ``tool_addition`` block
-go back to the Anthropic upstream that made them byte for byte and in place — through the store,
+anthropic-sdk-python beta types (``beta_fallback_block_param``, tool changes): a server-side
+fallback's ``fallback`` block and a ``tool_addition`` block go back to the Anthropic upstream
+that made them byte for byte and in place — through the store,
 whole and streamed — and the stored turn names the model that answered. The same history to a
 Chat upstream (DeepSeek) carries neither block anywhere, offers the added tool in ``tools``, and
 the access log names what was left out and why.
@@ -25,7 +26,7 @@ from thoughtline.testing import ChatEmulator
 from thoughtline.testing.anthropic_emulator import AnthropicEmulator
 
 TOKEN = "tok-late-blocks"
-ASKED, FALLBACK_TO = "claude-fable-5-1", "claude-opus-5"  # Fable 5.1 reads Opus 5 blocks (§1a)
+ASKED, FALLBACK_TO = "claude-fable-5-1", "claude-opus-5"  # Fable 5.1 reads Opus 5 blocks
 BETAS = ("server-side-fallback-2026-07-01,mid-conversation-tool-changes-2026-07-01,"
          "inline-tools-2026-09-15")
 WEATHER = {"name": "weather", "description": "Current weather for a city",

@@ -1,7 +1,8 @@
 """The gateway's promise: a client that strips reasoning still gets exact replay upstream.
 
 An unmodified ``openai`` SDK runs a two-question tool loop through the gateway against a DeepSeek-
-personality emulator (must-echo ``reasoning_content`` on tool-call turns, provider-contracts §2),
+personality emulator (must-echo ``reasoning_content`` on tool-call turns,
+api-docs.deepseek.com/guides/thinking_mode),
 the Anthropic Messages emulator (signed thinking verified on the way back in), the Gemini emulator
 (thought signatures), the OpenAI Responses emulator (encrypted reasoning items) and the Bedrock
 Converse emulator (SigV4-checked, signed reasoning), and keeps only role, content and tool calls of

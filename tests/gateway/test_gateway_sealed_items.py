@@ -24,7 +24,7 @@ from thoughtline.testing.anthropic_emulator import AnthropicEmulator
 from thoughtline.testing.responses_emulator import ResponsesEmulator
 
 TOKEN = "tok-sealed-items"
-CLAUDE = "claude-opus-5"  # on-demand compaction (provider-updates §4c)
+CLAUDE = "claude-opus-5"  # on-demand compaction (compaction-on-demand page)
 SEALED = "gAAAAA-sealed-task-for-the-worker=="
 AGENT_MESSAGE = {"type": "agent_message", "id": "am_0001", "author": "/root",
                  "recipient": "/root/worker", "content": [

@@ -1,7 +1,7 @@
 """A WebSocket handshake to the gateway is a 404 naming ``websocket_unsupported``, on any path.
 
 Codex with ``supports_websockets = true`` opens ``/v1/responses`` as a WebSocket and falls back to
-HTTPS on a 404 (provider-updates §5a); Starlette alone closes the handshake, a bare 403. Driven
+HTTPS on a 404 (openai/codex config docs); Starlette alone closes the handshake, a bare 403. Driven
 by the ``websockets`` client against a gateway served by uvicorn, with and without a WebSocket
 library on the server side, then the fallback: the same gateway answering an HTTPS POST.
 """

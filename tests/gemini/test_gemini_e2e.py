@@ -65,7 +65,7 @@ def signed_parts(body: Any) -> list[tuple[bytes, bytes]]:
 
 def issued_parts(answer: Any) -> list[tuple[bytes, bytes]]:
     """What one answer signed. A stream is read as the whole it describes: its text fragments
-    joined, signed by the signature on its trailing empty part (provider-contracts §6)."""
+    joined, signed by the signature on its trailing empty part (thought-signatures page)."""
     chunks = answer if isinstance(answer, list) else [answer]
     parts = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]
              if p.get("thought") is not True]

@@ -1,10 +1,10 @@
 """Anthropic: the first assistant turn of the current tool loop keeps its thinking.
 
 On a model that keeps only the last assistant turn's thinking outside the loop (Sonnet 4.5, Claude
-3.7; provider-contracts §5), every turn of the current tool loop still goes back verbatim: the
-first one too, not only the last. Checked on the codec's encoder and through a ``Session`` whose
-request is rebuilt from its stored wire forms after a resume (the splice recomputes the loop from
-the stored metas), byte for byte.
+3.7; docs.anthropic.com/en/docs/build-with-claude/extended-thinking), every turn of the current tool
+loop still goes back verbatim: the first one too, not only the last. Checked on the codec's encoder
+and through a ``Session`` whose request is rebuilt from its stored wire forms after a resume (the
+splice recomputes the loop from the stored metas), byte for byte.
 """
 
 from __future__ import annotations

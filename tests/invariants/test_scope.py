@@ -47,7 +47,7 @@ def _anthropic_body(history: list[Message], target: str) -> bytes:
 
 
 @pytest.mark.parametrize(("made_by", "target", "sent"), [
-    ("claude-opus-5", "claude-fable-5-1", True),  # Fable 5.1 reads Opus 5 blocks (§1a)
+    ("claude-opus-5", "claude-fable-5-1", True),  # Fable 5.1 reads Opus 5 (preserved-thinking)
     ("claude-fable-5-1", "claude-opus-5", False),  # ... never the other way round
     ("claude-haiku-5-5", "claude-opus-5", True),  # Haiku 5.5 blocks are not model-locked
     ("claude-opus-5", "claude-haiku-5-5", False),  # ... but Haiku 5.5 drops every foreign one

@@ -1,9 +1,9 @@
-"""DeepSeek's native ``/responses`` (the ``deepseek-responses`` preset; provider-updates §5b):
-stateless, no encrypted reasoning — its thinking goes back as a ``reasoning`` item whose
-``content`` is the ``reasoning_text`` it gave ("The `reasoning_text` in the thinking mode must be
-passed back to the API": api-docs.deepseek.com thinking mode, lidge-jun/opencodex #1594), and
-nothing it does not read (its ``encrypted_content`` is "<response id>-<n>", a reference to
-nothing kept). Effort goes through as given, up to ``max``.
+"""DeepSeek's native ``/responses`` (the ``deepseek-responses`` preset;
+api-docs.deepseek.com/guides/thinking_mode): stateless, no encrypted reasoning — its thinking goes
+back as a ``reasoning`` item whose ``content`` is the ``reasoning_text`` it gave ("The
+`reasoning_text` in the thinking mode must be passed back to the API": api-docs.deepseek.com
+thinking mode, lidge-jun/opencodex #1594), and nothing it does not read (its ``encrypted_content``
+is "<response id>-<n>", a reference to nothing kept). Effort goes through as given, up to ``max``.
 
 A two-turn tool loop through the public ``Session`` on the Responses emulator's ``deepseek``
 personality, read back from the emulator's record of raw request bodies.

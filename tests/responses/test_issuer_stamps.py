@@ -1,5 +1,5 @@
-"""Issuer stamps on encrypted reasoning items (issue 28 item 5; provider-updates §4b,
-hermes-agent#119336): each encrypted item remembers who it was issued to (the route's account,
+"""Issuer stamps on encrypted reasoning items (issue 28 item 5; NousResearch/hermes-agent#119336):
+each encrypted item remembers who it was issued to (the route's account,
 else the key's identity — never the key), and a relay's "was not issued to this caller" drops
 exactly that issuer's items, in one retry, and learns it once."""
 

@@ -1,7 +1,7 @@
-"""Readable reasoning from a Responses relay without encryption (issue 28 item 6; provider-updates
-§4b: Kimi on vLLM behind a Responses front returns ``reasoning_text`` and no
-``encrypted_content``, and loops on tool calls unless the reasoning item goes back at the head of
-its turn). Such a relay has no row of its own: it gets the catch-all row."""
+"""Readable reasoning from a Responses relay without encryption (issue 28 item 6;
+NousResearch/hermes-agent#91104: Kimi on vLLM behind a Responses front returns ``reasoning_text``
+and no ``encrypted_content``, and loops on tool calls unless the reasoning item goes back at the
+head of its turn). Such a relay has no row of its own: it gets the catch-all row."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``thinking_signature_invalid`` (provider-updates §5b; openclaw PR #92941, hermes-agent#70595):
+"""``thinking_signature_invalid`` (openclaw/openclaw#92941, NousResearch/hermes-agent#70595):
 a Responses upstream could not decrypt one replayed reasoning item's ``encrypted_content``. The
 one retry leaves off that value only — the item, its id and summary, every other item and the
 order all stay — and the lesson is kept, so the value is never sent again.

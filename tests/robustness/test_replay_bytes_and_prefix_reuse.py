@@ -85,7 +85,7 @@ def test_replay_text_is_reasoning_content_first_then_reasoning() -> None:
 def test_kimi_gets_the_thinking_flag_and_never_reasoning_effort_too() -> None:
     # routes/openai-chat.toml: K2.6/K2.7 take `thinking`; `reasoning_effort` is dropped so a
     # relay that 400s on both (hermes-agent PR #34794) never sees them together. K3 models,
-    # whose knob *is* reasoning_effort (provider-updates.md), keep it.
+    # whose knob *is* reasoning_effort (platform.kimi.ai docs), keep it.
     history = [user("q")]
     for model, thinking, effort in (("kimi-k2.6", True, False), ("kimi-k3", False, True)):
         _, _, body = encode_on(history, "kimi", None, model, params={"reasoning_effort": "high"})

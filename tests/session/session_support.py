@@ -3,7 +3,8 @@
 Owns test conveniences only: which emulator personality is played under which provider id and
 model, running the three-turn tool loop through the public ``Session`` API, reading the emulators'
 records, and running ``session_worker.py`` in another Python process. Expectations (which carrier
-fields each route must receive) stay in the tests, written from ``provider-contracts.md``.
+fields each route must receive) stay in the tests, written from the providers' public docs,
+not read from the route table.
 """
 
 from __future__ import annotations

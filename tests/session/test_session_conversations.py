@@ -8,7 +8,7 @@ emulator's record of what it received, never from our own encoder:
 - every request is accepted (the strict custom endpoint may refuse exactly once, while the
   learn-once fallback learns it, and never again — not even after the restart);
 - every assistant message carries exactly the carrier fields its route reads (the expected sets
-  below are written from provider-contracts.md §1-§4, not read from the route table);
+  below are written from the providers' public docs, not read from the route table);
 - each turn's wire form is byte-identical in every later request, before and after the restart;
 - every opaque value the emulator issued for a turn comes back byte-identical in every later
   request (Copilot's superseded blob excepted: the contract keeps only the latest one).
@@ -46,28 +46,29 @@ RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
 COPILOT = frozenset({"reasoning_opaque", "reasoning_text"})
 GOOGLE_EXTRA = "extra_content"
 
-# What each route reads, from provider-contracts.md (not from src/thoughtline/routes/table.toml).
+# What each route reads, from the providers' docs (not from src/thoughtline/routes/).
 EXPECTED_CARRIERS: dict[str, frozenset[str]] = {
-    "deepseek": frozenset({RC}),  # §1 last row (RC only) + §2 must-echo family
-    "kimi": frozenset({RC}),  # §1 last row + §2 must-echo family
-    "mimo": frozenset({RC}),  # xiaomi: §1 last row + §2 must-echo family
-    "mistral": frozenset(),  # §1 row 1: strict schema
-    "groq": frozenset(),  # §1 row 1
-    # §1 lists Cerebras as strict; the recorded fixture and public reports show it reads
+    "deepseek": frozenset({RC}),  # RC only + must-echo (api-docs.deepseek.com/guides/thinking_mode)
+    "kimi": frozenset({RC}),  # RC only + must-echo (platform.kimi.ai)
+    "mimo": frozenset({RC}),  # xiaomi: RC only + must-echo (platform.xiaomimimo.com)
+    "mistral": frozenset(),  # strict schema (SOURCES.md category 7)
+    "groq": frozenset(),  # strict schema
+    # Cerebras was once listed as strict; the recorded fixture and public reports show it reads
     # `reasoning` and rejects only `reasoning_content` (see the route table's cerebras row).
     "cerebras": frozenset({"reasoning"}),
-    # custom @ loopback reads RC + R (§1 local-endpoint row) until the 400 teaches it: §9 rule 3,
-    # "RC named → drop every carrier".
+    # custom @ loopback reads RC + R (local servers: llama.cpp reads RC, vLLM/Ollama R) until
+    # the 400 teaches it: reasoning_content named → drop every carrier
+    # (codecs/openai_chat/rejections).
     "strict-custom": frozenset(),
-    "openrouter-anthropic": frozenset({RC, R, RD}),  # §1 row 3
+    "openrouter-anthropic": frozenset({RC, R, RD}),  # openrouter.ai reasoning-tokens guide
     "openrouter-openai": frozenset({RC, R, RD}),
     "openrouter-google": frozenset({RC, R, RD}),
-    "gemini-openai": frozenset({RC}),  # §1 last row; signatures in extra_content (§4)
-    "copilot": COPILOT,  # §4: Copilot's own fields, no standard carrier
-    "plain": frozenset({RC, R}),  # custom @ loopback: §1 local-endpoint row
-    "local": frozenset({RC, R}),  # vllm: §1 row 5
+    "gemini-openai": frozenset({RC}),  # signatures in extra_content (Gemini OpenAI compat)
+    "copilot": COPILOT,  # Copilot's own fields, no standard carrier (opencode)
+    "plain": frozenset({RC, R}),  # custom @ loopback: a local server
+    "local": frozenset({RC, R}),  # vllm reads reasoning
 }
-#: Keep-thinking body fields (§3): Kimi K2.6-era models need keep = "all".
+#: Keep-thinking body fields (platform.kimi.ai): Kimi K2.6-era models need keep = "all".
 EXPECTED_BODY_EXTRAS: dict[str, dict[str, Any]] = {
     "kimi": {"thinking": {"type": "enabled", "keep": "all"}},
 }
@@ -183,7 +184,7 @@ def test_every_request_is_accepted(outcomes: dict[str, Outcome], case: Case, mod
     assert [r.status for r in refused] == [400]
     at = requests.index(refused[0])
     sent = {k for m in assistants(refused[0].body) for k in carrier_keys(m)}
-    assert sent == {RC, R}  # an unlisted loopback endpoint reads RC + R (§1) until taught
+    assert sent == {RC, R}  # an unlisted loopback endpoint reads RC + R until taught
     retry = requests[at + 1]
     assert retry.status == 200
     assert len(retry.body["messages"]) == len(refused[0].body["messages"])
@@ -196,7 +197,7 @@ def test_every_request_is_accepted(outcomes: dict[str, Outcome], case: Case, mod
 def _expected_keys(case: Case, message: dict[str, Any]) -> frozenset[str]:
     expected = EXPECTED_CARRIERS[case.id]
     if case.personality == "gemini-openai" and not message.get("tool_calls"):
-        expected |= {GOOGLE_EXTRA}  # the text-turn signature is message-level (§4)
+        expected |= {GOOGLE_EXTRA}  # the text-turn signature is message-level
     return expected
 
 
@@ -212,7 +213,7 @@ def test_each_route_receives_exactly_its_carriers(outcomes: dict[str, Outcome], 
                 if key in message:  # a null or "" carrier is never sent
                     assert isinstance(message[key], str) and message[key].strip(), message
             if RC in message and R in message:
-                assert message[RC] == message[R]  # both carry the same text (§1)
+                assert message[RC] == message[R]  # both carry the same text (docs/routes.md)
             if GOOGLE_EXTRA in message:
                 assert set(message[GOOGLE_EXTRA]) == {"google"}
             for call in message.get("tool_calls") or ():
@@ -271,7 +272,8 @@ def _belongs_to_turn(case: Case, turn: SentTurn, value: str) -> bool:
     if case.personality != "copilot":
         return True
     # Copilot rotates its blob while streaming; the latest one, bound to the turn's whole
-    # readable reasoning, is the one to keep (§4). Earlier ones are superseded.
+    # readable reasoning, is the one to keep (opencode's Copilot chat model). Earlier ones are
+    # superseded.
     return Signer().verify("copilot-opaque", value, turn.done.message.reasoning_text())
 
 

@@ -42,7 +42,8 @@ CUT_POINTS = (0, 2, 12, 14, 30)
 OPAQUE = {"openrouter-anthropic", "openrouter-openai", "openrouter-google", "copilot",
           "gemini-openai"}
 MODES = ("abrupt", "graceful")
-#: Wire fields that carry signed or opaque reasoning (provider-contracts §4, §8).
+#: Wire fields that carry signed or opaque reasoning (Copilot: opencode's Copilot chat model;
+#: reasoning_details: openrouter.ai reasoning-tokens guide).
 SIGNED_CARRIERS = frozenset({"reasoning_details", "reasoning_opaque", "reasoning_text",
                              "extra_content"})
 

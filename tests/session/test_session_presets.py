@@ -1,7 +1,9 @@
 """Provider presets and ``config.toml``: every Chat Completions id exists and routes as documented;
 named providers work end to end; ``--base-url`` moves a provider without changing its id.
 
-Expected carriers and must-echo families are written here from provider-contracts.md §1-§2.
+Expected carriers and must-echo families are written here from the providers' public docs
+(api-docs.deepseek.com thinking mode, platform.kimi.ai, platform.xiaomimimo.com,
+openrouter.ai reasoning tokens), not read from the route table.
 Where a setting changes what is sent (``echo``), it is verified on a request the deepseek emulator
 received, using a stored assistant turn that has no reasoning of its own (imported history).
 """
@@ -33,30 +35,31 @@ from thoughtline.testing import ChatEmulator, Received
 from thoughtline.transport import HttpTransport
 
 RC, R, RD = "reasoning_content", "reasoning", "reasoning_details"
-# design.md §3.2, Chat Completions preset ids.
+# docs/cli.md, Chat Completions preset ids.
 CHAT_COMPLETIONS_IDS = (
     "deepseek", "openrouter", "kilocode", "ai-gateway", "nous", "novita", "minimax", "fireworks",
     "mistral", "groq", "cerebras", "sambanova", "kimi", "xiaomi", "zai", "dashscope", "openai",
     "xai", "gemini-openai", "copilot", "ollama", "ollama-cloud", "lmstudio", "vllm", "custom",
 )
 LOCAL_SERVERS = {"ollama", "lmstudio", "vllm"}  # run on the user's machine: no key needed
-# provider-contracts.md §1: what each preset's route reads.
+# What each preset's route reads, from the providers' docs.
 PRESET_CARRIERS: dict[str, frozenset[str]] = {
     **dict.fromkeys(("mistral", "groq", "sambanova"), frozenset()),  # row 1
-    "cerebras": frozenset({"reasoning"}),  # evidence over §1: reads reasoning, rejects RC
+    "cerebras": frozenset({"reasoning"}),  # recorded: reads reasoning, rejects RC
     "fireworks": frozenset({RC}),  # row 2
     **dict.fromkeys(("openrouter", "kilocode", "ai-gateway", "nous"), frozenset({RC, R, RD})),
     **dict.fromkeys(("novita", "minimax"), frozenset({RC, RD})),  # row 4
     **dict.fromkeys(("ollama", "ollama-cloud", "lmstudio", "vllm"), frozenset({RC, R})),  # row 5
     **dict.fromkeys(("deepseek", "kimi", "xiaomi", "zai", "dashscope", "openai", "xai",
                      "gemini-openai"), frozenset({RC})),  # the de-facto standard
-    "copilot": frozenset(),  # §4: Copilot's own fields only
+    "copilot": frozenset(),  # Copilot's own fields only
 }
-# §2 families: by provider id, or (deepseek, mimo) by a model id containing the family name;
+# Must-echo families: by provider id, or (deepseek, mimo) by a model id containing the family name;
 # never where the route does not read reasoning_content.
 MUST_ECHO_IDS = {"deepseek", "kimi", "xiaomi"}
 MUST_ECHO_MODELS = ("deepseek", "mimo")
-# design.md §3.1 names these variables.
+# The presets' key variables (config/presets.toml ``key_env``; docs/cli.md and docs/providers.md
+# show two of them in use).
 DOCUMENTED_KEY_VARIABLES = {"deepseek": "DEEPSEEK_API_KEY", "openrouter": "OPENROUTER_API_KEY",
                             "gemini-openai": "GEMINI_API_KEY"}
 IMPORTED_CALL = "call_imported_0001"

@@ -101,7 +101,7 @@ def test_api_keys_never_reach_the_store_or_the_logs(pool: Any, tmp_path: Path,
     assert any(r["verdicts"] for r in records)  # the strict endpoint was learned, and logged
     raw_log = (home / "logs" / "requests.jsonl").read_bytes().lower()
     assert b"bearer" not in raw_log and b"authorization" not in raw_log
-    # Owner-only files (design.md §3.1).
+    # Owner-only files (docs/configuration.md).
     for path in [home / "state.db", *(home / "logs").iterdir()]:
         assert stat.S_IMODE(path.stat().st_mode) & 0o077 == 0, path
     assert stat.S_IMODE((home / "logs").stat().st_mode) & 0o077 == 0

@@ -1,7 +1,8 @@
-"""The Anthropic emulator enforces the documented contract (provider-contracts §5,
-provider-updates §1a) on raw HTTP, independently of thoughtline's codec: signed thinking bound to
-its block and prefix, the model and account checks, ``drop_block``, the in-loop rule, the
-endpoints' shapes, and the real wordings.
+"""The Anthropic emulator enforces the documented contract
+(docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
+platform.claude.com/docs/en/build-with-claude/preserved-thinking) on raw HTTP, independently of
+thoughtline's codec: signed thinking bound to its block and prefix, the model and account checks,
+``drop_block``, the in-loop rule, the endpoints' shapes, and the real wordings.
 """
 
 from __future__ import annotations
@@ -200,7 +201,7 @@ def test_a_gap_in_the_middle_of_a_binding_chain_is_refused_but_the_start_may_go(
     message = error_message(post(emu, request(model, *gap), headers=BINDING))
     assert "The `thinking` block that preceded this one when it was created is missing" in message
     start = copy.deepcopy(history)
-    start[1]["content"] = start[1]["content"][1:]  # the first block removed: still fine (§5)
+    start[1]["content"] = start[1]["content"][1:]  # the first block removed: still fine
     assert post(emu, request(model, *start), headers=BINDING).status_code == 200
 
 

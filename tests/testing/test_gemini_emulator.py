@@ -1,8 +1,9 @@
 """The Gemini emulator personality over real HTTP: what it issues, how it streams, what it refuses.
 
-Expectations are the documented facts the emulator encodes (provider-contracts §6,
-provider-updates §1b) and the recorded wire shapes (tests/fixtures/gemini); the emulator is
-driven with hand-written request bodies, never through the codec.
+Expectations are the documented facts the emulator encodes
+(ai.google.dev/gemini-api/docs/thought-signatures,
+the Vertex thought-signatures page) and the recorded wire shapes (tests/fixtures/gemini); the
+emulator is driven with hand-written request bodies, never through the codec.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The Responses emulator on its own, through raw HTTP: what it issues, streams, accepts and
-refuses. Requests are written by hand from the documented wire shape (provider-updates.md §1d and
-the recordings), never by thoughtline's codec, so these tests check the emulator, not the codec.
+refuses. Requests are written by hand from the documented wire shape
+(developers.openai.com/api/docs/guides/reasoning and the recordings), never by thoughtline's codec,
+so these tests check the emulator, not the codec.
 """
 
 from __future__ import annotations

@@ -58,7 +58,7 @@ def pick_provider(ctx: click.Context, provider_id: str | None, base_url: str | N
 
 
 def reply_json(session_id: str, done: Any) -> dict[str, Any]:
-    """The one-shot ``--json`` object of design.md §3.2."""
+    """The one-shot ``--json`` object (docs/cli.md)."""
     message = done.message
     usage = done.usage
     return {

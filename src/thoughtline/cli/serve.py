@@ -1,4 +1,4 @@
-"""``thoughtline serve``: the OpenAI-compatible gateway (design.md §3.3)."""
+"""``thoughtline serve``: the OpenAI-compatible gateway (docs/gateway.md)."""
 
 from __future__ import annotations
 

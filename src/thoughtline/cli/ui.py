@@ -1,4 +1,4 @@
-"""``thoughtline ui``: the session inspector in a browser (design.md §3.5)."""
+"""``thoughtline ui``: the session inspector in a browser (docs/cli.md, "UI")."""
 
 from __future__ import annotations
 

@@ -211,12 +211,12 @@ def cut_points(history: Sequence[Message], pending: Sequence[Message] = (),
             continue  # a thinking block stays with the turn it precedes
         if _pins_only(before):
             # Position-critical items (a configuration_update, a program item, a provider's
-            # compaction item, §4b/§4c) on their own: they belong to the turn they precede,
-            # never the last message of a summarized head.
+            # compaction item: openai-python types/responses, docs/compaction.md) on their own: they
+            # belong to the turn they precede, never the last message of a summarized head.
             continue
         if before.role == "system":
             # A turn-scoped system message (Anthropic's in-place role:system with its
-            # output_config, provider-updates §4c) stays in place with the turn it precedes:
+            # output_config: docs/claude-code.md) stays in place with the turn it precedes:
             # never the last message of a summarized head, never reworded away from its turn.
             continue
         if rules.whole_exchanges and (after is None or after.role != "user"):

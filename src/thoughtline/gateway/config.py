@@ -1,6 +1,6 @@
 """``gateway.toml`` and the ``serve`` flags: the server settings and the upstreams, validated.
 
-Owns the file's shape (design.md §3.3): ``[server]`` (host, port, tokens_env, max_body_bytes,
+Owns the file's shape (docs/gateway.md): ``[server]`` (host, port, tokens_env, max_body_bytes,
 max_items, access_log, store, metrics_public), ``[[upstream]]`` tables (name, provider, base_url,
 api_key_env, api, models, allow_any_model, route_as, echo, region, auth, and the upstream's own
 connect_timeout, read_timeout, first_byte_timeout and max_connections) and ``[aliases]`` (a

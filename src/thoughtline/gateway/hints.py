@@ -1,7 +1,7 @@
 """The gateway hint headers: which upstream and model answered a request, and its request id.
 
 Owns the five ``x-gateway-*`` response headers of Claude Code's LLM-gateway protocol
-(code.claude.com/docs/en/llm-gateway-protocol; provider-updates §5c), sent on every answer of a
+(code.claude.com/docs/en/llm-gateway-protocol), sent on every answer of a
 face (Messages, Chat, Responses; whole, streamed, and an upstream's error): the upstream's
 configured name and its API, the model the client asked for and the id sent upstream, and the
 upstream's own request id when its response named one (the transport reads it). Knows no

@@ -2,7 +2,7 @@
 (code ``websocket_unsupported``), on every path.
 
 Codex with ``supports_websockets = true`` opens ``/v1/responses`` as a WebSocket and falls back to
-HTTPS when the handshake is answered 404 (provider-updates §5a, unverified); the gateway serves
+HTTPS when the handshake is answered 404 (openai/codex config docs, unverified); the gateway serves
 the Responses API over HTTPS only, so the 404 makes that fallback clean. Starlette's router would
 close the handshake instead, which a client sees as a bare 403.
 

@@ -93,7 +93,7 @@ class Route:
     notes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """The public ``routes --json`` object (design.md §3.2)."""
+        """The public ``routes --json`` object (docs/cli.md)."""
         out: dict[str, Any] = {"route": self.row, "api": self.api, "carriers": [],
                                "must_echo": False, "body_extras": {}, "native": []}
         out.update(self.profile.public_json())

@@ -1,6 +1,7 @@
 """Loopback provider emulators for offline tests and ``thoughtline demo``.
 
-They encode the providers' documented contracts (``provider-contracts.md``) independently of the
+They encode the providers' documented contracts (each rule cites its public source; the rules
+are summed up in docs/providers.md) independently of the
 codecs and routes they are used to test: nothing here imports ``thoughtline.codecs``,
 ``thoughtline.routes`` or ``thoughtline.replay``.
 

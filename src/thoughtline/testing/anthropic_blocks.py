@@ -1,5 +1,6 @@
 """Signed thinking for the Anthropic emulator: issuing blocks bound to their prefix, and the
-checks a replayed block must pass (provider-contracts §5, provider-updates §1a).
+checks a replayed block must pass (platform.claude.com/docs/en/build-with-claude/preserved-thinking
+and its prefix-checks page).
 
 A signature (and a redacted block's ``data``) is ``Eo`` + base64 of a small JSON record and an
 HMAC-SHA256 tag over it, keyed by the emulators' shared secret (``signing.DEFAULT_SECRET``), so a
@@ -16,9 +17,10 @@ cannot read → 400 on older models, silently dropped (reported) on models that 
 bound to another account (Sonnet/Haiku 5.5) → dropped; on binding models, a changed prefix or a
 missing predecessor → 400 "bound to a different conversation", or, with ``drop_block``, the block
 and every later one dropped and reported in ``input_transformations``. Removing blocks from the
-start is fine (§5): the first replayed block's predecessor is not checked. After a ``fallback``
-block the thinking is a chain of its own (provider-updates §5c): its first block has no
-predecessor, so a turn sent back without the block fails the predecessor check.
+start is fine (preserved-thinking page): the first replayed block's predecessor is not checked.
+After a ``fallback`` block the thinking is a chain of its own (anthropic-sdk-python
+beta_fallback_block_param): its first block has no predecessor, so a turn sent back without the
+block fails the predecessor check.
 """
 
 from __future__ import annotations
@@ -259,13 +261,15 @@ def _check(body: Mapping[str, Any], messages: Sequence[Any], place: _Place,
 def _bound(out: Verdict, path: str, cause: str, behavior: str | None) -> str:
     if behavior == "drop_block":
         return "prefix_binding_mismatch"
-    # Enforced by default for accounts created from 2026-08-31 (§1a): the emulator is one.
+    # Enforced by default for accounts created from 2026-08-31 (preserved-thinking prefix-checks
+    # page): the emulator is one.
     out.rejection = _bound_elsewhere(path, cause, behavior)
     return ""
 
 
 def missing_in_loop(body: Mapping[str, Any], model: str) -> Rejection | None:
-    """The current tool loop's assistant turn must start with its thinking (§5)."""
+    """The current tool loop's assistant turn must start with its thinking
+    (docs.anthropic.com/en/docs/build-with-claude/extended-thinking)."""
     if not rules.thinking_enabled(body, model):
         return None
     messages = body.get("messages") or []

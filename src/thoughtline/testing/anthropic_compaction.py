@@ -3,14 +3,16 @@
 Rules, each with its source:
 - The beta ``compact-2026-09-04`` and a top-level ``compaction`` parameter ask for on-demand
   compaction; the answer is one ``compaction`` block with a readable summary and a signature
-  (provider-updates §4c). Without the beta the parameter is refused with a 400 naming it (the
-  API's usual wording for a beta-gated setting, as ``thinking.block_binding``'s, §1a).
-- Only the models §4c lists support it; any other model gets a 400 naming compaction (Hermes
-  turns native compaction off on such a 400, §4c).
+  (platform.claude.com/docs/en/build-with-claude/compaction-on-demand). Without the beta the
+  parameter is refused with a 400 naming it (the API's usual wording for a beta-gated setting, as
+  ``thinking.block_binding``'s: preserved-thinking page).
+- Only the models the compaction page lists support it; any other model gets a 400 naming
+  compaction (Hermes Agent turns native compaction off on such a 400).
 - A ``compaction`` block goes back as received, in an assistant turn (recorded:
   ``fixtures/anthropic/pydantic-ai-anthropic-compaction-round-trip.i0.request.json``); its
-  signature must be intact and issued to this account (§4c "sent back as received"; a changed
-  summary or a signature from elsewhere is refused like a thinking block's, §1a).
+  signature must be intact and issued to this account (compaction page: sent back as
+  received; a changed summary or a signature from elsewhere is refused like a thinking block's:
+  preserved-thinking page).
 """
 
 from __future__ import annotations
@@ -25,15 +27,17 @@ BETA = "compact-2026-09-04"
 _EMPTY = blocks.Prefix(system="", tools="", messages="")
 
 
-#: §4c's list: "Fable/Mythos 5.x, Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8, Sonnet 4.6"
-#: (a whole major as "family-major", one version as "family-major-minor").
+#: The compaction page's list (its supportedModels; compaction-keep-recent-turns): "Fable/Mythos
+#: 5.x, Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8, Sonnet 4.6" (a whole major as
+#: "family-major", one version as "family-major-minor").
 LISTED = frozenset({"fable-5", "mythos-5", "opus-5-0", "opus-5-5", "sonnet-5-0", "sonnet-5-5",
                     "haiku-5-5", "opus-4-6", "opus-4-7", "opus-4-8", "sonnet-4-6"})
 
 
 def supports(model: str) -> bool:
-    """Whether §4c lists ``model`` for on-demand compaction (read from the document here, not
-    from the codec: the emulator judges the codec's requests, so it shares none of its rules)."""
+    """Whether the compaction page lists ``model`` for on-demand compaction (read from the document
+    here, not from the codec: the emulator judges the codec's requests, so it shares none of its
+    rules)."""
     found = version(model)
     if found is None:
         return False

@@ -154,7 +154,8 @@ def _answer(state: _State, request: Request, raw: bytes, body: Any) -> Response:
         state.fallbacks.update(orjson.dumps(b) for b in reply.content
                                if b["type"] == fallback.BLOCK)
     state.answers.append(reply.content)
-    # The response names the model that answered (a fallback's, after a hop: §5c).
+    # The response names the model that answered (a fallback's, after a hop: anthropic-sdk-python
+    # src/anthropic/types/beta/beta_fallback_block_param.py).
     answered = next((b["to"]["model"] for b in reversed(reply.content)
                      if b["type"] == fallback.BLOCK), call.model)
     if not call.stream:
@@ -217,7 +218,9 @@ class AnthropicEmulator:
 
     def cache_prompts(self, on: bool = True) -> None:
         """Answer as a prompt-cached request does: all but the last message read from the
-        cache, so ``input_tokens`` counts only the rest (provider-updates §4c)."""
+        cache, so ``input_tokens`` counts only the rest
+        (docs.anthropic.com/en/docs/build-with-claude/prompt-caching: it excludes the cache reads
+        and writes)."""
         self._state.prompt_cache = on
 
     def limit_context(self, tokens: int | None) -> None:

@@ -1,20 +1,21 @@
 """Server-side fallback in the Anthropic emulator, from the documented shapes.
 
-Rules, each with its source (provider-updates §5c; anthropic-sdk-python 2.17 beta types
+Rules, each with its source (anthropic-sdk-python 2.17 beta types, src/anthropic/types/beta/:
 ``beta_fallbacks_param``, ``beta_fallback_block``, ``beta_fallback_block_param``):
 - A ``fallbacks`` parameter (a list of ``{"model": …}`` entries, or ``"default"``) asks for
   server-side fallback; it needs the beta ``server-side-fallback-2026-06-01`` or ``-07-01``
   (Claude Code 2.1.337 ships both), else a 400 naming it (the API's usual wording for a
-  beta-gated setting, as ``thinking.block_binding``'s, §1a).
+  beta-gated setting, as ``thinking.block_binding``'s: preserved-thinking page).
 - When the requested model declines for policy reasons the first ``fallbacks`` entry answers:
   the content holds what the declining model made, then one ``fallback`` block (``from``: the
   model string the caller sent; ``to``: the fallback's id; ``trigger``: ``{"type": "refusal",
   "category": …}``), then the fallback model's output; the response's ``model`` is the fallback
   model. Whether a model declines is the test's to say (``AnthropicEmulator.decline_next``).
 - The thinking after a ``fallback`` block starts a chain of its own, made by the fallback model
-  ("the thinking before and after it carry independently rooted chains", §5c): the replay check
-  roots it anew there (``anthropic_blocks``), so a turn sent back without the block — two chains
-  merged into one span — is refused, as the block param's docstring says the API does.
+  ("the thinking before and after it carry independently rooted chains": the fallback block's
+  docstring): the replay check roots it anew there (``anthropic_blocks``), so a turn sent back
+  without the block — two chains merged into one span — is refused, as the block param's docstring
+  says the API does.
 - Streamed, the block arrives whole in ``content_block_start`` and has no deltas (block doc).
 - Stricter than the API, which accepts the block unvalidated: a ``fallback`` block sent back must
   be in an assistant message and byte for byte one this emulator issued (its JSON as issued —

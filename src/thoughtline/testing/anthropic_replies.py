@@ -3,7 +3,7 @@
 Owns the script (deterministic from the request: tools offered and the last turn is the user's →
 thinking and one call to the first tool; the last turn holds tool results → an empty-text signed
 thinking block, a redacted block and a final answer; otherwise → thinking and an answer; models
-that bind blocks think with empty text, their default display, provider-updates §1a) and the
+that bind blocks think with empty text, their default display: preserved-thinking page) and the
 shapes: the whole ``message`` object, and the SSE events with their real ``event:`` names —
 ``message_start`` (carrying ``input_transformations``), empty block shells, ``thinking_delta``
 pieces, one ``signature_delta`` just before ``content_block_stop``, ``text_delta``,
@@ -125,7 +125,7 @@ def _say(body: Mapping[str, Any], planned: Sequence[Said], model: str, account: 
 def prompt_usage(raw: bytes, body: Mapping[str, Any], *, cached: bool) -> dict[str, int]:
     """The input token counts of a request (bytes / 4). ``cached``: answer as a prompt-cached
     request does, everything before the last message read from the cache. ``input_tokens``
-    then counts only the uncached rest (provider-updates §4c: it excludes
+    then counts only the uncached rest (docs.anthropic.com prompt-caching: it excludes
     ``cache_read_input_tokens`` and ``cache_creation_input_tokens``; the prompt is the sum)."""
     total = max(1, len(raw) // 4)
     messages = body.get("messages")

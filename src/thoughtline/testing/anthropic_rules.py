@@ -1,6 +1,7 @@
 """What the emulated Anthropic Messages API refuses before it looks at replayed thinking.
 
-Owns the emulator's own reading of the documented per-model facts (provider-updates.md §1a:
+Owns the emulator's own reading of the documented per-model facts (platform.claude.com
+preserved-thinking and models pages:
 which models bind blocks to their prefix, which bind them to the account, which think only
 adaptively, which model reads which model's blocks) and the request checks that follow from them
 and from the endpoints (Vertex: ``anthropic_version: vertex-2023-10-16`` in the body and no
@@ -53,7 +54,8 @@ def version(model: str) -> tuple[str, int, int] | None:
 
 
 def binds(model: str) -> bool:
-    """Preserved-thinking models (§1a): Fable/Mythos 5.1+, Opus/Sonnet/Haiku 5.5+."""
+    """Preserved-thinking models (preserved-thinking page, supportedModels): Fable/Mythos 5.1+,
+    Opus/Sonnet/Haiku 5.5+."""
     v = version(model)
     if v is None:
         return False
@@ -68,7 +70,8 @@ def account_bound(model: str) -> bool:
 
 
 def adaptive_only(model: str) -> bool:
-    """Opus 4.7+, Sonnet 5+, Fable, Mythos: ``disabled`` and manual budgets return 400 (§1a)."""
+    """Opus 4.7+, Sonnet 5+, Fable, Mythos: ``disabled`` and manual budgets return 400
+    (docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html)."""
     v = version(model)
     if v is None:
         return False
@@ -81,8 +84,8 @@ def adaptive_only(model: str) -> bool:
 
 
 def reads(target: str, origin: str, *, claude_api: bool = True) -> bool:
-    """The model check (§1a): same model; Fable 5.1 reads Opus 5 (and Opus 5.5 on the Claude
-    API); Haiku 5.5 blocks replay anywhere but Haiku 5.5 reads only its own."""
+    """The model check (preserved-thinking page): same model; Fable 5.1 reads Opus 5 (and Opus 5.5
+    on the Claude API); Haiku 5.5 blocks replay anywhere but Haiku 5.5 reads only its own."""
     if model_key(target) == model_key(origin):
         return True
     to, made = version(target), version(origin)
@@ -124,7 +127,7 @@ def _check_thinking(body: Mapping[str, Any], headers: Mapping[str, str],
         return None
     kind = thinking.get("type")
     if adaptive_only(model) and kind in ("disabled", "enabled"):
-        # Opus 5.5 wording (provider-updates §1a, reproduced live 2026-10-06).
+        # Opus 5.5 wording (a dev.to report, reproduced live 2026-10-06; no primary source).
         return error(f'"thinking.type.{kind}" is not supported for this model. Use '
                      '"thinking.type.adaptive" and "output_config.effort" to control thinking '
                      'behavior.')

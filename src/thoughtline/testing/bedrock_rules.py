@@ -41,7 +41,8 @@ def cross_region(model: str) -> bool:
 
 
 def family(model: str) -> str:
-    """The replay contract a model id falls under (provider-updates §1c table)."""
+    """The replay contract a model id falls under (docs/providers.md, Bedrock; sources in
+    routes/bedrock.toml)."""
     m = base_model(model)
     if "claude" in m:
         return "claude"
@@ -125,7 +126,8 @@ def _blocks(messages: list[Any]) -> Iterator[tuple[int, int, str, Mapping[str, A
 
 
 def check_shape(body: Any) -> Rejection | None:
-    """What every Converse model refuses (PC §7: start and end with a user message, no blank
+    """What every Converse model refuses (docs.aws.amazon.com/bedrock Converse
+    API reference: start and end with a user message, no blank
     text; alternation and tool pairing as Bedrock words them)."""
     messages = body.get("messages") if isinstance(body, Mapping) else None
     if not isinstance(messages, list) or not messages:
@@ -150,7 +152,7 @@ def check_shape(body: Any) -> Rejection | None:
         reasoning = block.get("reasoningContent")
         if isinstance(reasoning, Mapping) and "reasoningText" in reasoning and not isinstance(
                 reasoning["reasoningText"].get("text"), str):
-            # PC §7: a signature-only block needs text "".
+            # API_runtime_ReasoningContentBlock: a signature-only block needs text "".
             return Rejection(status=400, message="reasoning content format incorrect. Either "
                              "'text' or 'redactedContent' must be set.")
     return _tool_pairing(messages)
@@ -178,7 +180,8 @@ def _reasoning(messages: list[Any]) -> Iterator[tuple[int, int, Mapping[str, Any
 
 def check_replay(model: str, body: Mapping[str, Any], values: Values, *,
                  region: str) -> Rejection | None:
-    """The family's replay rules (provider-updates §1c, PC §5 and §7)."""
+    """The family's replay rules (API_runtime_ReasoningContentBlock, docs/providers.md Bedrock,
+    the extended-thinking page for Claude)."""
     messages = body["messages"]
     kind = family(model)
     for i, message in enumerate(messages):
@@ -216,7 +219,8 @@ def _refused(kind: str, model: str, i: int, j: int, reasoning: Mapping[str, Any]
                          "Please remove the reasoning content and try again.")
     if kind == "claude":
         if isinstance(item, Mapping):
-            if "signature" not in item:  # updates §1c: "thinking.signature: Field required"
+            # maximhq/bifrost#6942: "thinking.signature: Field required"
+            if "signature" not in item:
                 return Rejection(status=400, message=f"messages.{i}.content.{j}.thinking."
                                  "signature: Field required")
             if not values.signature_ok(model, item.get("text", ""), item["signature"]):
@@ -253,7 +257,8 @@ def _refused(kind: str, model: str, i: int, j: int, reasoning: Mapping[str, Any]
 
 def _claude_loop(body: Mapping[str, Any]) -> Rejection | None:
     """With thinking on, the last assistant turn of a tool loop must start with its thinking
-    (PC §5: "Expected `thinking` or `redacted_thinking`, but found `tool_use`")."""
+    (extended-thinking page; anthropics/claude-code#10627: "Expected `thinking` or
+    `redacted_thinking`, but found `tool_use`")."""
     extra = body.get("additionalModelRequestFields") or {}
     if not isinstance(extra, Mapping) or "thinking" not in extra:
         return None

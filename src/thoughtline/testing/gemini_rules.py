@@ -4,20 +4,24 @@ Owns the request checks of the Gemini personality: the closed request schema (an
 400), and thought signatures on replayed model turns. Facts and wordings, each cited:
 
 - Gemini 3 (and 4) require a signature on the first ``functionCall`` of every replayed step;
-  parallel calls after it need none (provider-contracts §6; provider-updates §1b "Rules"; recorded
+  parallel calls after it need none (ai.google.dev/gemini-api/docs/thought-signatures; recorded
   in ``fantasy-gemini31-pro-parallel-calls-first-signature-only.i1.request.json``, accepted). Gemini
-  2.5 and Gemini 3 Pro Image do not enforce it (provider-updates §1b).
+  2.5 and Gemini 3 Pro Image do not enforce it (Vertex thought-signatures page,
+  docs.cloud.google.com/gemini-enterprise-agent-platform/models/thinking/thought-signatures).
 - Missing: AI Studio "Function call is missing a thought_signature in functionCall parts. …",
   Vertex "Unable to submit request because function call `NAME` in the N. content block is missing
-  a `thought_signature`." (provider-updates §1b "Exact wordings").
+  a `thought_signature`." (lbjlaq/Antigravity-Manager#1513, google-gemini/gemini-cli#26682;
+  tests/fixtures/SOURCES.md, category 7).
 - Altered or truncated: AI Studio "Corrupted thought signature.", Vertex "Unable to submit request
-  because Thought signature is not valid.. Learn more: …" (same section).
+  because Thought signature is not valid.. Learn more: …" (google-gemini/gemini-cli#13467;
+  decolua/9router#301).
 - The documented dummy ``skip_thought_signature_validator`` is accepted on calls Gemini did not
-  make (provider-contracts §6) — unless the personality plays a route that rejects it (roocode
-  PR #10331 reports Gemini 3 rejecting it), which answers as for a corrupted signature.
+  make (ai.google.dev/gemini-api/docs/thought-signatures, FAQ) — unless the personality plays a
+  route that rejects it (roocode PR #10331 reports Gemini 3 rejecting it), which answers as for a
+  corrupted signature.
 - A text-part signature is only recommended: one that is a valid value but belongs to other text
   is silently ignored (an incompatible signature "is silently omitted and the request still
-  succeeds", provider-updates §1b); the emulator records it so tests can see it.
+  succeeds", the Vertex thought-signatures page above); the emulator records it so tests can see it.
 - Unknown fields: Google's "Invalid JSON payload received. Unknown name …: Cannot find field."
 - Tool schemas: ``functionDeclarations[i].parameters`` is the OpenAPI-subset ``Schema``, whose
   parser refuses any keyword it has no field for, at any depth (``check_tools``, sources there);

@@ -3,9 +3,10 @@
 Owns the HTTP layer: the AI Studio path ``/v1beta/interactions`` (``x-goog-api-key``) and the
 Vertex path ``/v1beta1/projects/{p}/locations/{l}/interactions`` (a bearer token; google-genai
 3.6.1 ``tests/interactions/test_auth.py``), server-side state (every interaction stored unless
-``store: false``, continued by ``previous_interaction_id``: provider-updates §4d), injected
-failures, and the record of every request. What is refused lives in ``interactions_rules``, what
-is said in ``interactions_replies``; the server lifecycle is ``loopback``'s.
+``store: false``, continued by ``previous_interaction_id``:
+ai.google.dev/gemini-api/docs/interactions), injected failures, and the record of every request.
+What is refused lives in ``interactions_rules``, what is said in ``interactions_replies``; the
+server lifecycle is ``loopback``'s.
 
     with InteractionsEmulator() as emu:
         httpx.post(f"{emu.base_url}/interactions", json={"model": "gemini-3-pro-preview", ...})

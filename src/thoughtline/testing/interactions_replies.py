@@ -1,11 +1,11 @@
 """What the loopback Interactions service answers, whole and streamed.
 
 Every answer is one ``thought`` step (a summary and a signature this service issued for it:
-provider-updates §4d "signature always present") followed by a ``model_output`` step — or, when
-tools were given and the newest input is the user's, a ``function_call`` step
-(status ``requires_action``). The text says how many thought steps the model had in its context
-(stored chain plus input), so a test sees what the model saw. Streams are SSE ``data:`` lines
-discriminated by ``event_type`` (google-genai 3.6.1 ``InteractionSSEEvent``):
+ai.google.dev/gemini-api/docs/interactions/thinking: "always present") followed by a
+``model_output`` step — or, when tools were given and the newest input is the user's, a
+``function_call`` step (status ``requires_action``). The text says how many thought steps the model
+had in its context (stored chain plus input), so a test sees what the model saw. Streams are SSE
+``data:`` lines discriminated by ``event_type`` (google-genai 3.6.1 ``InteractionSSEEvent``):
 ``interaction.created``, ``step.start``/``step.delta``/``step.stop`` (``thought_summary``,
 ``thought_signature``, ``text``, ``arguments_delta`` deltas) and ``interaction.completed``.
 """

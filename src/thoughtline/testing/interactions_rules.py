@@ -6,10 +6,12 @@ Rules and their sources:
   type is refused (a route never receives a field it does not read);
 - a ``thought`` step's ``signature`` must be one this service issued for that thought's summary:
   AI Studio answers ``Corrupted thought signature.`` and Vertex ``Unable to submit request because
-  Thought signature is not valid.. Learn more: …`` (provider-updates §1b "Exact wordings");
+  Thought signature is not valid.. Learn more: …`` (google-gemini/gemini-cli#13467,
+  decolua/9router#301);
 - ``previous_interaction_id`` must name an interaction stored here (``store`` true, the default:
-  provider-updates §4d). The 404 wording ``Interaction not found: {id}`` is this emulator's own
-  (UNVERIFIED: no recorded wording; Google APIs answer a missing resource with 404 NOT_FOUND).
+  ai.google.dev/gemini-api/docs/interactions). The 404 wording ``Interaction not found: {id}`` is
+  this emulator's own (UNVERIFIED: no recorded wording; Google APIs answer a missing resource with
+  404 NOT_FOUND).
 """
 
 from __future__ import annotations

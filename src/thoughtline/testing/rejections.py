@@ -3,7 +3,8 @@
 Owns the request checks: strict schemas (Mistral, Groq, Cerebras), must-echo of
 ``reasoning_content`` (DeepSeek, Kimi, MiMo), and verification of signed carriers coming back
 (OpenRouter ``reasoning_details``, Gemini thought signatures, Copilot opaque blobs). Wordings
-follow provider-contracts §2, §4, §8 and §9. Does not own response shapes or the HTTP layer.
+follow the public threads listed in tests/fixtures/SOURCES.md (category 7) and the docs cited
+at each rule. Does not own response shapes or the HTTP layer.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def _anthropic_index(messages: Sequence[dict[str, Any]], index: int) -> int:
     return sum(1 for m in messages[:index] if m.get("role") not in ("system", "developer"))
 
 
-# --- strict schemas (provider-contracts §1 row 1, §9) ------------------------------------------
+# --- strict schemas (docs/routes.md; wordings: tests/fixtures/SOURCES.md, category 7) --------
 
 _ASSISTANT_KEYS: Mapping[StrictRule, frozenset[str]] = {
     "mistral": frozenset({"role", "content", "tool_calls", "prefix", "name"}),
@@ -201,7 +202,7 @@ def _mistral_extras(
     )
 
 
-# --- must-echo (provider-contracts §2) ----------------------------------------------------------
+# --- must-echo (api-docs.deepseek.com/guides/thinking_mode, platform.kimi.ai, xiaomimimo.com)
 
 
 def _check_echo(rule: EchoRule, messages: Sequence[dict[str, Any]]) -> Rejection | None:
@@ -227,7 +228,7 @@ def _check_echo(rule: EchoRule, messages: Sequence[dict[str, Any]]) -> Rejection
     return None
 
 
-# --- OpenRouter reasoning_details (provider-contracts §8) ----------------------------------------
+# --- OpenRouter reasoning_details (openrouter.ai/docs/guides/best-practices/reasoning-tokens) -
 
 _OPENROUTER_KINDS: Mapping[str, OpaqueKind] = {
     "anthropic-claude-v1": "anthropic-signature",
@@ -305,7 +306,7 @@ def _openrouter_upstream(
     )
 
 
-# --- Gemini OpenAI-compatible thought signatures (provider-contracts §4, §6) --------------------
+# --- Gemini OpenAI-compatible thought signatures (ai.google.dev/gemini-api/docs/thought-signatures)
 
 
 def _gemini_error(message: str) -> Json:
@@ -362,7 +363,7 @@ def _missing_signature(name: object, index: int) -> str:
     )
 
 
-# --- GitHub Copilot reasoning_opaque (provider-contracts §4) ------------------------------------
+# --- GitHub Copilot reasoning_opaque (opencode's Copilot chat model; SOURCES.md section 5) ----
 
 
 def _check_copilot(messages: Sequence[dict[str, Any]], signer: Signer) -> Rejection | None:

@@ -44,11 +44,12 @@ class ResponsesPersonality:
     issuer: str
     models: tuple[str, ...]
     wordings: Wordings = "openai"
-    #: Assistant messages carry ``phase`` (gpt-5.3-codex and later: provider-updates §1d).
+    #: Assistant messages carry ``phase`` (gpt-5.3-codex and later:
+    #: developers.openai.com/docs/guides/conversation-state?api-mode=responses).
     phase: bool = True
     #: Reasoning items carry sealed ``encrypted_content``; False: readable ``reasoning_text``
     #: only, as a relay without encryption returns them (Kimi on vLLM behind a Responses
-    #: front, provider-updates §4b).
+    #: front, NousResearch/hermes-agent#91104).
     encrypted: bool = True
     #: Readable reasoning items also carry ``encrypted_content: "<response id>-<n>"``, a
     #: reference to nothing a stateless server kept, as DeepSeek's /responses does
@@ -77,7 +78,7 @@ RESPONSES_PERSONALITIES: Mapping[str, ResponsesPersonality] = MappingProxyType({
                                   bare=True),
     # DeepSeek's native /responses: stateless, readable reasoning_text, phase on messages
     # (the recording above); a tool-calling turn's reasoning_text must come back
-    # (api-docs.deepseek.com thinking mode; provider-updates §5b).
+    # (api-docs.deepseek.com/guides/thinking_mode; lidge-jun/opencodex#1594).
     "deepseek": ResponsesPersonality(name="deepseek", issuer="deepseek-emulator",
                                      models=("deepseek-v4-flash", "deepseek-v4-pro"),
                                      wordings="deepseek", encrypted=False, reference=True),

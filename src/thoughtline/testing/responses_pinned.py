@@ -1,10 +1,10 @@
 """Position-critical items in the Responses emulator (``ResponsesEmulator.pin_items()``).
 
-Rules, each with its source (provider-updates §4b): new items "go back unchanged **in their
-original position**": ``configuration_update`` (a mid-conversation effort change) and
-``program`` items carrying a ``fingerprint`` ("opaque program replay fingerprint that must be
-round-tripped"). SYNTHETIC: no public recording of either exists; the field names are the
-documented ones, the 400 wordings are this emulator's (marked "?" in the survey's sense).
+Rules, each with its source (openai-python ``src/openai/types/responses/``, the input item
+types): new items go back unchanged in their original position: ``configuration_update`` (a
+mid-conversation effort change) and ``program`` items carrying a ``fingerprint`` ("Opaque
+program replay fingerprint that must be round-tripped"). SYNTHETIC: no public recording of either
+exists; the field names are the documented ones, the 400 wordings are this emulator's (unverified).
 
 With pinning on, every answer is ``[configuration_update, reasoning, message, program, …]``; a
 replayed one must be byte for byte the item issued, and its neighbours from its own answer (among
@@ -36,7 +36,7 @@ class Pinned:
         """``output`` with a configuration_update first and a program item after the
         message, both recorded with their answer's order."""
         if not self.on or not output or output[0].get("type") == "compaction":
-            return output  # (a compaction answer is exactly one item, §4a)
+            return output  # (a compaction answer is exactly one item: docs/codex.md)
         tag = str(output[0].get("id", "x")).split("_", 1)[-1]
         update: dict[str, Any] = {"type": "configuration_update", "id": f"cfg_{tag}",
                                   "reasoning": {"effort": "low"}}

@@ -5,9 +5,10 @@ Owns the reply shape, modelled on the recordings in tests/fixtures/openai-respon
 reasoning item with a summary and sealed ``encrypted_content``, then (for a tool call) a
 ``commentary`` message and the ``function_call``, or a ``final_answer`` message. Streams send
 ``event:`` lines with ``sequence_number``s; ``output_item.added`` carries a *partial*
-encrypted_content ("may be incomplete", provider-updates.md §1d) and ``response.completed``
-carries a freshly re-sealed one, as OpenAI's recordings do: only the ``output_item.done`` value
-is the item to keep (both verify). What to say comes from ``script.plan_turn``.
+encrypted_content ("may be incomplete", developers.openai.com/api/docs/guides/reasoning) and
+``response.completed`` carries a freshly re-sealed one, as OpenAI's recordings do: only the
+``output_item.done`` value is the item to keep (both verify). What to say comes from
+``script.plan_turn``.
 """
 
 from __future__ import annotations
@@ -108,7 +109,8 @@ def build_output(body: Mapping[str, Any], sealer: Sealer, *, phase: bool,
                  ) -> tuple[TurnPlan, list[dict[str, Any]], dict[str, str]]:
     """The planned turn, its output items (with sealed reasoning) and their ids. A request
     ending in ``compaction_trigger`` gets exactly one sealed ``compaction`` item
-    (provider-updates §4b: readable only by the provider that made it)."""
+    (developers.openai.com/api/docs/guides/compaction: opaque, readable only by the provider that
+    made it)."""
     plan = plan_turn(_chat_view(body))
     ids = _ids(plan.request_digest)
     items = body.get("input") or [None]

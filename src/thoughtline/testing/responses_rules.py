@@ -109,7 +109,8 @@ def _decrypt_error(item: Mapping[str, Any], verdict: str, wordings: Wordings) ->
         return _error(f"The encrypted content for item {item_id} was not issued to this caller.",
                       code="invalid_encrypted_content")
     if verdict == "foreign":
-        # "The encrypted content gAAA… could not be verified." (provider-contracts.md §9)
+        # "The encrypted content gAAA… could not be verified." (code
+        # invalid_encrypted_content; its variants: NousResearch/hermes-agent#32617)
         return _error(f"The encrypted content {value[:24]}… could not be verified.",
                       code="invalid_encrypted_content")
     # hermes-agent #32617, #32062
@@ -120,7 +121,7 @@ def _decrypt_error(item: Mapping[str, Any], verdict: str, wordings: Wordings) ->
 
 def _signature_invalid(value: str, named: bool) -> Rejection:
     """A value the provider can no longer decrypt (a rotated key, another account's item):
-    openclaw PR #92941, hermes-agent#70595 (provider-updates §5b). The body seen in the wild
+    openclaw/openclaw#92941, NousResearch/hermes-agent#70595. The body seen in the wild
     quotes the value by its ends and names no ``param`` (kaitranntt/ccs #1402); the unnamed form
     is the bare reason."""
     reason = "Encrypted content could not be decrypted or parsed."
@@ -153,7 +154,7 @@ def _check_reasoning(items: Sequence[Any], index: int, *, sealer: Sealer, statel
         return None  # an upstream that takes the item bare (see ResponsesPersonality.bare)
     if not value and readable and _readable(item):
         # A relay without encryption takes its readable reasoning back as it gave it
-        # (provider-updates §4b: Kimi on vLLM behind a Responses front).
+        # (NousResearch/hermes-agent#91104: Kimi on vLLM behind a Responses front).
         return None
     if not value:
         # opencode PR #2480: an item sent by id alone when nothing was stored
@@ -188,8 +189,8 @@ def _check_outputs(items: Sequence[Any]) -> Rejection | None:
 def _check_thinking(items: Sequence[Any]) -> Rejection | None:
     """DeepSeek: a turn that called a tool must bring its reasoning back. The chat endpoint's
     wording is "The `reasoning_content` in the thinking mode must be passed back to the API."
-    (provider-contracts §2); /responses says ``reasoning_text`` (lidge-jun/opencodex #1594,
-    provider-updates §5b)."""
+    (api-docs.deepseek.com/guides/thinking_mode); /responses says ``reasoning_text``
+    (lidge-jun/opencodex#1594)."""
     called = reasoned = False
     for item in [*items, None]:
         kind = item.get("type") if isinstance(item, Mapping) else None
@@ -225,7 +226,8 @@ def check_request(body: Mapping[str, Any], *, sealer: Sealer, wordings: Wordings
                                          invalid=invalid)
         if rejection is None and item.get("type") == "compaction_trigger" \
                 and index != len(items) - 1:
-            # provider-updates §4b: "Compacts the current context. Must be the final input item"
+            # openai-python types/responses (compaction_trigger): "Compacts the current context.
+            # Must be the final input item"
             rejection = _error("compaction_trigger must be the final input item.",
                                param=f"input[{index}]")
         if rejection is None and item.get("type") == "compaction":

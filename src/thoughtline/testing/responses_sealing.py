@@ -1,7 +1,8 @@
 """Encrypted reasoning items for the Responses emulator: sealed to their issuer, checked on replay.
 
 A real provider returns ``encrypted_content`` only it can read, bound to the organisation that
-made it (provider-updates.md §1d: "could not be verified" for another organisation's items). The
+made it (developers.openai.com/api/docs/guides/reasoning; "could not be verified" for another
+organisation's items: NousResearch/hermes-agent#32617). The
 emulator imitates that with authenticated encryption (encrypt-then-MAC from HMAC-SHA256 alone, so
 no extra dependency): the plaintext — the reasoning, and the id of the output item it led to — is
 XORed with an HMAC keystream and tagged with an HMAC over the issuer, the nonce and the

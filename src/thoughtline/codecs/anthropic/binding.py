@@ -1,13 +1,14 @@
 """Per-turn prefix digests: which stored blocks are still bound to the conversation they are in.
 
-On models that bind blocks (provider-updates.md §1a), a block is bound to its prefix: the
-top-level ``system``, ``tools`` and the earlier messages. Each assistant turn is stamped, when it
-is stored, with a digest of the prefix its request had (``stamp``); every later request computes
-the same digest for that turn's position and compares. A different digest means the prefix was
-edited since — a rebuilt system prompt, changed tools, a branch or compaction that rewrote an
-earlier turn — so the turn's blocks can no longer pass the prefix check. The digest covers what
-the model sees besides thinking (thinking blocks are bound by their own signatures), as a chain:
-``h(n) = sha256(h(n-1) ‖ sha256(visible wire message n))``, so it costs one small hash per message.
+On models that bind blocks (platform.claude.com/docs/en/build-with-claude/preserved-thinking), a
+block is bound to its prefix: the top-level ``system``, ``tools`` and the earlier messages. Each
+assistant turn is stamped, when it is stored, with a digest of the prefix its request had
+(``stamp``); every later request computes the same digest for that turn's position and compares. A
+different digest means the prefix was edited since — a rebuilt system prompt, changed tools, a
+branch or compaction that rewrote an earlier turn — so the turn's blocks can no longer pass the
+prefix check. The digest covers what the model sees besides thinking (thinking blocks are bound by
+their own signatures), as a chain: ``h(n) = sha256(h(n-1) ‖ sha256(visible wire message n))``, so it
+costs one small hash per message.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ Rendering answers is ``reply``'s. Pure functions; no I/O.
 Facts: the Messages API reference (platform.claude.com/docs/en/api/messages), the Models API
 (platform.claude.com/docs/en/api/models/list; the SDK's ``ModelInfo`` and ``SyncPage``), Claude
 Code's gateway protocol (code.claude.com/docs/en/llm-gateway-protocol: it reads
-``GET /v1/models?limit=1000``) and the recorded Claude Code requests (tests/fixtures/clients,
-provider-updates §4a, §5c).
+``GET /v1/models?limit=1000``) and the recorded Claude Code requests (tests/fixtures/clients;
+docs/claude-code.md; code.claude.com/docs/en/llm-gateway-protocol).
 """
 
 from __future__ import annotations
@@ -201,7 +201,7 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Minted]]:
             out.append(message)
         elif role == "user":
             out.extend(_user(blocks, item))
-        elif role == "system":  # turn-scoped instructions: kept in place, never moved (§1a)
+        elif role == "system":  # turn-scoped instructions: kept in place (prefix-checks page)
             extras = {k: v for k, v in item.items() if k != "role"}
             parts = tuple(_text_block(b, f"{where}.content[{i}]") for i, b in enumerate(blocks))
             out.append(Message(role="system", parts=parts,
@@ -338,7 +338,8 @@ def _unmapped(messages: list[Message]) -> tuple[str, ...]:
     return tuple(sorted(kinds))
 
 
-#: Why the late-2026 blocks (provider-updates §5c) go nowhere but to an Anthropic upstream.
+#: Why the late-2026 blocks (anthropic-sdk-python beta types) go nowhere but to an Anthropic
+#: upstream.
 _LATE = {
     FALLBACK: "fallback blocks: a server-side fallback's marker, read only by the Anthropic "
               "route that made it",
@@ -356,7 +357,7 @@ def _own(params: Mapping[str, Any], neutral: Mapping[str, Any]) -> dict[str, Any
     along as sent (``TOOLS_AS_SENT``): the canonical tools are those in effect after its
     ``tool_addition`` / ``tool_removal`` blocks (``toolchanges``), for every other API."""
     out = {k: v for k, v in params.items() if k not in _CANONICAL}
-    # The client's own tool list, which its tool_addition/tool_removal blocks refer to (§5c).
+    # The client's own tool list, which its tool_addition/tool_removal blocks refer to (beta types).
     out[TOOLS_AS_SENT] = params["tools"] if isinstance(params.get("tools"), list) else []
     if "reasoning_effort" in neutral:
         out["reasoning_effort"] = neutral["reasoning_effort"]

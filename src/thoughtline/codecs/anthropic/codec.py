@@ -90,9 +90,11 @@ def api_headers(provider: ProviderConfig, profile: AnthropicProfile, model: str)
     betas = [b.strip() for b in given.get(BETA_HEADER, "").split(",") if b.strip()]
     wanted = list(profile.betas)
     if models.binds_blocks(model):
-        # prefix_mismatch_behavior is sent on every request to a binding model (§1a).
+        # prefix_mismatch_behavior is sent on every request to a binding model (preserved-thinking
+        # page).
         wanted.append(BINDING_BETA)
-    interleaving = models.interleaving_beta(model)  # manual thinking on Claude 4 / 4.1 (§1a)
+    # The beta is for manual thinking on Claude 4 / 4.1 only (the adaptive-thinking docs).
+    interleaving = models.interleaving_beta(model)
     if interleaving:
         wanted.append(interleaving)
     betas.extend(b for b in wanted if b not in betas)
@@ -162,8 +164,8 @@ class Anthropic(CodecBase):
         return ENCODER.later(state, context)
 
     def position_critical(self, value: Mapping[str, Any]) -> bool:
-        """Hook: a block that must stay where it is (a compaction block, §4c; a fallback
-        marker, §5c)."""
+        """Hook: a block that must stay where it is (a compaction block: compaction-on-demand page;
+        a fallback marker: anthropic-sdk-python beta_fallback_block_param)."""
         return value.get("type") in ISSUER_ONLY
 
     def readable(self, value: Mapping[str, Any]) -> str | None:
@@ -172,7 +174,8 @@ class Anthropic(CodecBase):
         return compaction.summary_of(value)
 
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction | None:
-        """Hook: on-demand compaction as the summarizer, where the model has it (§4c)."""
+        """Hook: on-demand compaction as the summarizer, where the model has it
+        (platform.claude.com/docs/en/build-with-claude/compaction-on-demand)."""
         return compaction.native_compaction(provider.model, provider.headers)
 
     def reported(self, done: Done, encoded: Encoded, plan: ReplayPlan) -> Lesson | None:

@@ -1,16 +1,16 @@
 """Anthropic on-demand compaction as the summarizer (``[compaction] native = true``).
 
-Facts (provider-updates §4c): the beta ``compact-2026-09-04`` and a top-level ``compaction``
-parameter make the API answer with one ``compaction`` block holding a readable summary
-(``content``) and a ``signature``, sent back as received; supported on Fable/Mythos 5.x,
-Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8 and Sonnet 4.6. The block shape ``{type:
-"compaction", content}`` replayed in an assistant turn is the recorded one (fixtures
-``anthropic/pydantic-ai-anthropic-compaction-round-trip.i0.request.json``). The value of the
-``compaction`` parameter is not in our sources: ``{"type": "on_demand"}`` is sent, and a 400
-naming compaction turns native compaction off for the session (the caller falls back).
+Facts (platform.claude.com/docs/en/build-with-claude/compaction-on-demand): the beta
+``compact-2026-09-04`` and a top-level ``compaction`` parameter make the API answer with one
+``compaction`` block holding a readable summary (``content``) and a ``signature``, sent back as
+received; supported on Fable/Mythos 5.x, Opus 5/5.5, Sonnet 5/5.5, Haiku 5.5, Opus 4.6–4.8 and
+Sonnet 4.6. The block shape ``{type: "compaction", content}`` replayed in an assistant turn is the
+recorded one (fixtures ``anthropic/pydantic-ai-anthropic-compaction-round-trip.i0.request.json``).
+The value of the ``compaction`` parameter is not in our sources: ``{"type": "on_demand"}`` is sent,
+and a 400 naming compaction turns native compaction off for the session (the caller falls back).
 
 The block may now carry ``encrypted_content`` in place of (or beside) the ``signature``
-(provider-updates §5c, marked unverified; the SDK's beta types declare both): either counts as
+(unverified; anthropic-sdk-python's beta types declare both): either counts as
 the block's proof, the block goes back whole and only to its issuer (``walk``), and a block
 without a readable summary is no summary for us (the caller's own summarizer runs instead).
 """
@@ -33,7 +33,7 @@ _NAMES_COMPACTION = re.compile(r"\bcompact(ion)?\b|compact-2026", re.IGNORECASE)
 
 
 def supports(model: str) -> bool:
-    """The models §4c lists for on-demand compaction."""
+    """The models the compaction-on-demand page lists."""
     parsed = models.parse(model)
     if parsed is None:
         return False

@@ -2,8 +2,8 @@
 
 One wire message is one canonical assistant message, its blocks in their original interleaved
 order: ``thinking`` → ``Reasoning(kind="signed")`` (its text may be "", the default shape on newer
-models, provider-updates §1a), ``redacted_thinking`` → ``Reasoning(kind="redacted")`` with the
-base64 ``data`` exactly as received, ``text`` → ``Text`` (``citations`` kept natively),
+models: the preserved-thinking page), ``redacted_thinking`` → ``Reasoning(kind="redacted")`` with
+the base64 ``data`` exactly as received, ``text`` → ``Text`` (``citations`` kept natively),
 ``tool_use`` → ``ToolCall`` whose arguments are the ``input`` object serialized once, compactly
 (the stream fold produces the identical text), and every other block (server tools, advisor
 results, compaction) → ``Opaque`` replayed verbatim. Thinking without a signature (relays that
@@ -44,7 +44,7 @@ def block_part(block: Mapping[str, Any], origin: Origin, *, complete: bool = Tru
     if kind == THINKING:
         signature = text_of(block.get("signature")) or None
         if not complete:
-            signature = None  # an interrupted block is never sent as signed (§5)
+            signature = None  # an interrupted block is never sent signed (extended-thinking)
         return Reasoning(kind="signed" if signature or not complete else "text",
                          text=text_of(block.get(THINKING)), signature=signature,
                          complete=complete, origin=origin)
@@ -67,8 +67,8 @@ def block_part(block: Mapping[str, Any], origin: Origin, *, complete: bool = Tru
 
 def answered_by(origin: Origin, model: Any) -> Origin:
     """``origin`` naming the model a response says answered, where that is another model than
-    the one asked for (a server-side fallback, §5c); an alias or a dated id of the same model
-    keeps the request's name, which the scope rules already read."""
+    the one asked for (a server-side fallback: beta_fallback_block); an alias or a dated id of the
+    same model keeps the request's name, which the scope rules already read."""
     if not isinstance(model, str) or not model or not origin.model or model == origin.model:
         return origin
     asked, said = models.parse(origin.model), models.parse(model)
@@ -130,7 +130,7 @@ def usage_of(raw: Any) -> Usage:
     written = shape.count(raw.get("cache_creation_input_tokens") or None,
                           "usage.cache_creation_input_tokens")
     # input_tokens leaves out what was read from or written to the prompt cache: the prompt is
-    # the sum of the three (provider-updates §4c).
+    # the sum of the three (docs.anthropic.com prompt-caching).
     return Usage(input_tokens=uncached,
                  output_tokens=shape.count(raw.get("output_tokens") or None,
                                            "usage.output_tokens"),
@@ -141,7 +141,9 @@ def usage_of(raw: Any) -> Usage:
 
 def reports_of(body: Mapping[str, Any]) -> tuple[object, ...]:
     """``input_transformations`` entries (``thinking_dropped``, ``thinking_mismatch_allowed``),
-    verbatim: provider-updates §1a; recorded in the fable51-drops-stale-thinking fixtures."""
+    verbatim: preserved-thinking page, anthropic-sdk-ruby
+    BetaThinkingMismatchAllowedInputTransformation; recorded in the fable51-drops-stale-thinking
+    fixtures."""
     found = body.get("input_transformations")
     return tuple(found) if isinstance(found, list) else ()
 

@@ -1,7 +1,8 @@
 """Encode a request for an Anthropic-format route: the replay policy applied block by block.
 
-The policy (one table, docs/providers.md "Anthropic"; facts provider-contracts §5,
-provider-updates §1a):
+The policy (one table, docs/providers.md "Anthropic"; facts:
+docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
+platform.claude.com/docs/en/build-with-claude/preserved-thinking):
 
 - the current tool loop is always replayed verbatim; earlier turns keep their thinking when the
   target model keeps prior thinking (``models.keeps_prior_thinking``), else only the last
@@ -9,7 +10,8 @@ provider-updates §1a):
 - a signed or redacted block goes only where the profile's scope accepts its origin, never when
   its fingerprint was rejected, never when it is incomplete (cut before its signature);
 - on a model that binds blocks to their prefix, once a block has gone out, a rejected block after
-  it invalidates every block after it (§5), so the rest of that chain is left out too;
+  it invalidates every block after it (preserved-thinking page), so the rest of that chain is left
+  out too;
 - **what replaces reasoning that cannot go signed: nothing.** The block is omitted. Thinking is
   never transcribed into text the model would read as its own words and imitate, and never sent
   unsigned to a route that checks signatures. Only routes documented to take unsigned thinking
@@ -67,8 +69,8 @@ def encode_tools(tools: Sequence[ToolSpec]) -> list[Any]:
 def top_tools(spec: RequestSpec) -> list[Any]:
     """The top-level ``tools``: an Anthropic client's own list as it sent it, when the Messages
     face passed it on (``TOOLS_AS_SENT``: server tools included, and never the tools its
-    ``tool_addition`` blocks add, which those blocks carry in place, §5c); else built from the
-    canonical tools."""
+    ``tool_addition`` blocks add, which those blocks carry in place: beta types); else built from
+    the canonical tools."""
     given = spec.params.get(TOOLS_AS_SENT)
     return given if isinstance(given, list) else encode_tools(spec.tools)
 

@@ -26,7 +26,7 @@ BLOCKS: Mapping[str, str] = {
     "tool_result": MAPPED,
     "tool_addition": MAPPED,       # its tools join the tools other APIs are offered
     "tool_removal": MAPPED,        # its tools leave them
-    "fallback": OWN,               # a server-side fallback's marker (§5c)
+    "fallback": OWN,               # a server-side fallback's marker (beta types)
     "compaction": MAPPED,          # to its issuer verbatim; elsewhere its summary as text
     "image": OWN,
     "document": OWN,

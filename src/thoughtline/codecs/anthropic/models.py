@@ -3,8 +3,9 @@
 The ids and the per-model facts (thinking configuration, prior-thinking floors, block and account
 binding) live in ``thoughtline.codecs.claude`` and its table ``routes/claude-models.toml``, shared
 with the Bedrock Converse codec; this module names them for the Anthropic side and adds the model
-check of preserved thinking (which model reads which model's blocks, provider-updates §1a).
-An id that names Claude but does not parse is kept permissively (the contracts say so).
+check of preserved thinking (which model reads which model's blocks,
+platform.claude.com/docs/en/build-with-claude/preserved-thinking). An id that names Claude but does
+not parse is kept permissively (the contracts say so).
 """
 
 from __future__ import annotations
@@ -38,12 +39,13 @@ __all__ = [
 
 
 def reads(target: str, origin: str, *, claude_api: bool) -> bool:
-    """The model check (§1a): can ``target`` read a thinking block ``origin`` made?
+    """The model check (preserved-thinking page): can ``target`` read a thinking block ``origin``
+    made?
 
     The same model always can. Fable 5.1 also reads Opus 5 blocks, and Opus 5.5 blocks on the
     Claude API; Haiku 5.5 blocks are not model-locked (Bedrock binding page), but Haiku 5.5 itself
     drops every foreign block. Anything else counts as a different model (a signature check fails
-    for blocks from a different model, provider-contracts §5).
+    for blocks from a different model, the extended-thinking page).
     """
     if normalize(target) == normalize(origin):
         return True

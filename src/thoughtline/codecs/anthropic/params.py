@@ -1,10 +1,11 @@
 """Thinking parameters: adaptive vs manual thinking, effort, and the usage errors caught before
 a request is sent.
 
-Facts (provider-updates.md §1a, "Adaptive thinking, effort and interleaving"): adaptive models
-take ``{"type": "adaptive"}`` plus ``output_config.effort`` and interleave by themselves; manual
-models take ``{"type": "enabled", "budget_tokens": N}`` (the interleaved beta on Claude 4 / 4.1
-is a header, see ``codec.endpoint``); Opus 4.7+, Sonnet 5+, Fable and Mythos return 400 on
+Facts (platform.claude.com adaptive-thinking docs;
+docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-adaptive-thinking.html): adaptive
+models take ``{"type": "adaptive"}`` plus ``output_config.effort`` and interleave by themselves;
+manual models take ``{"type": "enabled", "budget_tokens": N}`` (the interleaved beta on Claude 4 /
+4.1 is a header, see ``codec.endpoint``); Opus 4.7+, Sonnet 5+, Fable and Mythos return 400 on
 ``disabled`` and on manual budgets; thinking is incompatible with a changed ``temperature``,
 ``top_k`` and a forced ``tool_choice`` (Fable 5.1's migration guide names the last one). A request
 one of those would reject is a ``UsageError`` here, not a 400 there.
@@ -66,8 +67,9 @@ def thinking_fields(model: str, params: Mapping[str, Any],
     elif isinstance(budget, int) and budget and int(max_tokens) <= budget:
         raise UsageError(f"max_tokens ({max_tokens}) must exceed the thinking budget ({budget})")
     out["max_tokens"] = int(max_tokens)
-    # The API does not remember it between requests (§1a): the session stores it and every
-    # request carries it. A learned setting wins over one given as a parameter.
+    # The API does not remember it between requests
+    # (platform.claude.com/docs/en/build-with-claude/preserved-thinking): the session stores it and
+    # every request carries it. A learned setting wins over one given as a parameter.
     behavior = settings.get(SETTING_MISMATCH, params.get(SETTING_MISMATCH))
     if behavior is not None and models.binds_blocks(model) and "thinking" in out:
         if behavior not in MISMATCH_BEHAVIORS:

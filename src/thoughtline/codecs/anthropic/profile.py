@@ -3,7 +3,7 @@
 Owns what a route does with stored thinking (``replay``) and the signature scope (``accepts``):
 a Claude signature goes only to a Claude model that can read it — the same model on any
 platform (ids normalised by ``models.normalize``), or one of the cross-model reads of
-provider-updates §1a — and, where blocks are bound to an account (Sonnet/Haiku 5.5, and every
+the preserved-thinking page — and, where blocks are bound to an account (Sonnet/Haiku 5.5, and every
 block on Bedrock, whose organisation check removes blocks from other accounts), only within the
 same platform and account. A vendor's own signed blocks (MiniMax, Kimi) go back only to that
 vendor. Nothing here builds a body.

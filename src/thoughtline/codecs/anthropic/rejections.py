@@ -1,15 +1,16 @@
 """Read a rejected Anthropic request: which stored block it names, and the one-retry lesson.
 
-Owns the documented 400 wordings (provider-updates.md §1a "Exact 400 wordings"; issue-thread
-pointers in tests/fixtures/SOURCES.md): an invalid ``signature`` in a ``thinking`` block (plain,
-or "bound to a different conversation"), invalid ``data`` in a ``redacted_thinking`` block,
-``thinking.signature: Field required``, and "cannot be modified". Each names a wire location
-``messages.N.content.M``; the encoder's ``Index`` maps it back to the canonical block, whose
-fingerprint (sha256 over block type and signature or data) is persisted with the session so the
-block is never sent again — everything else keeps replaying. A prefix-binding rejection also
-teaches ``prefix_mismatch_behavior: drop_block`` (what the error text itself recommends), so the
-retry cannot fail on the next bound block; a session that chose ``error`` keeps it. It also reads
-``input_transformations`` reports (``thinking_dropped``) into the same kind of lesson.
+Owns the documented 400 wordings (platform.claude.com/docs/en/build-with-claude/preserved-thinking
+and its fix pages; issue-thread pointers in tests/fixtures/SOURCES.md): an invalid ``signature`` in
+a ``thinking`` block (plain, or "bound to a different conversation"), invalid ``data`` in a
+``redacted_thinking`` block, ``thinking.signature: Field required``, and "cannot be modified". Each
+names a wire location ``messages.N.content.M``; the encoder's ``Index`` maps it back to the
+canonical block, whose fingerprint (sha256 over block type and signature or data) is persisted with
+the session so the block is never sent again — everything else keeps replaying. A prefix-binding
+rejection also teaches ``prefix_mismatch_behavior: drop_block`` (what the error text itself
+recommends), so the retry cannot fail on the next bound block; a session that chose ``error`` keeps
+it. It also reads ``input_transformations`` reports (``thinking_dropped``) into the same kind of
+lesson.
 """
 
 from __future__ import annotations
@@ -109,7 +110,8 @@ def classify(status: int | None, body: str, encoded: Encoded, plan: ReplayPlan) 
 
 
 def reported(reports: Iterable[object], encoded: Encoded) -> Lesson | None:
-    """A lesson from ``input_transformations``: blocks the API dropped are never resent (§1a)."""
+    """A lesson from ``input_transformations``: blocks the API dropped are never resent
+    (preserved-thinking page)."""
     index = encoded.index if isinstance(encoded.index, Index) else None
     if index is None:
         return None

@@ -1,9 +1,9 @@
 """Mid-conversation tool changes, in the terms of an API that has only one tool list.
 
-Facts (provider-updates §5c; shapes: anthropic-sdk-python 2.17 beta types): a ``tool_addition``
-block (beta ``mid-conversation-tool-changes-2026-07-01``) offers a tool from its place in
-``messages`` on — a ``tool_reference`` to a ``tools`` entry or to a tool defined earlier, or
-(beta ``inline-tools-2026-09-15``) a ``tool_definition`` carrying the tool by value; a
+Facts and shapes (anthropic-sdk-python 2.17 beta types; Claude Code 2.1.337 sends them): a
+``tool_addition`` block (beta ``mid-conversation-tool-changes-2026-07-01``) offers a tool from its
+place in ``messages`` on — a ``tool_reference`` to a ``tools`` entry or to a tool defined earlier,
+or (beta ``inline-tools-2026-09-15``) a ``tool_definition`` carrying the tool by value; a
 ``tool_removal`` block withdraws one by reference; a ``compaction`` block's ``tool_changes`` are
 the same entries for the range it compacted. MCP references have no canonical meaning here.
 

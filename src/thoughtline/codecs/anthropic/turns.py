@@ -11,7 +11,8 @@ besides the turn and the plan (its *context*), and carries the rest from turn to
 - an assistant turn with thinking: whether it keeps it (``keep``/``drop``: the current tool loop,
   the model's rule for earlier turns, the last assistant turn; never a turn stamped under another
   prefix nor one cut short) and, on a model that binds blocks after a rejection, the binding chain
-  before it (``chain=new|started|cut``: a rejected block cuts a started chain, §5).
+  before it (``chain=new|started|cut``: a rejected block cuts a started chain: preserved-thinking
+  page).
 
 The walk state carries the prefix digest (each sent turn's ``visible`` digest chained on the seed:
 ``binding``), the chain, and the count of stale turns; a turn's ``TurnAfter`` says what it sent

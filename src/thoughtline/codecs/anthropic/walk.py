@@ -1,7 +1,7 @@
 """The replay rules, turn by turn: one turn on the wire, and what it depends on besides itself.
 
-Owns the replay policy block by block (docs/providers.md "Anthropic"; provider-contracts §5,
-provider-updates §1a) and what an assistant turn's blocks depend on besides the turn: whether
+Owns the replay policy block by block (docs/providers.md "Anthropic"; the extended-thinking and
+preserved-thinking pages) and what an assistant turn's blocks depend on besides the turn: whether
 it keeps its thinking (``keeps``: the current tool loop, the model's rule for earlier turns, the
 last assistant turn; never a turn stamped under another prefix, ``stale``) and the binding chain
 state carried from turn to turn (``Chain``). These are the only replay rules: ``turns`` (the
@@ -117,8 +117,9 @@ def thinking_block(part: Reasoning, plan: ReplayPlan, profile: AnthropicProfile,
             return {"type": REDACTED, "data": part.data}
         return {"type": THINKING, THINKING: part.text or "", "signature": part.signature}
     if chain.binds and chain.started and signed and rejected:
-        # §5: a block removed from the middle invalidates every later one. (Blocks left out by
-        # scope or as incomplete were left out of every request, so later blocks never saw them.)
+        # Preserved-thinking page: a block removed from the middle invalidates every later one.
+        # (Blocks left out by scope or as incomplete were left out of every request, so later blocks
+        # never saw them.)
         chain.cut = True
     if (keep and profile.keeps_unsigned and part.kind != "redacted"
             and (part.text or "").strip() and not rejected):
@@ -165,9 +166,9 @@ def assistant_turn(message: Message, plan: ReplayPlan, keep: bool, chain: Chain)
 
 def _opaque_block(part: Opaque, plan: ReplayPlan, profile: AnthropicProfile) -> Any:
     """A verbatim block in its place. A ``fallback`` or ``compaction`` block goes only to the
-    route that made it (same provider and host, §4c/§5c), byte for byte; elsewhere a compaction
-    block's readable summary stands in as text where it has one, and a fallback marker is
-    nothing (it only bounds the issuer's thinking chains)."""
+    route that made it (same provider and host: docs/providers.md "Anthropic"), byte for byte;
+    elsewhere a compaction block's readable summary stands in as text where it has one, and a
+    fallback marker is nothing (it only bounds the issuer's thinking chains)."""
     block = part.native[NS]
     if block.get("type") not in ISSUER_ONLY:
         return block if profile.replay == "signed" or plan.may_replay(part.origin) else None
@@ -179,7 +180,7 @@ def _opaque_block(part: Opaque, plan: ReplayPlan, profile: AnthropicProfile) -> 
 
 def in_place(message: Message) -> Mapping[str, Any] | None:
     """A turn-scoped ``role: "system"`` message a client placed inside ``messages`` (kept there,
-    never moved into ``system``, provider-updates §1a): its message-level fields."""
+    never moved into ``system``: prefix-checks page): its message-level fields."""
     found = message.native.get(NS)
     # (most messages have no record here: None is told apart before the abstract Mapping check)
     return found if found is not None and isinstance(found, Mapping) and found.get(IN_PLACE) \
@@ -205,7 +206,7 @@ def system_turn(message: Message, fields: Mapping[str, Any]) -> Turn:
 def compaction_turn(message: Message, plan: ReplayPlan) -> Turn | None:
     """A checkpoint that holds this API's own ``compaction`` block (native compaction): the
     block as received, alone, in the assistant turn the API returned it in, where the route may
-    read it and is the provider that made it (provider id and host: §4b/§4c, a compaction is
+    read it and is the provider that made it (provider id and host: a compaction is
     readable only by its producer); None elsewhere (the checkpoint's summary stands in)."""
     for position, part in enumerate(message.parts):
         if compaction.is_block(part) and _made_by(part.origin, plan):

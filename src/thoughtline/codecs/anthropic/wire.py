@@ -1,6 +1,7 @@
 """Anthropic Messages wire names, namespaces and constants shared by decode, fold and encode.
 
-Facts: provider-contracts.md §5 and provider-updates.md §1a (the newer, where they differ).
+Facts: docs.anthropic.com/en/docs/build-with-claude/extended-thinking and
+platform.claude.com/docs/en/build-with-claude/preserved-thinking.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ TEXT = "text"
 TOOL_USE = "tool_use"
 TOOL_RESULT = "tool_result"
 
-#: Blocks of late 2026 (provider-updates §5c; shapes: anthropic-sdk-python 2.17 beta types).
+#: Blocks of late 2026 (facts and shapes: anthropic-sdk-python 2.17 beta types).
 #: ``fallback`` marks where a server-side fallback handed the turn to another model (``to``):
 #: the thinking before and after it are separately rooted chains, so it goes back verbatim and
 #: in place, to the route that issued it only. ``tool_addition`` / ``tool_removal`` change the
@@ -37,7 +38,7 @@ TOOL_REMOVAL = "tool_removal"
 #: The parameter in which the Messages face hands an Anthropic upstream the client's ``tools``
 #: as sent (``encode.top_tools``): the canonical tools are what other APIs are offered.
 TOOLS_AS_SENT = "tools_as_sent"
-#: Blocks only the route that made them may read, kept where they are (never moved, §4c/§5c).
+#: Blocks only the route that made them may read, kept where they are (never moved).
 ISSUER_ONLY = frozenset({FALLBACK, COMPACTION})
 
 #: Header values (preserved-thinking pages; the version itself is route data).
@@ -45,7 +46,7 @@ BINDING_BETA = "thinking-binding-controls-2026-08-01"
 VERSION_HEADER = "anthropic-version"
 BETA_HEADER = "anthropic-beta"
 
-#: ``thinking.block_binding.prefix_mismatch_behavior`` values (provider-updates §1a).
+#: ``thinking.block_binding.prefix_mismatch_behavior`` values (preserved-thinking page).
 MISMATCH_BEHAVIORS = ("error", "drop_block")
 #: The per-session settings key the codec reads from ``RequestSpec.settings``.
 SETTING_MISMATCH = "prefix_mismatch_behavior"

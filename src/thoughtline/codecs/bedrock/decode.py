@@ -2,11 +2,11 @@
 
 Claude thinking is stored in the shape the Anthropic codec shares (messages.py): a signed block is
 ``Reasoning(kind="signed", text, signature)`` (``text`` may be "": Opus 4.7 adaptive thinking
-arrives signature-only, updates §1c), a redacted one ``Reasoning(kind="redacted", data=<the
-Anthropic data string>)``. On Converse ``redactedContent`` is base64 of that string (the recorded
-``RXU4…`` decodes to ``Eu8…``; fixtures SOURCES.md, observation 5), so it is decoded once here and
-re-encoded by ``encode``; when the recorded bytes are not canonical base64 the block is also kept
-verbatim. Other models' ``redactedContent`` (GPT-5.6 ``rsn_…``, Kimi K3) is
+arrives signature-only, BerriAI/litellm#36507), a redacted one ``Reasoning(kind="redacted",
+data=<the Anthropic data string>)``. On Converse ``redactedContent`` is base64 of that string (the
+recorded ``RXU4…`` decodes to ``Eu8…``; fixtures SOURCES.md, observation 5), so it is decoded once
+here and re-encoded by ``encode``; when the recorded bytes are not canonical base64 the block is
+also kept verbatim. Other models' ``redactedContent`` (GPT-5.6 ``rsn_…``, Kimi K3) is
 ``Reasoning(kind="encrypted", data=<the wire string>)``. Tool ``input`` objects become compact JSON
 text, the same text a stream's joined fragments normalize to.
 """

@@ -5,10 +5,11 @@ Owns the Converse request shape (API_runtime_Converse.html#API_runtime_Converse_
 messages; consecutive same-role turns are merged), ``toolConfig``, ``inferenceConfig`` and the
 model-specific ``additionalModelRequestFields`` (Claude thinking, reasoning effort). Converse needs
 the conversation to start and end with a user message and rejects empty text blocks
-(provider-contracts §7); an assistant turn holding only reasoning is rejected as prefill
-(provider-updates §1c), so such a turn loses its reasoning and, left empty, is dropped. The tool
-calls of a turn cut off mid-stream are left out: none was run, so none has a ``toolResult``, and
-Converse rejects a ``toolUse`` without one ("Expected toolResult blocks at messages.N.content").
+(Converse API reference, docs.aws.amazon.com/bedrock); an assistant turn holding only
+reasoning is rejected as prefill (NousResearch/hermes-agent#105780), so such a turn loses its
+reasoning and, left empty, is dropped. The tool calls of a turn cut off mid-stream are left out:
+none was run, so none has a ``toolResult``, and Converse rejects a ``toolUse`` without one
+("Expected toolResult blocks at messages.N.content").
 
 Each function here encodes one turn, or the body around the turns; ``turns`` walks a history with
 them, merging same-role turns (the core's wire cache stores each turn's blocks under the context
@@ -53,7 +54,8 @@ Blocks = tuple[str, tuple[dict[str, Any], ...], tuple[str, ...]]
 def _reasoning_block(send: Send) -> dict[str, Any]:
     if send.form == "signed":
         # A signature-only block needs ``text: ""`` beside the signature ("reasoning content
-        # format incorrect. Either 'text' or 'redactedContent' must be set.", PC §7).
+        # format incorrect. Either 'text' or 'redactedContent' must be set.",
+        # API_runtime_ReasoningContentBlock).
         return {REASONING: {REASONING_TEXT: {TEXT: send.text, SIGNATURE: send.value}}}
     if send.form == "text":
         return {REASONING: {REASONING_TEXT: {TEXT: send.text}}}
@@ -164,7 +166,9 @@ def request_fields(profile: BedrockProfile, params: Mapping[str, Any], *,
         if "maxTokens" in inference:
             budget = max(1024, min(budget, int(inference["maxTokens"]) - 1))
         extra["thinking"] = {"type": "enabled", "budget_tokens": budget}
-        # Manual thinking runs at temperature 1 only (PC §7): sampling settings are left out.
+        # Manual thinking runs at temperature 1 only
+        # (docs.anthropic.com/en/docs/build-with-claude/extended-thinking): sampling settings are
+        # left out.
         inference.pop("temperature", None)
         inference.pop("topP", None)
         if profile.interleaved and tools:

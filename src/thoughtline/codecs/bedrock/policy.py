@@ -1,6 +1,7 @@
 """Which reasoning of a stored assistant turn a Bedrock model receives, as neutral decisions.
 
-Owns the per-model replay rules of provider-contracts §7 and provider-updates §1c, applied to one
+Owns the per-model replay rules (docs/providers.md "Bedrock"; sources in routes/bedrock.toml),
+applied to one
 part at a time: the profile says what a turn before the current tool loop and a turn inside it
 carry; the plan's scope says whose opaque values the target may read; rejected fingerprints are
 never sent again. ``encode`` turns a decision into wire blocks. Pure: nothing here reads or
@@ -74,7 +75,7 @@ def decide(part: Reasoning, turn_origin: Origin | None, plan: ReplayPlan, *,
 def _readable(part: Reasoning, carries: frozenset[str], *, signed_only: bool) -> Send | None:
     """Readable thinking alone, with no signature field (gpt-oss rejects even an empty one);
     never to a model that only takes signed blocks (Claude: "thinking.signature: Field
-    required", updates §1c)."""
+    required", maximhq/bifrost#6942)."""
     text = part.text or part.summary or ""
     if signed_only or REASONING_TEXT not in carries or not text:
         return None

@@ -108,8 +108,9 @@ class BedrockProfile(Profile):
         """May an opaque value made at ``origin`` go to ``target``?
 
         Claude signatures and redacted blocks: to a Claude target of the same model, whichever
-        platform made them (PC §5). Anything else: only the same Bedrock model; a region-bound
-        value also only within its region and never through a cross-region profile.
+        platform made them (docs.anthropic.com/en/docs/build-with-claude/extended-thinking).
+        Anything else: only the same Bedrock model; a region-bound value also only within its region
+        and never through a cross-region profile.
         """
         if self.scope == "claude":
             key = claude_key(origin.model)

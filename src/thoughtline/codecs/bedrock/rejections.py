@@ -2,7 +2,7 @@
 
 The one place this codec matches provider error text, table-driven (house style). Bedrock answers
 a rejected request with HTTP 400 ``{"message": "…"}`` (a ValidationException). The wordings and
-their sources (provider-updates §1c; recorded bodies in ``tests/fixtures/errors``):
+their sources (public threads at each entry; recorded bodies in ``tests/fixtures/errors``):
 
 - ``This model doesn't support the <field> field. Remove <field> and try again.`` — the family of
   the recorded ``temperature`` / ``s3Uri`` rejections; for reasoning it names
@@ -13,8 +13,8 @@ their sources (provider-updates §1c; recorded bodies in ``tests/fixtures/errors
 - ``Encrypted content cannot be used in a different region from the one that created it.``
   (Kimi K3 through a global profile, hermes-agent #115865): drop the opaque value;
 - ``Invalid `signature` in `thinking` block`` / ``Invalid 'data' in 'redacted_thinking' block``
-  (Claude, PC §5 and updates §1a): fingerprint the blocks it names (or every one sent), never
-  send them again.
+  (Claude; anthropics/claude-code#10627, tests/fixtures/SOURCES.md category 7): fingerprint the
+  blocks it names (or every one sent), never send them again.
 
 Only 4xx (or no status) is read; a rejection that teaches nothing new gives no lesson, so the
 error surfaces instead of a second identical request.

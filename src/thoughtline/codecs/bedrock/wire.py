@@ -25,10 +25,10 @@ REASONING_TEXT, REDACTED, SIGNATURE = "reasoningText", "redactedContent", "signa
 CARRIERS = frozenset({REASONING_TEXT, SIGNATURE, REDACTED})
 
 #: Converse rejects a conversation that does not start and end with a user message
-#: (provider-contracts §7); these stand in where the history has none.
+#: (Converse API reference); these stand in where the history has none.
 USER_FIRST = "(conversation continues)"
 USER_LAST = "Continue."
-#: A tool result with no text: Converse rejects blank text blocks (provider-contracts §7).
+#: A tool result with no text: Converse rejects blank text blocks (Converse API reference).
 EMPTY_RESULT = "(empty)"
 
 # ConverseStream event types (the ``:event-type`` frame header).

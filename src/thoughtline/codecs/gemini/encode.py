@@ -1,6 +1,6 @@
 """Encode a request for a Gemini route: every signature back on the part it came on, or none.
 
-Rules (provider-contracts §6, provider-updates §1b):
+Rules (ai.google.dev/gemini-api/docs/thought-signatures; the Vertex thought-signatures page):
 
 - a turn Gemini made, in scope for the target (``plan.may_replay``) and with none of its
   signatures rejected before, goes back whole: thought parts, text, function calls and unknown
@@ -159,7 +159,8 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
             parts.append({"text": call_as_text(call)})
             continue
         wire: dict[str, Any] = {FC: _call(call)}
-        if index == 0 or sign_every:  # only the first call of a step needs one (§1b)
+        # Only the first call of a step needs one (the thought-signatures page).
+        if index == 0 or sign_every:
             wire[SIG] = DUMMY_SIGNATURE
         parts.append(wire)
     return parts

@@ -2,7 +2,7 @@
 
 A whole response and its stream differ only in how the parts are cut: a stream sends a text as
 many parts (one per chunk) and its signature on a trailing part of its own, often with empty text
-(provider-contracts §6; provider-updates §1b "Streaming"; recorded in
+(ai.google.dev/gemini-api/docs/thought-signatures; pydantic/pydantic-ai#3481; recorded in
 ``fantasy-gemini3-pro-thinking-function-call-stream.i1.response.sse.txt``), where the whole
 response has one text part carrying the signature. The rule, applied to both:
 
@@ -13,7 +13,8 @@ response has one text part carrying the signature. The rule, applied to both:
 - an empty text part without a signature carries nothing and is dropped; one with a signature
   signs the open run, or (after function calls) stands as an empty signed text of its own;
 - a ``functionCall`` is one tool call, its signature on it (parallel calls: only the first is
-  signed, provider-updates §1b); any other part is kept verbatim as an ``Opaque``.
+  signed, ai.google.dev/gemini-api/docs/thought-signatures); any other part is kept verbatim as an
+  ``Opaque``.
 """
 
 from __future__ import annotations

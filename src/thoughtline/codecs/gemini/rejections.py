@@ -1,7 +1,7 @@
 """Gemini's 400 wordings about thought signatures, and what each teaches before the one retry.
 
 Table-driven, every wording tested (``tests/codecs/test_gemini.py``). Exact texts:
-provider-updates §1b "Exact wordings" (AI Studio and Vertex), provider-contracts §9.
+the public threads at each row (AI Studio and Vertex; tests/fixtures/SOURCES.md, category 7).
 
 - a corrupted / invalid signature: when the request carried the dummy, the route rejects the dummy
   (learned for the route: its foreign calls go as text from now on); the real signatures the
@@ -49,7 +49,7 @@ WORDINGS: tuple[Wording, ...] = (
             source="AI Studio: Antigravity-Manager#938, CodexPlusPlus#367"),
     Wording(id="vertex-missing", kind="missing",
             pattern=re.compile(r"content block is missing a `?thought_signature", re.I),
-            source="Vertex: provider-updates §1b, qiita"),
+            source="Vertex: qiita.com reports, decolua/9router#301"),
 )
 
 

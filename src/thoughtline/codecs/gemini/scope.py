@@ -1,6 +1,7 @@
 """Which Gemini model can read a thought signature another Gemini model made.
 
-Facts (provider-updates §1b "Rules", Gemini Enterprise Agent Platform thought-signatures page):
+Facts (Gemini Enterprise Agent Platform thought-signatures page,
+docs.cloud.google.com/gemini-enterprise-agent-platform/models/thinking/thought-signatures):
 signatures are compatible only within the same family **and tier** (Flash-Lite cannot read Flash
 or Pro signatures; older families cannot read newer ones), and are scoped to the same project. A
 model id is read as ``gemini-<version>-<tier>[-preview|-exp|-latest|-<date>…]``: the family is

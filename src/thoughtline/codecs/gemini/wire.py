@@ -28,7 +28,7 @@ PARAMETERS = "parametersJsonSchema"
 FC_SNAKE = "function_call"
 
 # The documented dummy that lets Gemini 3 accept a function call it did not sign
-# (https://ai.google.dev/gemini-api/docs/thought-signatures; provider-updates.md §1b).
+# (https://ai.google.dev/gemini-api/docs/thought-signatures).
 DUMMY_SIGNATURE = "skip_thought_signature_validator"
 #: The verdict carrier a route that rejects the dummy learns (``Verdict.drop``).
 DUMMY_CARRIER = "gemini.dummy_signature"

@@ -1,14 +1,14 @@
 """Server-side state: which stored interaction our history may continue, or why not.
 
 With ``store: true`` the server keeps every interaction, and a request naming
-``previous_interaction_id`` continues that chain: it sends only what came after (provider-updates
-§4d). That is only right while the server's chain is our history. Each answer is stamped, when it
-is stored, with its interaction id and a digest of the whole conversation up to and including it
-(``stamped``); a later request recomputes the digest over its history up to that answer. A
-different digest — an earlier turn rewritten by compaction, an edited or imported history — or an
-answer that is not the last one, from another model or service, or an id the server said it no
-longer has, means the chain no longer matches: the request sends the whole history (once: its
-answer starts a new chain), and the request log says why (``Sent.chain``).
+``previous_interaction_id`` continues that chain: it sends only what came after (ai.google.dev/
+gemini-api/docs/interactions). That is only right while the server's chain is our history. Each
+answer is stamped, when it is stored, with its interaction id and a digest of the whole conversation
+up to and including it (``stamped``); a later request recomputes the digest over its history up to
+that answer. A different digest — an earlier turn rewritten by compaction, an edited or imported
+history — or an answer that is not the last one, from another model or service, or an id the server
+said it no longer has, means the chain no longer matches: the request sends the whole history (once:
+its answer starts a new chain), and the request log says why (``Sent.chain``).
 
 The digest is a chain ``h(n) = sha256(h(n-1) ‖ sha256(message n))`` over what each message says
 (roles, texts, thought signatures and summaries, calls and results), never over the stamps

@@ -1,10 +1,11 @@
 """Decode a whole ``Interaction`` (google-genai 3.6.1 ``InteractionTypedDict``) to a canonical turn.
 
 The answer is the model's steps: ``thought`` (``signature`` always present, ``summary``
-optional: provider-updates §4d), ``model_output`` (``content`` text items) and ``function_call``
-(``id``, ``name``, ``arguments`` object). Input steps the interaction may echo (``user_input``,
-``function_result``) are not the answer and are skipped, as are step types this codec does not
-speak (server tools). The interaction ``id`` goes under ``native`` for the stateful chain.
+optional: ai.google.dev/gemini-api/docs/interactions/thinking), ``model_output`` (``content`` text
+items) and ``function_call`` (``id``, ``name``, ``arguments`` object). Input steps the interaction
+may echo (``user_input``, ``function_result``) are not the answer and are skipped, as are step types
+this codec does not speak (server tools). The interaction ``id`` goes under ``native`` for the
+stateful chain.
 """
 
 from __future__ import annotations

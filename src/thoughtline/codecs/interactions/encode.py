@@ -5,8 +5,8 @@ Each message becomes input steps (google-genai 3.6.1 ``StepParam``): a user's te
 steps (``signature`` byte for byte, ``summary`` as ``TextContent``), its text one
 ``model_output`` step per run of text, its calls ``function_call`` steps (``arguments`` an
 object). System messages become ``system_instruction``. A thought whose signature is out of the
-route's scope, cut short, or once rejected is left out (provider-updates §1b: "send the full
-context or omit it"; an incompatible signature is never sent).
+route's scope, cut short, or once rejected is left out (Vertex thought-signatures page: "send the
+full context or omit it"; an incompatible signature is never sent).
 
 With server-side state (``store: true``, the default) the request continues the stored chain when
 it still matches (``chain.link``) and sends only what came after; otherwise the whole history.

@@ -3,9 +3,9 @@
 Events (google-genai 3.6.1 ``InteractionSSEEvent``, discriminated by ``event_type`` in the data,
 so an SSE ``event:`` line is not needed): ``interaction.created`` (the id), ``step.start``
 (``index``, ``step``), ``step.delta`` (``index``, ``delta``: ``text``, ``thought_summary``
-(``content``), ``thought_signature`` (``signature``: provider-updates §4d), ``arguments_delta``
-(``arguments``, a JSON fragment)), ``step.stop``, ``interaction.status_update`` and
-``interaction.completed`` (the interaction: ``id``, ``status``, ``usage``), and ``error``.
+(``content``), ``thought_signature`` (``signature``: ai.google.dev/gemini-api/docs/interactions),
+``arguments_delta`` (``arguments``, a JSON fragment)), ``step.stop``, ``interaction.status_update``
+and ``interaction.completed`` (the interaction: ``id``, ``status``, ``usage``), and ``error``.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
 """The Interactions route profile: the signature scope and whether the server keeps state.
 
 Made from a row of ``routes/gemini-interactions.toml``. Thought signatures are scoped as on
-``generateContent`` (provider-updates.md §1b: same service and project, same model family and
+``generateContent`` (Vertex thought-signatures page: same service and project, same model family and
 tier; ``codecs.gemini.scope`` holds that rule for both Gemini APIs). ``store`` is the API's own
-default (§4d: ``store`` defaults to true; ``store: false`` is stateless); a session's request
-params may say ``store = false``.
+default (ai.google.dev/gemini-api/docs/interactions: ``store`` defaults to true; ``store: false`` is
+stateless); a session's request params may say ``store = false``.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The Interactions API's 400/404 wordings, and what each teaches before the one retry.
 
-- a corrupted / invalid thought signature (the Gemini wordings, provider-updates §1b "Exact
-  wordings": AI Studio ``Corrupted thought signature.``, Vertex ``Thought signature is not
+- a corrupted / invalid thought signature (the Gemini wordings, google-gemini/gemini-cli#13467,
+  decolua/9router#301: AI Studio ``Corrupted thought signature.``, Vertex ``Thought signature is not
   valid``): every signature the request carried is fingerprinted and never sent again (their
   thought steps are left out; the turns' text and calls still go);
 - the previous interaction is gone (``store`` retention ran out, another project): the session

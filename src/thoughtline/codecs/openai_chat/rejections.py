@@ -10,7 +10,7 @@ patterns, nested-escape undoing, the "context length exceeded" rows) are ``thoug
 I/O. ``lesson`` turns a ``Classification`` into the codec's ``Lesson`` (a ``Verdict`` for the
 request's (provider, host, model) and the ``describe(...)`` notice); the turn engine retries once.
 
-Rules (provider-contracts §9):
+Rules (docs/design.md, "a turn, end to end": learn once, retry exactly once):
 
 * Only a 4xx, or no status at all, is considered; 5xx and anything else is ``none``.
 * ``drop`` needs an unknown-field wording **and** a carrier that was sent on an assistant message
@@ -91,13 +91,13 @@ WORDINGS: tuple[Wording, ...] = (
         id="deepseek-missing-rc-field", kind="reasoning_required",
         pattern=_rx(rf"missing\s+{_TICK}reasoning_content{_TICK}\s+field"),
         seen="deepseek",
-        source="provider-contracts §2 ('Missing `reasoning_content` field in the assistant message "
-               "at message index 2.')"),
+        source="api-docs.deepseek.com/guides/thinking_mode ('Missing `reasoning_content` field in "
+               "the assistant message at message index 2.')"),
     Wording(
         id="kimi-rc-missing-in-tool-call", kind="reasoning_required",
         pattern=_rx(r"reasoning_content\s+is\s+missing\s+in\s+assistant"),
         seen="kimi / moonshot (also nested in OpenRouter metadata.raw)",
-        source="provider-contracts §2; SOURCES.md category 7 (OpenRouter-nested paste)"),
+        source="platform.kimi.ai thinking-model guide; SOURCES.md category 7 (OpenRouter-nested)"),
     Wording(
         id="deepseek-anthropic-thinking-must-be-passed-back", kind="not_chat",
         pattern=_rx(rf"{_TICK}content\[\]\.thinking{_TICK}\s+in\s+the\s+thinking\s+mode\s+must"
@@ -110,7 +110,7 @@ WORDINGS: tuple[Wording, ...] = (
         pattern=_rx(r"extra\s+inputs\s+are\s+not\s+permitted|\bextra_forbidden\b"),
         seen="mistral (422, pydantic extra_forbidden); pydantic-based relays",
         source="charmbracelet/crush#1590, BerriAI/litellm#30835, "
-               "nomtek/mistralai_client_dart#44 (older envelope); provider-contracts §9 relays",
+               "nomtek/mistralai_client_dart#44 (older envelope); pydantic-based relays",
         label=("an extra input", "extra inputs")),
     Wording(
         id="property-is-unsupported", kind="unknown_field",
@@ -121,35 +121,37 @@ WORDINGS: tuple[Wording, ...] = (
         label=("an unsupported property", "unsupported properties")),
     Wording(
         id="no-such-field", kind="unknown_field", pattern=_rx(r"\bno\s+such\s+field\b"),
-        seen="relays", source="provider-contracts §9",
+        seen="relays", source="relay wording; no public body found (rule: docs/design.md)",
         label=("an unknown field", "unknown fields")),
     Wording(
         id="unknown-field", kind="unknown_field", pattern=_rx(r"\bunknown\s+field\b"),
-        seen="relays (Go encoding/json and serde say it this way)", source="provider-contracts §9",
+        seen="relays (Go encoding/json and serde say it this way)",
+        source="Go encoding/json DisallowUnknownFields, serde deny_unknown_fields",
         label=("an unknown field", "unknown fields")),
     Wording(
         id="unrecognized-request-argument", kind="unknown_field",
         pattern=_rx(r"\bunrecognized\s+request\s+argument"),
         seen="openai-style relays ('Unrecognized request argument supplied: x')",
-        source="provider-contracts §9",
+        source="the OpenAI API's legacy wording (no recorded body here)",
         label=("an unrecognized argument", "unrecognized arguments")),
     Wording(
         id="unknown-parameter", kind="unknown_field", pattern=_rx(r"\bunknown\s+parameter\b"),
         seen="openai-style relays ('Unknown parameter: 'x'.', code unknown_parameter)",
-        source="provider-contracts §9; tests/fixtures/errors/vercel-openai-unknown-parameter-*",
+        source="tests/fixtures/errors/vercel-openai-unknown-parameter-*",
         label=("an unknown parameter", "unknown parameters")),
     Wording(
         id="unexpected-field", kind="unknown_field", pattern=_rx(r"\bunexpected\s+field\b"),
-        seen="relays", source="provider-contracts §9",
+        seen="relays", source="relay wording; no public body found (rule: docs/design.md)",
         label=("an unexpected field", "unexpected fields")),
     Wording(
         id="additional-properties", kind="unknown_field",
         pattern=_rx(r"\badditional\s+properties\b"),
-        seen="relays validating with JSON Schema", source="provider-contracts §9",
+        seen="relays validating with JSON Schema",
+        source="JSON Schema additionalProperties validators",
         label=("an additional property", "additional properties")),
     Wording(
         id="unknown-key", kind="unknown_field", pattern=_rx(r"\bunknown\s+key\b"),
-        seen="relays", source="provider-contracts §9",
+        seen="relays", source="relay wording; no public body found (rule: docs/design.md)",
         label=("an unknown key", "unknown keys")),
 )
 

@@ -4,7 +4,7 @@ Shape (the ``openai`` SDK's beta ``AgentMessage`` input item): ``{"type": "agent
 "id"?, "author", "recipient", "content": [input_text | input_image | {"type":
 "encrypted_content", "encrypted_content"}], "agent"?}``; ``content`` may be null. Codex hands a
 child agent its task this way, the text sealed by the Responses API and decrypted only inside it
-(openai/codex PR #26210; provider-updates §5a): only OpenAI reads ``encrypted_content``, and other
+(openai/codex PR #26210, unverified): only OpenAI reads ``encrypted_content``, and other
 Responses servers take no ``agent_message`` item at all (openai/codex#33551,
 router-for-me/CLIProxyAPI#4801). So the face reads one as a user message — what the recipient
 is told — whose readable form (who wrote to whom, then its text parts) every other upstream

@@ -35,8 +35,8 @@ Owns parsing a client's ``POST /v1/responses`` body and headers into canonical t
 Rendering answers is ``reply``'s. Pure functions; no I/O.
 
 Facts: the Responses API reference (platform.openai.com/docs/api-reference/responses), the
-``openai`` SDK's ``types/responses`` and the recorded Codex requests (tests/fixtures/clients,
-provider-updates §4a–4b).
+``openai`` SDK's ``types/responses`` and the recorded Codex requests (tests/fixtures/clients;
+docs/codex.md).
 """
 
 from __future__ import annotations

@@ -85,7 +85,8 @@ class OpenAIResponses(CodecBase):
         return agents.readable(value) or None if agents.is_item(value) else None
 
     def native_compaction(self, provider: ProviderConfig) -> compaction.NativeCompaction:
-        """Hook: server-side compaction (a ``compaction_trigger`` input item, §4b)."""
+        """Hook: server-side compaction (a ``compaction_trigger`` input item:
+        developers.openai.com/api/docs/guides/compaction)."""
         return compaction.NATIVE
 
     def issued(self, done: Done, plan: ReplayPlan) -> Done:

@@ -1,6 +1,7 @@
 """OpenAI Responses server-side compaction as the summarizer (``[compaction] native = true``).
 
-Facts (provider-updates §4b, §4a): ``compaction_trigger`` is a public input item ("Compacts the
+Facts (developers.openai.com/api/docs/guides/compaction; openai-python types/responses; the
+Codex recordings, docs/codex.md): ``compaction_trigger`` is a public input item ("Compacts the
 current context. Must be the final input item"); the answer holds exactly one ``compaction``
 output item with its ``encrypted_content`` (Codex requires exactly one: "expected exactly one
 compaction output item, got 0", CLIProxyAPI#4848), readable only by the provider that produced it
@@ -20,9 +21,9 @@ from thoughtline.messages import Message, Opaque
 
 TRIGGER = "compaction_trigger"
 ITEM = "compaction"
-#: Items that go back unchanged and in their original position (§4b): a ``program`` item's
-#: ``fingerprint`` "must be round-tripped", a ``configuration_update`` changes what follows, a
-#: ``compaction`` item stands for everything before it.
+#: Items that go back unchanged and in their original position (openai-python types/responses): a
+#: ``program`` item's ``fingerprint`` "must be round-tripped", a ``configuration_update`` changes
+#: what follows, a ``compaction`` item stands for everything before it.
 POSITION_CRITICAL = frozenset({"program", "configuration_update", ITEM})
 _NAMES_COMPACTION = re.compile(r"compaction", re.IGNORECASE)
 

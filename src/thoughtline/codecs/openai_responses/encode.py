@@ -145,7 +145,7 @@ def item_fingerprint(item: Mapping[str, Any]) -> str:
 def bare_fingerprint(item: Mapping[str, Any]) -> str:
     """What ``classify`` records when the provider could not decrypt an item's
     ``encrypted_content`` but the item itself may stay (``thinking_signature_invalid``,
-    provider-updates §5b): the item goes back without that value, its id, summary and place
+    openclaw/openclaw#92941): the item goes back without that value, its id, summary and place
     kept. Keyed by the value itself, so only that one value is left off."""
     return fingerprint("bare", text_of(item.get(ENCRYPTED)))
 
@@ -183,7 +183,8 @@ def id_fingerprint(item_id: str) -> str:
 def readable_only(item: Mapping[str, Any]) -> bool:
     """A reasoning item that carries its reasoning as readable ``reasoning_text`` and no
     ``encrypted_content``: what a relay without encryption returns (Kimi on vLLM behind a
-    Responses front, provider-updates §4b). It is the reasoning itself, not a reference."""
+    Responses front, NousResearch/hermes-agent#91104). It is the reasoning itself, not a
+    reference."""
     if item.get("type") != REASONING or item.get(ENCRYPTED):
         return False
     content = item.get("content")
@@ -201,7 +202,7 @@ def _sendable(item: Mapping[str, Any], origin: Origin | None, plan: ReplayPlan) 
                 or readable_only(item)):
             # With store=false an item without its encrypted content (and no readable text)
             # is only a reference to something the server never kept: "Item with id 'rs_…'
-            # not found" (§1d).
+            # not found" (anomalyco/opencode#2480).
             return False
     if plan.fingerprints and origin is not None and origin.account and plan.rejected(
             issuer_fingerprint(origin.account)):
@@ -308,8 +309,8 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
                 out.append(_plain_message(agents.readable(item)))
     flush()
     # Readable-only reasoning goes back at the head of its turn, where the relays that send it
-    # expect it; without it there the model loops on tool calls (hermes-agent PR #91104,
-    # provider-updates §4b). Encrypted items keep their exact place.
+    # expect it; without it there the model loops on tool calls (NousResearch/hermes-agent
+    # PR #91104). Encrypted items keep their exact place.
     readable = [item for item in out if readable_only(item)]
     if readable:
         out = readable + [item for item in out if not readable_only(item)]
@@ -328,7 +329,7 @@ def _assistant_items(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]
 def _own_compaction(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     """A checkpoint's ``compaction`` item (native compaction) alone, in the checkpoint's place,
     to the provider (id and host) that made it; [] otherwise (the checkpoint's summary text is
-    sent instead). §4b."""
+    sent instead; developers.openai.com/api/docs/guides/compaction)."""
     if message.role != "user":
         return []
     target = plan.target

@@ -4,9 +4,9 @@ The fold rebuilds the response's ``output`` list and hands it to ``decode.messag
 and its whole response give the same canonical Message by construction. An item's final form is
 the one ``response.output_item.done`` carries: "use the completed reasoning item … from
 ``response.output_item.done`` … the ``encrypted_content`` in ``response.output_item.added`` may be
-incomplete" (provider-updates.md §1d). OpenAI even re-issues a reasoning item's encrypted content
-in ``response.completed`` (pydantic-ai-openai-responses-gpt55-phase-stream, vercel
-openai-reasoning-encrypted-content) and OpenRouter renames its id there
+incomplete" (developers.openai.com/api/docs/guides/reasoning). OpenAI even re-issues a reasoning
+item's encrypted content in ``response.completed`` (pydantic-ai-openai-responses-gpt55-phase-stream,
+vercel openai-reasoning-encrypted-content) and OpenRouter renames its id there
 (pydantic-ai-openrouter-responses-raw-cot-stream): the ``done`` item wins, the final response
 only fills items the stream never finished. An item cut before its ``done`` is rebuilt from its
 deltas and marked incomplete (its reasoning is never replayed). Fragments are kept in lists and

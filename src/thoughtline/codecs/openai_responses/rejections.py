@@ -1,6 +1,6 @@
 """Read a rejected Responses request: which replayed items the provider refused, exactly.
 
-One table of the provider wordings (provider-updates.md §1d), each tested, and the rule that
+One table of the provider wordings (sources at each row), each tested, and the rule that
 finds the offending item(s) in the request that was sent:
 
 1. the error names an item id that was sent (``for item rs_…``, ``Item 'rs_…'``, ``Item with id
@@ -20,7 +20,7 @@ An error ``param`` naming an input position (``input[3].encrypted_content``) nam
 before rule 1; a quoted value may be abbreviated to its ends (``VPy0...8OA=``, kaitranntt/ccs
 #1402): an item whose value starts and ends so is named by rule 2.
 
-``thinking_signature_invalid`` (provider-updates §5b; openclaw PR #92941, hermes-agent#70595:
+``thinking_signature_invalid`` (openclaw/openclaw#92941, NousResearch/hermes-agent#70595:
 "Encrypted content could not be decrypted or parsed") is read by its code, before any phrase
 (its message is the "undecryptable" one), and repairs less: the offending item goes back
 *without its encrypted_content* only — its id, summary and place kept, every other item's
@@ -35,7 +35,7 @@ leaving off only a value (never the item) is already the mildest repair there is
 
 A route that refuses one of the stateless request switches as an unknown parameter (``store``,
 ``include``, ``reasoning.context``, a message ``phase``) teaches a verdict that drops it for that
-(provider, host, model) — the learn-once fallback of provider-contracts §9 on this API.
+(provider, host, model) — the learn-once fallback (docs/design.md) on this API.
 
 The result is a fingerprint per offending item (``encode.item_fingerprint``:
 ``fingerprint(<item type>, <encrypted_content, else id>)``; an id the server could not find on a
@@ -88,7 +88,7 @@ WORDINGS: tuple[Wording, ...] = (
     # "code": "thinking_signature_invalid"}.
     Wording(id="signature-invalid", phrase="", code="thinking_signature_invalid",
             what="its encrypted content could not be decrypted or parsed"),
-    # "The encrypted content gAAA… could not be verified." (provider-contracts §9), also
+    # "The encrypted content gAAA… could not be verified." (code invalid_encrypted_content), also
     # "The encrypted content for item rs_… could not be verified. Reason: Encrypted content could
     # not be decrypted or parsed." (hermes-agent #32617, #32062); code invalid_encrypted_content.
     Wording(id="undecryptable", phrase="could not be decrypted or parsed",

@@ -24,7 +24,7 @@ item goes to a Responses upstream verbatim, in its place, so the tool is not lis
 Facts: the ``openai`` SDK's ``types/responses`` (``namespace_tool_param``, ``custom_tool_param``,
 ``response_input_item_param.AdditionalTools``: "tools made available at this item"; calls carry
 ``namespace``), the recording ``tests/fixtures/clients/codex_lite_run1.requests.jsonl`` and
-provider-updates §5a. Pure functions; no I/O.
+docs/codex.md. Pure functions; no I/O.
 """
 
 from __future__ import annotations

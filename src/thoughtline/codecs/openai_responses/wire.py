@@ -1,6 +1,7 @@
 """OpenAI Responses wire names, the codec's ``native`` namespace, and small shared helpers.
 
-Facts: ``/work/shared/docs/provider-updates.md`` §1d and the recordings under
+Facts: developers.openai.com/api/docs/guides/reasoning, openai-python ``types/responses`` and the
+recordings under
 ``tests/fixtures/openai-responses/``.
 """
 
@@ -18,7 +19,8 @@ REASONING, MESSAGE = "reasoning", "message"
 FUNCTION_CALL, FUNCTION_CALL_OUTPUT = "function_call", "function_call_output"
 ENCRYPTED = "encrypted_content"
 #: The ``include`` value that asks for encrypted reasoning. Now returned by default, but "the API
-#: still accepts the legacy value for compatibility" (provider-updates §1d): harmless to send.
+#: still accepts the legacy value for compatibility"
+#: (developers.openai.com/api/docs/guides/reasoning): harmless to send.
 INCLUDE_ENCRYPTED = "reasoning.encrypted_content"
 PHASE = "phase"  # assistant message phase: "commentary" | "final_answer" (gpt-5.3-codex+)
 
