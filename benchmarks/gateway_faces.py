@@ -188,8 +188,14 @@ TITLES = {"chat": "Chat", "messages": "Messages", "responses": "Responses"}
 
 def build(client: httpx.Client, base: str, face: Face, questions: int) -> Conversation:
     """Run ``questions`` tool-loop questions through ``face`` of the gateway at ``base``."""
-    conv = Conversation(face=face.name)
-    for index in range(questions):
+    return grow(client, base, face, Conversation(face=face.name), questions)
+
+
+def grow(client: httpx.Client, base: str, face: Face, conv: Conversation,
+         questions: int) -> Conversation:
+    """``conv`` continued by ``questions`` more tool-loop questions through the gateway."""
+    asked = sum(1 for message in conv.floor if message["role"] == "user")
+    for index in range(asked, asked + questions):
         face.ask(conv, f"Weather in city number {index}?")
         for _ in range(2):  # the tool call, then the answer
             body = face.body(conv.client, MODEL, False)

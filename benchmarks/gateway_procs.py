@@ -49,9 +49,10 @@ class Emulator:
 
 
 @contextmanager
-def emulator_process() -> Iterator[Emulator]:
-    """A DeepSeek-personality Chat emulator in its own process."""
-    process = subprocess.Popen([sys.executable, "-m", "thoughtline.testing", "deepseek"],
+def emulator_process(kind: str = "deepseek", *options: str) -> Iterator[Emulator]:
+    """An emulator in its own process: by default the DeepSeek-personality Chat one;
+    ``options``: its command-line options (``--no-auth``, ``--chunk-delay S``)."""
+    process = subprocess.Popen([sys.executable, "-m", "thoughtline.testing", kind, *options],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
         yield Emulator(url=announced(process, "http://", "the emulator").strip(),
@@ -104,16 +105,18 @@ class Served:
 
 @contextmanager
 def gateway(upstream: str, home: Path, *, workers: int = 1, store: str = "",
+            provider: str = "deepseek", name: str = "ds", upstream_extra: str = "",
             ) -> Iterator[Served]:
-    """``thoughtline serve`` through the CLI, one DeepSeek upstream, access log to a file;
-    ``store``: a store URL or SQLite path (default: the home's ``state.db``)."""
+    """``thoughtline serve`` through the CLI, one upstream (by default DeepSeek, named ``ds``),
+    access log to a file; ``store``: a store URL or SQLite path (default: the home's
+    ``state.db``); ``upstream_extra``: more TOML lines of the ``[[upstream]]`` table."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "gateway.toml"
     stored = f'store = "{store}"\n' if store else ""
     config.write_text(
         f'[server]\nport = 0\n{stored}access_log = "{home / "access.jsonl"}"\n\n[[upstream]]\n'
-        f'name = "ds"\nprovider = "deepseek"\nbase_url = "{upstream}"\n'
-        f'api_key_env = "{KEY_ENV}"\n')
+        f'name = "{name}"\nprovider = "{provider}"\nbase_url = "{upstream}"\n'
+        f'api_key_env = "{KEY_ENV}"\n{upstream_extra}')
     argv = [sys.executable, "-c", "from thoughtline.cli.main import main; main()",
             "--home", str(home), "serve", "--config", str(config), "--workers", str(workers)]
     process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
@@ -122,6 +125,20 @@ def gateway(upstream: str, home: Path, *, workers: int = 1, store: str = "",
         line = announced(process, "listening on", "thoughtline serve")
         url = line.split("listening on ", 1)[1].split()[0].strip()
         yield Served(url=url + "/v1", pid=process.pid)
+    finally:
+        process.terminate()
+        process.wait(40)
+
+
+@contextmanager
+def passthrough(upstream: str) -> Iterator[Served]:
+    """The bare pass-through proxy (``_passthrough``) in front of ``upstream``, its own process."""
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks._passthrough", upstream],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               cwd=Path(__file__).resolve().parents[1])
+    try:
+        line = announced(process, "listening on", "the pass-through proxy")
+        yield Served(url=line.split("listening on ", 1)[1].strip() + "/v1", pid=process.pid)
     finally:
         process.terminate()
         process.wait(40)
