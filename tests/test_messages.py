@@ -11,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from thoughtline.errors import ProtocolError
 from thoughtline.messages import (
     Message,
     Origin,
@@ -196,3 +197,12 @@ def test_is_opaque() -> None:
     assert Reasoning(kind="encrypted", data="d").is_opaque
     assert not Reasoning(kind="text", text="t").is_opaque
     assert not Reasoning(kind="signed", text="t", signature="").is_opaque
+
+
+@pytest.mark.parametrize("bad", [b"not json", b'{"role": "assistant", "parts": [{"t": "text", '
+                                 b'"text": "x", "native": ' + b'{"a":' * 900 + b'1' + b'}' * 900
+                                 + b'}]}'])
+def test_loads_of_bytes_that_are_no_message_is_a_protocol_error(bad: bytes) -> None:
+    """Not a RecursionError or a JSONDecodeError (issue 46 item 3): one error a caller handles."""
+    with pytest.raises(ProtocolError):
+        loads(bad)

@@ -19,6 +19,9 @@ from typing import Any, Literal, TypeAlias, assert_never
 
 import orjson
 
+from thoughtline.depth import MAX_DEPTH, deeper_than, too_deep
+from thoughtline.errors import ProtocolError
+
 Role: TypeAlias = Literal["system", "user", "assistant", "tool"]
 ReasoningKind: TypeAlias = Literal["text", "summary", "signed", "redacted", "encrypted"]
 Api: TypeAlias = Literal["openai-chat", "openai-responses", "anthropic", "gemini", "bedrock"]
@@ -440,8 +443,20 @@ def dumps(message: Message) -> bytes:
     return orjson.dumps(message_to_json(message))
 
 
+#: The levels ``dumps`` puts around a part's native value (the message, its parts, the part).
+_ENVELOPE_LEVELS = 3
+
+
 def loads(data: bytes | str) -> Message:
-    return message_from_json(orjson.loads(data))
+    """The message ``dumps`` wrote; ``ProtocolError`` for bytes that are not one (not JSON, or
+    nested past ``depth.MAX_DEPTH``)."""
+    try:
+        value = orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        raise ProtocolError(f"not a stored message: {exc}") from exc
+    if deeper_than(value, MAX_DEPTH + _ENVELOPE_LEVELS, raw=data):
+        raise ProtocolError(too_deep("a value of a stored message"))
+    return message_from_json(value)
 
 
 def digest(data: bytes) -> str:

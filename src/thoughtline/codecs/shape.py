@@ -1,7 +1,7 @@
 """Reading values thoughtline did not make: provider replies, client bodies, imported files.
 
 Owns the checks every codec (and every place a JSON body enters) shares: the one nesting bound
-(``MAX_DEPTH``) and its iterative checker, also for JSON held in a string (tool-call arguments);
+(``MAX_DEPTH``, from ``thoughtline.depth``) and its checker, also for JSON held in a string;
 a token count that is a non-negative integer a JSON encoder can write, summed or not; a value
 used as a lookup key that is a string or an integer; and the final check of a decoded answer
 (``check_answer``): canonical fields of the right types, tool-call arguments and verbatim values
@@ -16,73 +16,17 @@ from typing import Any
 
 import orjson
 
+from thoughtline.depth import MAX_DEPTH as MAX_DEPTH  # re-exported: every reader's bound
+from thoughtline.depth import deeper_than as deeper_than
+from thoughtline.depth import text_deeper_than as text_deeper_than
+from thoughtline.depth import too_deep as too_deep
 from thoughtline.errors import ProtocolError
 from thoughtline.events import Done
 from thoughtline.messages import Message, Opaque, Reasoning, Text, ToolCall, ToolResult, Usage
 
-#: The deepest nesting accepted anywhere a JSON body enters (orjson parses 1024 levels but
-#: writes only 255; real replies and requests nest a few dozen at most).
-MAX_DEPTH = 128
-
 #: The integer range orjson writes (int64 and uint64). Token counts are 0 … int64: a sum of two
 #: (a face's ``total_tokens``) then still fits uint64, which a negative count would not.
 _INT_MIN, _INT_MAX, _UINT_MAX = -(2 ** 63), 2 ** 63 - 1, 2 ** 64 - 1
-
-
-def deeper_than(value: Any, limit: int = MAX_DEPTH, *, raw: bytes | str | None = None) -> bool:
-    """True when ``value`` nests more than ``limit`` arrays/objects deep (iterative).
-
-    ``raw``, the text ``value`` was parsed from, skips the walk when it holds fewer brackets
-    than ``limit`` (the common case, checked in C).
-    """
-    if raw is not None:
-        opening = (b"[", b"{") if isinstance(raw, bytes | bytearray) else ("[", "{")
-        if raw.count(opening[0]) + raw.count(opening[1]) <= limit:  # type: ignore[arg-type]
-            return False
-    level = [value] if _nests(value) else []  # the arrays/objects ``depth`` levels down
-    depth = 0
-    while level:
-        if depth >= limit:
-            return True
-        below: list[Any] = []
-        for item in level:
-            children = item.values() if type(item) is dict or isinstance(item, Mapping) \
-                else item
-            below += [child for child in children if type(child) not in _FLAT and _nests(child)]
-        level = below
-        depth += 1
-    return False
-
-
-#: What a JSON parser makes: the exact types that never nest are told apart without the
-#: (slower) abstract ``Mapping`` check, which the profile showed on every element of a body.
-_FLAT = frozenset({str, int, float, bool, type(None)})
-_NESTING = frozenset({dict, list, tuple})
-
-
-def _nests(value: Any) -> bool:
-    kind = type(value)
-    if kind in _FLAT:
-        return False
-    return kind in _NESTING or isinstance(value, Mapping | list | tuple)
-
-
-def text_deeper_than(text: str, limit: int = MAX_DEPTH) -> bool:
-    """True when ``text`` is JSON nesting more than ``limit`` deep (tool-call arguments are JSON
-    held in a string, unseen by the body's own bound). Text that is not JSON is not checked:
-    every reader of arguments already treats it as text."""
-    if text.count("[") + text.count("{") <= limit:
-        return False
-    try:
-        value = orjson.loads(text)
-    except orjson.JSONDecodeError:
-        return False
-    return deeper_than(value, limit)
-
-
-def too_deep(what: str) -> str:
-    """The words for a value nested deeper than the bound."""
-    return f"{what} nests deeper than {MAX_DEPTH} levels of arrays and objects"
 
 
 def described(value: Any) -> str:
