@@ -7,14 +7,16 @@ API, which of the client's parameters that API reads, what it drops (for the req
 headers it passes on, which session the client named and which values the gateway minted that the
 client echoed back. A request is checked once it is built, whatever its face: tool-call arguments
 (JSON in a string, unseen by the body's own nesting bound) nest within ``shape.MAX_DEPTH``.
+A face converts its client's items in one resumable loop (``Walked``, ``walk``), so that a caller's
+``ItemMemo`` can continue a resent conversation from where an earlier request's conversion ended.
 Knows no wire names and does no I/O.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import Any, Protocol, TypeGuard
 
 from thoughtline.codecs import shape
 from thoughtline.errors import UsageError
@@ -57,6 +59,42 @@ class Minted:
 
     message: int
     value: str
+
+
+@dataclass(kw_only=True, slots=True)
+class Walked:
+    """A face's client items converted so far: its loop's whole state. ``minted`` counts its
+    ``Minted.message`` in ``messages``; ``unread`` names what no upstream receives."""
+
+    messages: list[Message] = field(default_factory=list)
+    minted: list[Minted] = field(default_factory=list)
+    unread: list[str] = field(default_factory=list)
+
+    def copy(self) -> Walked:
+        return Walked(messages=list(self.messages), minted=list(self.minted),
+                      unread=list(self.unread))
+
+
+#: A face's conversion of ``items[start:]`` onto ``walked`` (in place: it appends, and may
+#: replace its last message, never change one): what it makes of an item depends only on that
+#: item and on ``walked``; an error names the item by its index in ``items``.
+Convert = Callable[[Sequence[Any], int, Walked], None]
+
+
+class ItemMemo(Protocol):
+    """Converts ``items`` as ``convert`` does, from the state an earlier conversion of a prefix
+    of them left (the gateway's ``memo``): the result equals ``walk(items, convert)``."""
+
+    def walk(self, items: Sequence[Any], convert: Convert) -> Walked: ...
+
+
+def walk(items: Sequence[Any], convert: Convert, memo: ItemMemo | None = None) -> Walked:
+    """``items`` converted by ``convert``, through ``memo`` when given."""
+    if memo is not None:
+        return memo.walk(items, convert)
+    walked = Walked()
+    convert(items, 0, walked)
+    return walked
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

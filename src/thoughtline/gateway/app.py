@@ -221,7 +221,8 @@ class Gateway:
         raw = await self._body(request, record)
         heavy = len(raw) >= HEAVY_BYTES
         parsed = self._within_limits(
-            await off_loop(heavy, client_request, raw, face, request.headers))
+            await off_loop(heavy, client_request, raw, face, request.headers,
+                           self.conversations.items_memo(tenant)))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model)
         try:
@@ -265,7 +266,8 @@ class Gateway:
         raw = await self._body(request, record)
         heavy = len(raw) >= HEAVY_BYTES
         parsed = self._within_limits(
-            await off_loop(heavy, client_request, raw, face, request.headers))
+            await off_loop(heavy, client_request, raw, face, request.headers,
+                           self.conversations.items_memo(tenant)))
         upstream, model = self._upstream(parsed.model)
         record.fields.update(face=face.name, upstream=upstream.name, model=model,
                              stream=parsed.stream)

@@ -20,7 +20,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -32,6 +32,7 @@ from thoughtline.errors import NotFound, StoreError
 from thoughtline.events import Done
 from thoughtline.gateway import mint, rehydrate
 from thoughtline.gateway.config import GatewayConfig, Upstream
+from thoughtline.gateway.memo import ItemsMemo, Memos
 from thoughtline.gateway.offload import off_loop
 from thoughtline.gateway.storage import AsyncStore
 from thoughtline.messages import Message, Reasoning
@@ -220,6 +221,13 @@ class Conversations:
         self.store = store
         self.rescue_dir = default_rescue_dir(store.store)
         self._caches: OrderedDict[tuple[str, str, str], WireCache] = OrderedDict()
+        #: What a resent conversation's requests share (``memo``): its items' conversion, its
+        #: messages' digests. ``Memos(entries=0)`` turns it off.
+        self.memos = Memos()
+
+    def items_memo(self, tenant: str) -> ItemsMemo | None:
+        """``tenant``'s memo of its items' conversion, for its face's parse (None: off)."""
+        return self.memos.items(tenant)
 
     def wire_cache(self, tenant: str, conversation: str, codec: Codec) -> WireCache:
         """The codec's wire cache of one conversation, kept across its requests (the most
@@ -248,7 +256,7 @@ class Conversations:
         chain is computed off the event loop."""
         provider = _with_headers(upstream.for_model(model), request)
         codec = registry.codec(provider.api)
-        messages, digests = await off_loop(heavy, _digested, request)
+        messages, digests = await off_loop(heavy, _digested, request, self.memos.element)
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
@@ -329,11 +337,12 @@ def _with_headers(provider: ProviderConfig, request: ClientRequest) -> ProviderC
     return replace(provider, headers={**(provider.headers or {}), **given})
 
 
-def _digested(request: ClientRequest) -> tuple[tuple[Message, ...], rehydrate.Chain]:
+def _digested(request: ClientRequest, elements: Callable[[Message], rehydrate.Element],
+              ) -> tuple[tuple[Message, ...], rehydrate.Chain]:
     """The client's messages (``_unminted``) and their digest chain, computed once: for the
-    lookups and the answer's place."""
-    messages = _unminted(request)
-    return messages, rehydrate.chain(messages)
+    lookups and the answer's place. The chain is taken of the messages as parsed (the objects
+    ``elements`` remembers): it is the same, as it digests no reasoning."""
+    return _unminted(request), rehydrate.chain(request.messages, elements)
 
 
 def _unminted(request: ClientRequest) -> tuple[Message, ...]:

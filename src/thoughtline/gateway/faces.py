@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from thoughtline.codecs.anthropic import client as messages_client
-from thoughtline.codecs.face import ClientRequest
+from thoughtline.codecs.face import ClientRequest, ItemMemo
 from thoughtline.codecs.openai_chat import client as chat_client
 from thoughtline.codecs.openai_responses import client as responses_client
 from thoughtline.codecs.openai_responses import reply as responses_reply
@@ -71,7 +71,8 @@ class Face(Protocol):
     #: Whether its clients carry reasoning back by a minted reference.
     mints: bool
 
-    def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest: ...
+    def parse(self, body: Any, headers: Mapping[str, str],
+              memo: ItemMemo | None = None) -> ClientRequest: ...
 
     def new_id(self) -> str: ...
 
@@ -113,8 +114,9 @@ class ChatFace:
     paths: tuple[str, ...] = ("/v1/chat/completions",)
     mints = False
 
-    def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
-        return chat_client.parse_request(body)
+    def parse(self, body: Any, headers: Mapping[str, str],
+              memo: ItemMemo | None = None) -> ClientRequest:
+        return chat_client.parse_request(body, memo)
 
     def new_id(self) -> str:
         return "chatcmpl-" + uuid.uuid4().hex
@@ -145,8 +147,9 @@ class MessagesFace:
     paths: tuple[str, ...] = ("/v1/messages",)
     mints = True
 
-    def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
-        return messages_client.parse_request(body, headers)
+    def parse(self, body: Any, headers: Mapping[str, str],
+              memo: ItemMemo | None = None) -> ClientRequest:
+        return messages_client.parse_request(body, headers, memo)
 
     def new_id(self) -> str:
         return "msg_" + uuid.uuid4().hex
@@ -185,7 +188,10 @@ class ResponsesFace:
     paths: tuple[str, ...] = ("/v1/responses",)
     mints = True
 
-    def parse(self, body: Any, headers: Mapping[str, str]) -> ClientRequest:
+    def parse(self, body: Any, headers: Mapping[str, str],
+              memo: ItemMemo | None = None) -> ClientRequest:
+        """(``memo`` unused: input items fold into messages across items, e.g. reasoning and
+        calls into one turn; this face converts all of them every time.)"""
         return responses_client.parse_request(body, headers)
 
     def new_id(self) -> str:

@@ -16,7 +16,7 @@ else is the client's own message, used as sent. Pure: the lookups go through ``s
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import orjson
@@ -61,14 +61,26 @@ class Chain:
     visible: tuple[str | None, ...]
 
 
-def chain(messages: Sequence[Message]) -> Chain:
+#: One message's part of a ``Chain``: its ``visible_digest`` (assistant turns, else None) and
+#: the digest of what the client showed of it. Depends on the message's content alone.
+Element = tuple[str | None, bytes]
+
+
+def element(message: Message) -> Element:
+    seen = visible_digest(message) if message.role == "assistant" else None
+    return seen, hashlib.sha256(_shown(message, seen)).digest()
+
+
+def chain(messages: Sequence[Message],
+          elements: Callable[[Message], Element] = element) -> Chain:
+    """The digests of ``messages`` (``elements``: ``element``, or a memo of it)."""
     state = hashlib.sha256(b"thoughtline-context-v1")
     places = [state.digest()]
     visible: list[str | None] = []
     for message in messages:
-        seen = visible_digest(message) if message.role == "assistant" else None
+        seen, shown = elements(message)
         visible.append(seen)
-        state.update(hashlib.sha256(_shown(message, seen)).digest())
+        state.update(shown)
         places.append(state.copy().digest())
     return Chain(places=tuple(places), visible=tuple(visible))
 

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from thoughtline.codecs import shape
-from thoughtline.codecs.face import ClientRequest, ClientRequestError
+from thoughtline.codecs.face import ClientRequest, ClientRequestError, ItemMemo
 from thoughtline.errors import StoreError
 from thoughtline.gateway.faces import CHAT, Face
 from thoughtline.gateway.hints import Hints
@@ -84,8 +84,9 @@ class Record:
                 "duration_ms": round((time.monotonic() - self.started) * 1000, 2)}
 
 
-def client_request(raw: bytes, face: Face = CHAT,
-                   headers: Mapping[str, str] | None = None) -> ClientRequest:
+def client_request(raw: bytes, face: Face = CHAT, headers: Mapping[str, str] | None = None,
+                   memo: ItemMemo | None = None) -> ClientRequest:
+    """``raw`` parsed by ``face`` (``memo``: its items' conversion resumed, ``gateway.memo``)."""
     try:
         body = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
@@ -94,7 +95,7 @@ def client_request(raw: bytes, face: Face = CHAT,
     if shape.deeper_than(body, raw=raw):
         raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
     try:
-        return face.parse(body, headers or {})
+        return face.parse(body, headers or {}, memo)
     except ClientRequestError as exc:
         raise HttpError(400, str(exc), param=exc.param) from None
 

@@ -72,8 +72,11 @@ from thoughtline.codecs.face import (
     MINT_PREFIX,
     ClientRequest,
     ClientRequestError,
+    ItemMemo,
     Minted,
+    Walked,
     is_minted,
+    walk,
 )
 from thoughtline.messages import (
     Message,
@@ -111,9 +114,11 @@ _NEUTRAL_FOR: Mapping[str, frozenset[str]] = {
 # --- the request ----------------------------------------------------------------------------------
 
 
-def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> ClientRequest:
+def parse_request(body: Any, headers: Mapping[str, str] | None = None,
+                  memo: ItemMemo | None = None) -> ClientRequest:
     """Read a parsed JSON body and the request headers (any case); raises
-    ``ClientRequestError`` naming what is wrong."""
+    ``ClientRequestError`` naming what is wrong. ``memo``: continues the messages' conversion
+    from an earlier request's (``face.walk``)."""
     if not isinstance(body, Mapping):
         raise ClientRequestError("the request body must be a JSON object")
     model = body.get("model")
@@ -123,7 +128,8 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Client
     if not isinstance(raw, list) or not raw:
         raise ClientRequestError("`messages` must be a non-empty array", param="messages")
     lowered = {k.lower(): v for k, v in (headers or {}).items()}
-    messages, minted = _messages(raw)
+    walked = walk(raw, _convert, memo)
+    messages, minted = walked.messages, walked.minted
     system = _system(body.get("system"))
     params = {k: v for k, v in body.items() if k not in _HANDLED}
     params_for, dropped_for = _params_for(params, _unmapped([*system, *messages]))
@@ -185,10 +191,11 @@ def _blocks(content: Any, where: str) -> list[Any]:
     return content
 
 
-def _messages(raw: list[Any]) -> tuple[list[Message], list[Minted]]:
-    out: list[Message] = []
-    minted: list[Minted] = []
-    for index, item in enumerate(raw):
+def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
+    """``raw[start:]`` onto ``walked`` (``face.Convert``): each item on its own."""
+    out, minted = walked.messages, walked.minted
+    for index in range(start, len(raw)):
+        item = raw[index]
         where = f"messages[{index}]"
         if not isinstance(item, Mapping):
             raise ClientRequestError(f"{where} must be an object", param=where)
@@ -201,7 +208,7 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Minted]]:
             out.append(message)
         elif role == "user":
             out.extend(_user(blocks, item))
-        elif role == "system":  # turn-scoped instructions: kept in place (prefix-checks page)
+        elif role == "system":  # turn-scoped instructions: kept in place, never moved (§1a)
             extras = {k: v for k, v in item.items() if k != "role"}
             parts = tuple(_text_block(b, f"{where}.content[{i}]") for i, b in enumerate(blocks))
             out.append(Message(role="system", parts=parts,
@@ -209,7 +216,6 @@ def _messages(raw: list[Any]) -> tuple[list[Message], list[Minted]]:
         else:
             raise ClientRequestError(f"{where}.role {role!r} is not one of user, assistant, "
                                      "system", param=f"{where}.role")
-    return out, minted
 
 
 def _assistant(blocks: list[Any], where: str) -> tuple[Message, str]:

@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.face import ClientRequest, ClientRequestError
+from thoughtline.codecs.face import ClientRequest, ClientRequestError, ItemMemo, Walked, walk
 from thoughtline.codecs.openai_chat.kinds import TEXT_PARTS
 from thoughtline.codecs.openai_chat.wire import API, RC, R
 from thoughtline.codecs.openai_chat.wire import text_of as _str
@@ -55,8 +55,9 @@ _HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", 
 # --- parsing ------------------------------------------------------------------------------------
 
 
-def parse_request(body: Any) -> ClientRequest:
-    """Read a parsed JSON body; raises ``ClientRequestError`` naming what is wrong."""
+def parse_request(body: Any, memo: ItemMemo | None = None) -> ClientRequest:
+    """Read a parsed JSON body; raises ``ClientRequestError`` naming what is wrong. ``memo``:
+    continues the messages' conversion from an earlier request's (``face.walk``)."""
     if not isinstance(body, Mapping):
         raise ClientRequestError("the request body must be a JSON object")
     model = body.get("model")
@@ -67,19 +68,21 @@ def parse_request(body: Any) -> ClientRequest:
         raise ClientRequestError("`messages` must be a non-empty array", param="messages")
     options = body.get("stream_options")
     stream = body.get("stream") is True
-    unread: list[str] = []
-    messages = tuple(_messages(raw, unread))
+    walked = walk(raw, _convert, memo)
     return ClientRequest(
-        model=model, messages=messages, tools=_tools(body.get("tools")),
-        unread=tuple(dict.fromkeys(unread)),
+        model=model, messages=tuple(walked.messages), tools=_tools(body.get("tools")),
+        unread=tuple(dict.fromkeys(walked.unread)),
         params={k: v for k, v in body.items() if k not in _HANDLED}, stream=stream,
         include_usage=stream and isinstance(options, Mapping)
         and options.get("include_usage") is True)
 
 
-def _messages(raw: list[Any], unread: list[str]) -> list[Message]:
-    out: list[Message] = []
-    for index, item in enumerate(raw):
+def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
+    """``raw[start:]`` onto ``walked`` (``face.Convert``): a tool result joins the results
+    right before it in one canonical turn."""
+    out, unread = walked.messages, walked.unread
+    for index in range(start, len(raw)):
+        item = raw[index]
         if not isinstance(item, Mapping):
             raise ClientRequestError(f"messages[{index}] must be an object",
                                      param=f"messages[{index}]")
@@ -101,7 +104,6 @@ def _messages(raw: list[Any], unread: list[str]) -> list[Message]:
             raise ClientRequestError(f"messages[{index}].role {role!r} is not one of system, "
                                      "developer, user, assistant, tool",
                                      param=f"messages[{index}].role")
-    return out
 
 
 def _content_text(content: Any, unread: list[str]) -> str:

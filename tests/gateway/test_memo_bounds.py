@@ -1,0 +1,90 @@
+"""The gateway's memo (issue 45 item 1) on its own: a resumed conversion equals a whole one, an
+edit is converted again from where it is, tenants never share entries, and the bounds hold."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.face import Walked, walk
+from thoughtline.codecs.openai_chat.client import parse_request
+from thoughtline.gateway.memo import Memos
+
+Seen = list[int]
+
+
+def _counting(seen: Seen) -> Any:
+    def convert(items: Sequence[Any], start: int, walked: Walked) -> None:
+        for index in range(start, len(items)):
+            seen.append(index)
+            walked.messages.append(orjson.dumps(items[index]))  # type: ignore[arg-type]
+
+    convert.__qualname__ = "counting"
+    return convert
+
+
+def _items(count: int) -> list[Any]:
+    return [{"role": "user", "content": f"question {i}"} for i in range(count)]
+
+
+def test_a_resent_prefix_is_not_converted_again_and_an_edit_is() -> None:
+    seen: Seen = []
+    memo = Memos().items("alice")
+    assert memo is not None
+    items = _items(6)
+    memo.walk(items[:4], _counting(seen))
+    assert memo.walk(items, _counting(seen)).messages == walk(items, _counting([])).messages
+    assert seen == [0, 1, 2, 3, 4, 5]  # the last two only, the second time
+    seen.clear()
+    edited = [*items[:2], {"role": "user", "content": True}, *items[3:]]
+    assert memo.walk(edited, _counting(seen)).messages == walk(edited, _counting([])).messages
+    assert 2 in seen  # (from the start: no earlier request ended before the edit)
+    seen.clear()
+    again = [*items[:2], {"role": "user", "content": 1}, *items[3:]]
+    assert memo.walk(again, _counting(seen)).messages == walk(again, _counting([])).messages
+    assert 2 in seen  # 1 is not true: items are compared as serialized, not by ==
+    seen.clear()
+    memo.walk([*again, *_items(1)], _counting(seen))
+    assert seen == [6]
+
+
+def test_a_tenant_never_resumes_from_another_tenants_conversion() -> None:
+    memos = Memos()
+    seen: Seen = []
+    alice, bob = memos.items("alice"), memos.items("bob")
+    assert alice is not None and bob is not None
+    alice.walk(_items(5), _counting(seen))
+    seen.clear()
+    bob.walk(_items(5), _counting(seen))
+    assert seen == [0, 1, 2, 3, 4]
+
+
+def test_chat_tool_results_joined_across_the_resumed_boundary() -> None:
+    body: dict[str, Any] = {"model": "m", "messages": [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "a", "type": "function", "function": {"name": "w", "arguments": "{}"}},
+            {"id": "b", "type": "function", "function": {"name": "w", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "a", "content": "sunny"}]}
+    memo = Memos().items("alice")
+    parse_request(body, memo)
+    body["messages"].append({"role": "tool", "tool_call_id": "b", "content": "rain"})
+    assert parse_request(body, memo) == parse_request(body)  # one turn of two results
+
+
+def test_the_bounds_evict_the_least_recently_used() -> None:
+    memos = Memos(entries=2)
+    memo = memos.items("alice")
+    assert memo is not None
+    for count in (1, 2, 3):
+        memo.walk([{"conversation": count}], _counting([]))
+    assert len(memos._walks) == 2
+    small = Memos(max_bytes=60)
+    tiny = small.items("alice")
+    assert tiny is not None
+    tiny.walk(_items(1), _counting([]))
+    tiny.walk(_items(3), _counting([]))  # more than 60 bytes of items: not kept
+    assert len(small._walks) == 1 and small._bytes <= 60
+    assert Memos(entries=0).items("alice") is None
