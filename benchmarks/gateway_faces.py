@@ -50,6 +50,8 @@ class Conversation:
     face: str
     client: list[dict[str, Any]] = field(default_factory=list)
     floor: list[dict[str, Any]] = field(default_factory=list)
+    #: what every tool call returns (the gateway-floor scenario sends file-sized results)
+    tool_result: str = TOOL_RESULT
 
     def turns(self) -> int:
         return len(self.floor)
@@ -59,8 +61,8 @@ def _floor_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def _floor_tool(call_id: str) -> dict[str, Any]:
-    return {"role": "tool", "tool_call_id": call_id, "content": TOOL_RESULT}
+def _floor_tool(call_id: str, result: str) -> dict[str, Any]:
+    return {"role": "tool", "tool_call_id": call_id, "content": result}
 
 
 # --- Chat -----------------------------------------------------------------------------------------
@@ -85,7 +87,7 @@ def _chat_take(conv: Conversation, answer: dict[str, Any]) -> None:
     conv.client.append(kept)
     conv.floor.append({**kept, RC: message.get(RC, "")})
     for call in message.get("tool_calls") or ():
-        result = {"role": "tool", "tool_call_id": call["id"], "content": TOOL_RESULT}
+        result = {"role": "tool", "tool_call_id": call["id"], "content": conv.tool_result}
         conv.client.append(result)
         conv.floor.append(result)
 
@@ -122,9 +124,9 @@ def _messages_take(conv: Conversation, answer: dict[str, Any]) -> None:
     conv.floor.append({**floor, RC: thinking})
     if calls:
         conv.client.append({"role": "user", "content": [
-            {"type": "tool_result", "tool_use_id": b["id"], "content": TOOL_RESULT}
+            {"type": "tool_result", "tool_use_id": b["id"], "content": conv.tool_result}
             for b in calls]})
-        conv.floor.extend(_floor_tool(b["id"]) for b in calls)
+        conv.floor.extend(_floor_tool(b["id"], conv.tool_result) for b in calls)
 
 
 # --- Responses ------------------------------------------------------------------------------------
@@ -159,8 +161,8 @@ def _responses_take(conv: Conversation, answer: dict[str, Any]) -> None:
     conv.floor.append({**floor, RC: thinking})
     for item in calls:
         conv.client.append({"type": "function_call_output", "call_id": item["call_id"],
-                            "output": TOOL_RESULT})
-        conv.floor.append(_floor_tool(item["call_id"]))
+                            "output": conv.tool_result})
+        conv.floor.append(_floor_tool(item["call_id"], conv.tool_result))
 
 
 # --- the faces as data ----------------------------------------------------------------------------
@@ -207,7 +209,7 @@ def grow(client: httpx.Client, base: str, face: Face, conv: Conversation,
 
 def next_request(face: Face, conv: Conversation, *, stream: bool, model: str = MODEL) -> bytes:
     """The client's next request (one more question), as bytes."""
-    probe = Conversation(face=face.name, client=list(conv.client))
+    probe = Conversation(face=face.name, client=list(conv.client), tool_result=conv.tool_result)
     face.ask(probe, NEXT)
     return orjson.dumps(face.body(probe.client, model, stream))
 

@@ -2,8 +2,9 @@
 (issue 45 items 5 and 6). Targets: ``gateway_floor_table``.
 
 Per face (Chat, Messages, Responses), one conversation is grown *through the gateway* by that
-face's client (``gateway_faces.grow``, the tool loop of the gateway scenario) to 40, 600 and
-2,000 messages; at each size its next request is sent, interleaved call by call, three ways:
+face's client (``gateway_faces.grow``, the tool loop of the gateway scenario, every tool result a
+5 KiB file read as a coding agent's are) to 40, 600 and 2,000 messages; at each size its next
+request is sent, interleaved call by call, three ways:
 
 - through ``thoughtline serve`` (replay, store, the upstream body built);
 - through a bare pass-through proxy on the same stack (``_passthrough``: starlette + uvicorn +
@@ -47,12 +48,27 @@ class Sizes:
     histories: tuple[tuple[int, int], ...]
     #: what ``gateway_stress`` runs at
     stress: gateway_stress.Sizes
+    #: bytes of every tool result (a file read): 5 KiB makes the Messages bodies at 40 and 600
+    #: turns ~60 and ~890 KiB, the sizes issue 45 measured Claude Code's conversation at
+    tool_result_bytes: int = 5 * 1024
     #: the parse-plus-serialize floor's CPU budget per size (seconds)
     parse_seconds: float = 0.3
 
 
-QUICK = Sizes(histories=((1, 4), (2, 4)), parse_seconds=0.02, stress=gateway_stress.QUICK)
-FULL = Sizes(histories=((10, 200), (150, 40), (500, 12)), stress=gateway_stress.FULL)
+QUICK = Sizes(histories=((1, 4), (2, 4)), tool_result_bytes=512, parse_seconds=0.02,
+              stress=gateway_stress.QUICK)
+FULL = Sizes(histories=((10, 200), (150, 40), (500, 8)), stress=gateway_stress.FULL)
+
+
+def file_read(size: int) -> str:
+    """A tool result like an agent's file read: ``size`` bytes of numbered source lines."""
+    lines, total, index = [], 0, 0
+    while total < size:
+        line = f"{index:5d}  def handler_{index}(request):  return render(request, 'p{index}')"
+        lines.append(line)
+        total += len(line) + 1
+        index += 1
+    return "\n".join(lines)[:size]
 
 
 def parse_floor(body: bytes, seconds: float) -> float:
@@ -108,7 +124,7 @@ def faces(numbers: Numbers, emu: gateway_procs.Emulator, home: Path, sizes: Size
             httpx.Client(headers=HEADERS, timeout=120) as client:
         proxies = Proxies(client=client, gateway=served, passthrough=passing, upstream=emu.url)
         for face in FACES:
-            conv = Conversation(face=face.name)
+            conv = Conversation(face=face.name, tool_result=file_read(sizes.tool_result_bytes))
             for questions, reps in sizes.histories:
                 gateway_faces.grow(client, served.url, face, conv,
                                    questions - len([m for m in conv.floor
