@@ -123,7 +123,7 @@ async def _compacted(engine: TurnEngine, turn: TurnInput, wording: Wording,
     outcome = await compact_history(
         history, estimator=estimator, summarize=summarize, window=usable, pending=pending,
         budget=int(usable * 0.4), rules=rules, summary_rules=rules,
-        summary_cap=max(256, min(4000, window // 20)) if window else 2000,
+        summary_cap=max(256, min(4000, usable // 20)),
         prompt_budget=int(usable * 0.6))
     if not outcome.compacted:
         raise ContextOverflow(
