@@ -24,6 +24,7 @@ is priced, and many concurrent streams.
 from __future__ import annotations
 
 import statistics
+import sys
 import tempfile
 import time
 from dataclasses import dataclass
@@ -117,20 +118,24 @@ def measure(p: Proxies, face: Face, conv: Conversation, reps: int,
                        passthrough_p50=passed, direct_p50=direct, reps=reps)
 
 
-def faces(numbers: Numbers, emu: gateway_procs.Emulator, home: Path, sizes: Sizes) -> None:
+def faces(numbers: Numbers, home: Path, sizes: Sizes) -> None:
     """Every face grown size by size through one gateway, measured at each size."""
-    with gateway_procs.gateway(emu.url, home) as served, \
+    with gateway_procs.emulator_process() as emu, \
+            gateway_procs.gateway(emu.url, home) as served, \
             gateway_procs.passthrough(emu.url) as passing, \
             httpx.Client(headers=HEADERS, timeout=120) as client:
         proxies = Proxies(client=client, gateway=served, passthrough=passing, upstream=emu.url)
         for face in FACES:
             conv = Conversation(face=face.name, tool_result=file_read(sizes.tool_result_bytes))
             for questions, reps in sizes.histories:
-                gateway_faces.grow(client, served.url, face, conv,
-                                   questions - len([m for m in conv.floor
-                                                    if m["role"] == "user"]))
-                numbers.faces[(face.name, conv.turns())] = measure(
+                asked = sum(1 for message in conv.floor if message["role"] == "user")
+                gateway_faces.grow(client, served.url, face, conv, questions - asked)
+                m = numbers.faces[(face.name, conv.turns())] = measure(
                     proxies, face, conv, reps, sizes.parse_seconds)
+                print(f"[gateway-floor: {face.name}, {conv.turns()} turns, {m.body_bytes:,} B: "
+                      f"CPU gateway {m.gateway_cpu * 1e3:.2f} ms, pass-through "
+                      f"{m.passthrough_cpu * 1e3:.2f} ms, parse {m.parse_floor * 1e3:.3f} ms]",
+                      file=sys.stderr, flush=True)  # kept if a later size fails
 
 
 def run(quick: bool) -> list[Row]:
@@ -138,8 +143,7 @@ def run(quick: bool) -> list[Row]:
     numbers = Numbers()
     with tempfile.TemporaryDirectory(prefix="tl-bench-floor-") as tmp:
         home = Path(tmp)
-        with gateway_procs.emulator_process() as emu:
-            faces(numbers, emu, home / "faces", sizes)
+        faces(numbers, home / "faces", sizes)
         numbers.healthz = gateway_stress.healthz(home / "healthz", sizes.stress)
         numbers.streams = gateway_stress.streams(home / "streams", sizes.stress)
     return rows(numbers)

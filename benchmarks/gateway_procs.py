@@ -58,8 +58,19 @@ def emulator_process(kind: str = "deepseek", *options: str) -> Iterator[Emulator
         yield Emulator(url=announced(process, "http://", "the emulator").strip(),
                        pid=process.pid)
     finally:
-        process.terminate()
-        process.wait(10)
+        stop(process, 10)
+
+
+def stop(process: subprocess.Popen[str], seconds: float) -> None:
+    """Terminate ``process``; kill it if it has not ended within ``seconds`` (an emulator that
+    recorded gigabytes of long-conversation bodies can take longer than that to exit on a
+    loaded machine)."""
+    process.terminate()
+    try:
+        process.wait(seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(seconds)
 
 
 @contextmanager
