@@ -9,6 +9,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.face import Walked, walk
+from thoughtline.codecs.anthropic.client import parse_request as messages_request
 from thoughtline.codecs.openai_chat.client import parse_request
 from thoughtline.gateway.memo import Memos
 
@@ -88,3 +89,24 @@ def test_the_bounds_evict_the_least_recently_used() -> None:
     tiny.walk(_items(3), _counting([]))  # more than 60 bytes of items: not kept
     assert len(small._walks) == 1 and small._bytes <= 60
     assert Memos(entries=0).items("alice") is None
+
+
+def test_messages_tool_changes_and_own_blocks_seen_in_a_resumed_prefix() -> None:
+    """What an earlier item says of the whole request (a tool added mid-conversation, a block
+    only an Anthropic upstream takes) still counts when that item is not converted again."""
+    tool = {"name": "weather", "description": "", "input_schema": {"type": "object"}}
+    body: dict[str, Any] = {"model": "m", "max_tokens": 10, "messages": [
+        {"role": "user", "content": [
+            {"type": "text", "text": "Look."},
+            {"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]},
+        {"role": "assistant", "content": [
+            {"type": "tool_addition", "tool": {"type": "tool_definition", "definition": tool}},
+            {"type": "text", "text": "Added."}]}]}
+    memo = Memos().items("alice")
+    messages_request(body, {}, memo)
+    body["messages"].append({"role": "user", "content": "Weather?"})
+    resumed, whole = messages_request(body, {}, memo), messages_request(body, {})
+    assert [t.name for t in resumed.tools] == ["weather"]
+    assert resumed.dropped_to("openai-chat") == whole.dropped_to("openai-chat")
+    assert "image blocks" in resumed.dropped_to("openai-chat")
+    assert resumed == whole

@@ -64,15 +64,20 @@ class Minted:
 @dataclass(kw_only=True, slots=True)
 class Walked:
     """A face's client items converted so far: its loop's whole state. ``minted`` counts its
-    ``Minted.message`` in ``messages``; ``unread`` names what no upstream receives."""
+    ``Minted.message`` in ``messages``; ``unread`` names what no upstream receives, ``own``
+    what only an upstream of the face's own API receives (each name once); ``tool_changes``:
+    the items' changes to the tools on offer, in order, as the face reads them."""
 
     messages: list[Message] = field(default_factory=list)
     minted: list[Minted] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
+    own: list[str] = field(default_factory=list)
+    tool_changes: list[Any] = field(default_factory=list)
 
     def copy(self) -> Walked:
         return Walked(messages=list(self.messages), minted=list(self.minted),
-                      unread=list(self.unread))
+                      unread=list(self.unread), own=list(self.own),
+                      tool_changes=list(self.tool_changes))
 
 
 #: A face's conversion of ``items[start:]`` onto ``walked`` (in place: it appends, and may

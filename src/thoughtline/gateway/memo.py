@@ -19,10 +19,10 @@ Neither is a source of truth: the store is asked on every request as before, and
 returns equals what computing it again would, so a restart, an eviction or ``Memos(entries=0)``
 (off) changes no request the upstream receives, only its cost.
 
-Bounds (both LRU, shared by all tenants, safe to use from worker threads): ``entries``
+Bounds (shared by all tenants, least recently used first out; safe from worker threads): ``entries``
 remembered conversions (256) holding at most ``max_bytes`` of serialized items (256 MiB,
 counted per entry, so items shared by entries of one conversation count once per entry: the
-memory held is below it); ``digests``: 65,536 messages.
+memory held is below it); ``digests``: 65,536 messages (first in, first out).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ class Memos:
         self.entries, self.max_bytes = entries, max_bytes
         self._walks: OrderedDict[tuple[str, str, bytes], _Entry] = OrderedDict()
         self._bytes = 0
-        self._digests: OrderedDict[int, tuple[Message, rehydrate.Element]] = OrderedDict()
+        self._digests: dict[int, tuple[Message, rehydrate.Element]] = {}
         self._digests_max = digests if entries else 0
         self._lock = threading.Lock()
 
@@ -68,18 +68,17 @@ class Memos:
         return ItemsMemo(self, tenant) if self.entries else None
 
     def element(self, message: Message) -> rehydrate.Element:
-        """``rehydrate.element(message)``, remembered by the message object."""
-        with self._lock:
-            found = self._digests.get(id(message))
-            if found is not None and found[0] is message:  # held: the id is not reused
-                self._digests.move_to_end(id(message))
-                return found[1]
+        """``rehydrate.element(message)``, remembered by the message object (the oldest
+        remembered go first)."""
+        found = self._digests.get(id(message))  # (one dict read: atomic, no lock needed)
+        if found is not None and found[0] is message:  # held: its id is not reused
+            return found[1]
         computed = rehydrate.element(message)
         if self._digests_max:
             with self._lock:
                 self._digests[id(message)] = (message, computed)
                 while len(self._digests) > self._digests_max:
-                    self._digests.popitem(last=False)
+                    del self._digests[next(iter(self._digests))]
         return computed
 
     def _find(self, key: tuple[str, str, bytes]) -> Walked | None:

@@ -132,12 +132,13 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None,
     messages, minted = walked.messages, walked.minted
     system = _system(body.get("system"))
     params = {k: v for k, v in body.items() if k not in _HANDLED}
-    params_for, dropped_for = _params_for(params, _unmapped([*system, *messages]))
+    params_for, dropped_for = _params_for(
+        params, tuple(sorted({*_unmapped(system), *walked.own})))
     passed = {k: lowered[k] for k in (VERSION_HEADER, BETA_HEADER) if lowered.get(k)}
     offset = len(system)
     return ClientRequest(
         model=model, messages=(*system, *messages),
-        tools=toolchanges.effective(_tools(body.get("tools")), raw),
+        tools=toolchanges.applied(_tools(body.get("tools")), walked.tool_changes),
         params=params, stream=body.get("stream") is True, api=API, params_for=params_for,
         dropped_for=dropped_for, headers_for={API: passed},
         session_hint=_session(lowered, body.get("metadata")),
@@ -201,6 +202,8 @@ def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
             raise ClientRequestError(f"{where} must be an object", param=where)
         role = item.get("role")
         blocks = _blocks(item.get("content"), where)
+        start_at = len(out)
+        walked.tool_changes.extend(toolchanges.changes((item,)))
         if role == "assistant":
             message, value = _assistant(blocks, where)
             if value:
@@ -216,6 +219,9 @@ def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
         else:
             raise ClientRequestError(f"{where}.role {role!r} is not one of user, assistant, "
                                      "system", param=f"{where}.role")
+        for kind in _unmapped(out[start_at:]):
+            if kind not in walked.own:
+                walked.own.append(kind)
 
 
 def _assistant(blocks: list[Any], where: str) -> tuple[Message, str]:

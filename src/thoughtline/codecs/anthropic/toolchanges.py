@@ -62,7 +62,11 @@ def changes(messages: Iterable[Any]) -> list[Mapping[str, Any]]:
 
 def effective(tools: Sequence[ToolSpec], messages: Iterable[Any]) -> tuple[ToolSpec, ...]:
     """The tools on offer after ``messages``: ``tools`` with every change applied in order."""
-    found = changes(messages)
+    return applied(tools, changes(messages))
+
+
+def applied(tools: Sequence[ToolSpec], found: Sequence[Mapping[str, Any]]) -> tuple[ToolSpec, ...]:
+    """``tools`` with the changes ``found`` (``changes``) applied in order."""
     if not found:
         return tuple(tools)
     known = {t.name: t for t in tools}
