@@ -261,3 +261,32 @@ def test_a_finished_chat_stream_leaves_its_connection_in_the_pool(monkeypatch: A
     with ChatEmulator("deepseek") as emulator:
         states = asyncio.run(asyncio.wait_for(two_streams(emulator.base_url), 20))
     assert [(s.connections, s.in_use) for s in states] == [(1, 0), (1, 0)]
+
+
+def test_a_drain_cut_short_never_leaves_the_connection_checked_out(monkeypatch: Any) -> None:
+    # The drain after ``[DONE]`` is bounded; reaching the body's end inside the bound closes the
+    # response, and when the bound expired during that close (an asyncio timeout cancels through
+    # httpcore's anyio shield) the request stayed checked out for good. A bound of 0 expires at
+    # the drain's first wait, every time: each stream must still give its connection back.
+    from thoughtline.transport import HttpTransport, Target
+    from thoughtline.transport import http as http_module
+
+    monkeypatch.setattr(http_module, "DRAIN_SECONDS", 0.0, raising=False)
+
+    async def streams(fine: SlowUpstream) -> list[Any]:
+        transport = HttpTransport()
+        target = Target(url=fine.base_url + "/chat/completions", provider="fine")
+        states = []
+        try:
+            for _ in range(5):
+                kinds = [kind async for kind, _ in transport.stream_events(
+                    target, b'{"model": "m", "stream": true}')]
+                assert len(kinds) == 2  # both chunks arrived before [DONE]
+                states.append(transport.pool_state().in_use)
+        finally:
+            await transport.aclose()
+        return states
+
+    with SlowUpstream(delay=0) as fine:
+        in_use_after_each = asyncio.run(asyncio.wait_for(streams(fine), 20))
+    assert in_use_after_each == [0] * 5

@@ -19,6 +19,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
 import httpcore
 import httpx
 import orjson
@@ -457,11 +458,15 @@ DRAIN_SECONDS = 0.01
 
 async def _drained(events: AsyncIterator[Any]) -> None:
     """Read what follows ``[DONE]`` (nothing, normally) so the upstream connection is reused;
-    an upstream that keeps the body open is cut as before, its connection closed."""
-    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
-        async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in events:
-                pass
+    an upstream that keeps the body open is cut as before, its connection closed.
+
+    The bound is an anyio cancel scope, not ``asyncio.timeout``: reaching the body's end closes
+    the response, and httpcore shields that close from cancellation with anyio scopes only. A
+    plain asyncio cancellation landing in it (the bound expiring just then, likely on a loaded
+    machine) left the request checked out of the pool for good, its connection "in use"."""
+    with contextlib.suppress(httpx.HTTPError, SSEError), anyio.move_on_after(DRAIN_SECONDS):
+        async for _ in events:
+            pass
 
 
 async def _aws_eventstream(response: httpx.Response) -> AsyncGenerator[tuple[str, Any], None]:
