@@ -190,6 +190,45 @@ def test_a_cancelled_send_closes_its_connection_in_the_transport_itself() -> Non
     assert busy.in_use == 1 and after.in_use == 0 and after.connections == 0
 
 
+def test_requests_cancelled_while_waiting_for_the_pool_leave_no_slot_taken() -> None:
+    # encode/httpcore#1093: two requests share a pool of one and both are cancelled at once (two
+    # gateway clients leaving). The first's connection, cancelled while it opens, is dropped and
+    # the pool makes the waiting second a new one; cancelled too, the second never opens it.
+    # That never-opened connection held the only slot for good: every later request waited out
+    # the pool timeout (a 503 from a healthy upstream, and a soak's connection "in use").
+    from thoughtline.errors import ProviderBusy
+    from thoughtline.transport import HttpTransport, Target, TransportConfig
+
+    async def scenario(fine: SlowUpstream) -> Any:
+        transport = HttpTransport(TransportConfig(max_connections=1, pool_timeout=3.0,
+                                                  max_retries=0))
+        target = Target(url=fine.base_url + "/chat/completions", provider="fine")
+        body = b'{"model": "m"}'
+        try:
+            both = [asyncio.create_task(transport.post_json(target, body)) for _ in range(2)]
+            await asyncio.sleep(0)  # the first is opening its connection, the second waits
+            waiting = transport.pool_state()
+            for task in both:
+                task.cancel()
+            await asyncio.gather(*both, return_exceptions=True)
+            left = transport.pool_state()
+            try:
+                answer = await transport.post_json(target, body)
+            except ProviderBusy as exc:
+                answer = str(exc)
+            return waiting, left, answer
+        finally:
+            await transport.aclose()
+
+    with SlowUpstream(delay=0) as fine:
+        waiting, left, answer = asyncio.run(asyncio.wait_for(scenario(fine), 20))
+        reached = fine.requests
+    assert waiting.waiting == 1  # the scene is set: one request was queued for the slot
+    assert left.in_use == 0, left
+    assert answer["choices"][0]["message"]["content"] == "slow but sure", answer
+    assert reached == 1  # only the last request reached the upstream
+
+
 def test_a_finished_chat_stream_leaves_its_connection_in_the_pool(monkeypatch: Any) -> None:
     # Issue 27: a Chat stream ends at ``data: [DONE]``; the end of its body is read too, so the
     # connection goes back to the pool and the next streamed request reuses it instead of
@@ -222,3 +261,32 @@ def test_a_finished_chat_stream_leaves_its_connection_in_the_pool(monkeypatch: A
     with ChatEmulator("deepseek") as emulator:
         states = asyncio.run(asyncio.wait_for(two_streams(emulator.base_url), 20))
     assert [(s.connections, s.in_use) for s in states] == [(1, 0), (1, 0)]
+
+
+def test_a_drain_cut_short_never_leaves_the_connection_checked_out(monkeypatch: Any) -> None:
+    # The drain after ``[DONE]`` is bounded; reaching the body's end inside the bound closes the
+    # response, and when the bound expired during that close (an asyncio timeout cancels through
+    # httpcore's anyio shield) the request stayed checked out for good. A bound of 0 expires at
+    # the drain's first wait, every time: each stream must still give its connection back.
+    from thoughtline.transport import HttpTransport, Target
+    from thoughtline.transport import http as http_module
+
+    monkeypatch.setattr(http_module, "DRAIN_SECONDS", 0.0, raising=False)
+
+    async def streams(fine: SlowUpstream) -> list[Any]:
+        transport = HttpTransport()
+        target = Target(url=fine.base_url + "/chat/completions", provider="fine")
+        states = []
+        try:
+            for _ in range(5):
+                kinds = [kind async for kind, _ in transport.stream_events(
+                    target, b'{"model": "m", "stream": true}')]
+                assert len(kinds) == 2  # both chunks arrived before [DONE]
+                states.append(transport.pool_state().in_use)
+        finally:
+            await transport.aclose()
+        return states
+
+    with SlowUpstream(delay=0) as fine:
+        in_use_after_each = asyncio.run(asyncio.wait_for(streams(fine), 20))
+    assert in_use_after_each == [0] * 5

@@ -19,6 +19,8 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, M
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import anyio
+import httpcore
 import httpx
 import orjson
 from httpx_sse import EventSource, SSEError
@@ -71,6 +73,30 @@ class PoolState:
 #: Anything later (a read timeout, a connection dropped mid-answer) may have reached the model.
 #: A pool timeout was not sent either, but it is not retried: the wait already happened.
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout)
+
+
+class _ReclaimingPool(httpcore.AsyncConnectionPool):
+    """httpcore's pool less one leak (encode/httpcore#1093, open on httpcore 1.0.9): a request
+    cancelled after the pool made it a new connection but before it opened it (a gateway client
+    leaving, a pool timeout firing as a slot came free) leaves that connection behind. Never
+    opened, it is never idle, closed nor expired: it holds a slot for good, and once all slots are
+    held every request waits out the pool timeout. Whenever the pool rebalances, an unopened
+    connection that no request holds is dropped first (the rule pydantic/httpx2#983 adopted)."""
+
+    def _assign_requests_to_connections(self) -> list[httpcore.AsyncConnectionInterface]:
+        held = {id(request.connection) for request in self._requests}
+        self._connections = [connection for connection in self._connections
+                             if id(connection) in held or connection.info() != "CONNECTING"]
+        return super()._assign_requests_to_connections()
+
+
+def _reclaiming(client: httpx.AsyncClient) -> httpx.AsyncClient:
+    """``client`` with its pool made a ``_ReclaimingPool`` (httpx builds the pool itself, with the
+    client's proxies and TLS settings; only its class changes, no state is added)."""
+    pool = getattr(getattr(client, "_transport", None), "_pool", None)
+    if type(pool) is httpcore.AsyncConnectionPool:
+        pool.__class__ = _ReclaimingPool
+    return client
 
 
 class FirstByteTimeout(Exception):
@@ -199,7 +225,7 @@ class HttpTransport:
                                     pool=config.pool_timeout or config.read_timeout)
             limits = httpx.Limits(max_connections=config.max_connections,
                                   max_keepalive_connections=min(20, config.max_connections))
-            client = httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls)
+            client = _reclaiming(httpx.AsyncClient(timeout=timeout, limits=limits, verify=tls))
             self._clients[tls] = client
         return client
 
@@ -470,11 +496,15 @@ DRAIN_SECONDS = 0.01
 
 async def _drained(events: AsyncIterator[Any]) -> None:
     """Read what follows ``[DONE]`` (nothing, normally) so the upstream connection is reused;
-    an upstream that keeps the body open is cut as before, its connection closed."""
-    with contextlib.suppress(TimeoutError, httpx.HTTPError, SSEError):
-        async with asyncio.timeout(DRAIN_SECONDS):
-            async for _ in events:
-                pass
+    an upstream that keeps the body open is cut as before, its connection closed.
+
+    The bound is an anyio cancel scope, not ``asyncio.timeout``: reaching the body's end closes
+    the response, and httpcore shields that close from cancellation with anyio scopes only. A
+    plain asyncio cancellation landing in it (the bound expiring just then, likely on a loaded
+    machine) left the request checked out of the pool for good, its connection "in use"."""
+    with contextlib.suppress(httpx.HTTPError, SSEError), anyio.move_on_after(DRAIN_SECONDS):
+        async for _ in events:
+            pass
 
 
 async def _aws_eventstream(response: httpx.Response) -> AsyncGenerator[tuple[str, Any], None]:
