@@ -121,7 +121,7 @@ def measure(p: Proxies, face: Face, conv: Conversation, reps: int,
 def face(numbers: Numbers, face: Face, home: Path, sizes: Sizes) -> None:
     """One face grown size by size through a gateway, measured at each size. Each face has
     processes of its own: the emulator records every body it receives, and one emulator behind
-    all three faces' 2,000-turn conversations held 13 GB."""
+    all three faces held 10 GB before the third face's 2,000 turns were built."""
     with gateway_procs.emulator_process() as emu, \
             gateway_procs.gateway(emu.url, home) as served, \
             gateway_procs.passthrough(emu.url) as passing, \
