@@ -10,17 +10,19 @@ An agent resends its whole conversation on every request. Two things are remembe
   and converts only the rest; an item edited anywhere changes every digest from there on, so
   the longest remembered prefix ends before it. Its entries are a tenant's own (the tenant is
   part of every key).
-* ``Memos.digests``: each converted message's digests in a rehydration chain
+* ``Memos.element``: each converted message's digests in a rehydration chain
   (``rehydrate.Element``), by the message object (the items memo hands the same objects back
   for a resent prefix), so a request's chain is extended over what it resends, not recomputed.
   A digest depends only on the message's content, never on the tenant.
 
-Neither is a source of truth: the store is asked on every request as before, and what a memo
-returns equals what computing it again would, so a restart, an eviction or ``Memos(entries=0)``
-(off) changes no request the upstream receives, only its cost.
+Neither is a source of truth, and what a memo returns equals what computing it again would, so
+a restart, an eviction or ``Memos(entries=0)`` (off) changes no request the upstream receives,
+only its cost. The store's answers are not remembered: every resent turn is looked up on every
+request as before, since a key's newest turn can change under a worker or gateway sharing the
+store, and a deleted session must stop rehydrating at once.
 
-Bounds (shared by all tenants, least recently used first out; safe from worker threads): ``entries``
-remembered conversions (256) holding at most ``max_bytes`` of serialized items (256 MiB,
+Bounds (shared by all tenants, least recently used out first; safe from worker threads):
+``entries`` remembered conversions (256) holding at most ``max_bytes`` of serialized items (256 MiB,
 counted per entry, so items shared by entries of one conversation count once per entry: the
 memory held is below it); ``digests``: 65,536 messages (first in, first out).
 """
