@@ -211,7 +211,7 @@ def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
             out.append(message)
         elif role == "user":
             out.extend(_user(blocks, item))
-        elif role == "system":  # turn-scoped instructions: kept in place, never moved (§1a)
+        elif role == "system":  # turn-scoped: kept in place, never moved (docs/claude-code.md)
             extras = {k: v for k, v in item.items() if k != "role"}
             parts = tuple(_text_block(b, f"{where}.content[{i}]") for i, b in enumerate(blocks))
             out.append(Message(role="system", parts=parts,
