@@ -79,8 +79,10 @@ class StoredHistory(_TwoParts):
                  load: Callable[[], Sequence[Message]],
                  scan: tuple[list[str], dict[int, list[str]]] | None = None,
                  wires: Sequence[bytes | None] | None = None,
-                 metas: Sequence[str] | None = None) -> None:
+                 metas: Sequence[str] | None = None, walk: bytes | None = None) -> None:
         self._ids = tuple(ids)
+        #: The wire cache's last walk over exactly these messages under ``plan`` (``lastwalk``)
+        self.walk = walk
         #: The unanswered-call scan after the stored messages, when it was stored with them:
         #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
         self.scan = None if scan is None else (len(self._ids), scan[0], scan[1])
