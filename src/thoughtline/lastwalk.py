@@ -19,6 +19,8 @@ once and referred to by position.
 
 from __future__ import annotations
 
+import gc
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -52,13 +54,20 @@ class LastWalk:
     def read(cls, encoder: TurnEncoder[Any, Any], raw: bytes, size: int) -> LastWalk | None:
         """The last walk ``raw`` holds for ``size`` stored turns (None: not one this cache wrote
         for them, or not this encoder's: the ordinary load runs)."""
+        # (thousands of small values that live as long as the session and form no cycles: the
+        # cyclic collector would rescan them while they are made, as in ``store.engine``)
+        collecting = gc.isenabled()
+        gc.disable()
         try:
             doc = orjson.loads(raw)
-            table = [TurnFacts.from_json(f, encoder.extra_type) for f in doc["facts"]]
-            facts = list(map(table.__getitem__, doc["fact"]))
+            facts = _facts_of(doc["facts"], encoder.extra_type)
             views, afters = doc["views"], doc["afters"]
         except (*UNREADABLE, IndexError):
             return None
+        finally:
+            if collecting:
+                gc.freeze()
+                gc.enable()
         if len(facts) != size or type(views) is not dict or type(afters) is not list:
             return None
         return cls(facts=facts, views=views, afters=afters)
@@ -77,8 +86,7 @@ class LastWalk:
             end = start if encoder.flat else encoder.state_of(found["end"])
         except (*UNREADABLE, IndexError):
             return None
-        if (type(contexts) is not list or len(contexts) != len(self.facts)
-                or len(afters) != len(contexts) or not all(type(c) is str for c in contexts)):
+        if type(contexts) is not list or not len(contexts) == len(afters) == len(self.facts):
             return None
         return View(contexts=contexts, afters=afters, end=end)
 
@@ -107,17 +115,35 @@ def dump(encoder: TurnEncoder[Any, Any], facts: Sequence[TurnFacts],
          views: Sequence[tuple[object, Sequence[Context], Sequence[Named], object]]) -> bytes:
     """The stored form of the walks of one stored history: ``facts`` of its turns, and per view
     (start, contexts, after facts, end state) over the same turns."""
-    fact_table: dict[Any, int] = {}
     after_table: dict[Any, int] = {}
-    fact = _indexed(facts, fact_table)
     out: dict[str, Any] = {}
     for start, contexts, afters, end in views:
         out[start_key(encoder, start)] = {
             "contexts": [context_key(c) for c in contexts],
             "afters": _indexed(afters, after_table),
             "end": None if encoder.flat else encoder.state_json(end)}
-    return orjson.dumps({"facts": [_json(f) for f in fact_table], "fact": fact,
-                         "afters": [_json(a) for a in after_table], "views": out})
+    columns = {"role": [f.role for f in facts], "calls": [f.calls for f in facts],
+               "results": [f.results for f in facts],
+               "incomplete": [f.incomplete for f in facts], "opens": [f.opens for f in facts],
+               "extra": [None if f.extra is None else f.extra.to_json() for f in facts]}
+    return orjson.dumps({"facts": columns, "afters": [_json(a) for a in after_table],
+                         "views": out})
+
+
+_tuple = tuple.__new__  # (a named tuple from its values in order, in one C call)
+
+
+def _facts_of(columns: dict[str, list[Any]], extra_type: type[Named] | None,
+              ) -> list[TurnFacts]:
+    """The turns' facts from their columns (as ``dump`` wrote them: one list per field)."""
+    roles, extras = columns["role"], columns["extra"]
+    if not all(type(role) is str for role in roles):
+        raise TypeError("a turn's role is a string")
+    made = [None if e is None or extra_type is None else extra_type.from_json(e)
+            for e in extras] if any(e is not None for e in extras) else extras
+    rows = zip(roles, map(tuple, columns["calls"]), map(tuple, columns["results"]),
+               map(bool, columns["incomplete"]), map(bool, columns["opens"]), made, strict=True)
+    return list(map(_tuple, itertools.repeat(TurnFacts), rows))
 
 
 def read_meta(encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
