@@ -154,8 +154,7 @@ class Session:
         ids = list(map(operator.itemgetter(1), found.entries))
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
-                                      load=self._loader(self.id), scan=scan, wires=found.wires,
-                                      metas=found.metas, walk=found.walk)
+                                      load=self._loader(self.id), scan=scan, walk=found.walk)
         self._ids = list(ids)
         failed = set(found.problems)  # (most resumes: none, and no entry is looked at)
         self.problems = tuple(

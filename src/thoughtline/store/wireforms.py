@@ -49,10 +49,6 @@ class StoredForms:
     forms: Mapping[str, dict[str, tuple[bytes, str]]]
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
-    #: each entry's verified form bytes under the context "", in order (or None)
-    wires: tuple[bytes | None, ...] = ()
-    #: each entry's first verified form's meta, in order ("" where it has none)
-    metas: tuple[str, ...] = ()
     #: the stored last walk over exactly these entries under the plan, verified, if any
     walk: bytes | None = None
 
@@ -112,8 +108,6 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     digest."""
     entries: list[tuple[int, str]] = []
     forms: dict[str, dict[str, tuple[bytes, str]]] = {}
-    wires: list[bytes | None] = []
-    metas: list[str] = []
     problems: list[str] = []
     last_seq = -1  # (seqs are unique along the chain: its members' visible ranges are disjoint)
     check = form_digest
@@ -124,11 +118,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                 entries.append((seq, mid))
                 if data is not None and stored == check(meta, data := bytes(data), context):
                     forms[mid] = {context: (data, meta)}  # (a repeated message: the same)
-                    wires.append(None if context else data)
-                    metas.append(meta)
                     continue
-                wires.append(None)
-                metas.append("")
                 if data is None:
                     continue  # no form for this plan: the codec encodes the turn
             else:  # another context of the entry
@@ -136,7 +126,6 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                     found = forms.get(mid)
                     if found is None:  # (its first form failed its digest)
                         forms[mid] = {context: (data, meta)}
-                        metas[-1] = meta
                     else:
                         found[context] = (data, meta)
                     continue
@@ -145,7 +134,6 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     ids = list(map(operator.itemgetter(1), entries))
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
                        scan=_keyed(tx, ids, scan_key(ids)) if ids else None,
-                       wires=tuple(wires), metas=tuple(metas),
                        walk=_keyed(tx, ids, walk_key(plan, ids)) if ids else None)
 
 
