@@ -367,7 +367,7 @@ class Session:
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
             rows.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
         try:
-            self.store.put_wire_forms(rows)
+            self.store.put_wire_forms(rows, drop=self._cache.superseded())
         except StoreError:
             self._cache.unwritten(forms)
             return  # a cache: the next resume re-encodes what is missing

@@ -44,7 +44,7 @@ from thoughtline.codecs.base import (
 from thoughtline.lastwalk import LastWalk, dump, read_meta
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
-from thoughtline.store.wireforms import WireForm, walk_form
+from thoughtline.store.wireforms import WireForm, walk_form, walk_key
 from thoughtline.stored import Joined, StoredHistory
 
 __all__ = ["WireCache", "encode"]
@@ -110,6 +110,10 @@ class WireCache:
         self._legacy: dict[str, Any] = {}
         #: (message id, plan digest, context) of every form known to be stored.
         self._written: set[tuple[str, str, str]] = set()
+        #: Per plan digest: the (message id, key) of the last walk stored for this session's
+        #: history, and those its last ``forms`` superseded (``superseded``).
+        self._walked: dict[str, tuple[str, str]] = {}
+        self._superseded: list[tuple[str, str]] = []
         #: The body an API's module-level ``encode_request(cache=…)`` last returned, and the
         #: index of its request (``codecs.flat.cached_body``; a session never sets it).
         self.last: tuple[object, object] | None = None
@@ -343,7 +347,26 @@ class WireCache:
             out += self._later(codec, encoder, walks[0], history, ids, digest, plan)
         if all(end is not _UNKNOWN for *_, end in ran):
             out.append(walk_form(digest, ids, dump(encoder, walks[0].facts[:size], ran)))
+            self._supersede(history, digest, (ids[-1], walk_key(digest, ids)))
         return out
+
+    def _supersede(self, history: Sequence[Message], digest: str, key: tuple[str, str]) -> None:
+        """Note ``key`` as the session's last walk under ``digest``: the one before it (written
+        here, or loaded with a resumed history) is superseded. (A branch that shared it resumes
+        on its stored forms instead: ``_on_forms``.)"""
+        before = self._walked.get(digest)
+        stored = history.stored if isinstance(history, Joined) else history
+        if before is None and isinstance(stored, StoredHistory) and stored.ids and (
+                stored.walk is not None and stored.plan == digest):
+            before = (stored.ids[-1], walk_key(digest, stored.ids))
+        self._superseded = [before] if before is not None and before != key else []
+        self._walked[digest] = key
+
+    def superseded(self) -> list[tuple[str, str]]:
+        """The (message id, key) of the stored last walks the last ``forms`` made obsolete:
+        deleted as its forms are stored (each walk row holds the whole history's walk, so a
+        session keeps one, not one per turn)."""
+        return self._superseded
 
     def _unwritten(self, walk: Walk[Any, Any], stored: StoredHistory | None,
                    ids: Sequence[str], digest: str) -> list[WireForm]:

@@ -255,3 +255,33 @@ def test_a_changed_keep_rule_changes_every_resume_as_the_load(
         session_id = _write(home, SONNET, history, [])
         resumed, ordinary = _both(home, session_id, _pending(history, kind))
     assert resumed == ordinary
+
+
+def test_a_session_keeps_one_stored_walk_and_resumes_from_it(tmp_path: Path) -> None:
+    """Each write stores the walk of the whole history: the one before it is deleted with it
+    (a session of many exchanges keeps one walk row per plan, not one per exchange), and a
+    resume continues the last one, asking no codec rule of a stored turn."""
+    import sqlite3
+
+    history = _four_turns() * 3
+    with open_store(tmp_path / "state.db", tmp_path) as store:
+        session = Session.create(store, SONNET)
+        for start in range(0, len(history), 2):
+            session.append(history[start:start + 2])
+        session_id = session.id
+    raw = sqlite3.connect(tmp_path / "state.db")
+    walks = raw.execute("SELECT COUNT(*) FROM wire_forms WHERE plan LIKE 'walk:%'").fetchone()
+    raw.close()
+    assert walks == (1,)
+    asked: list[int] = []
+    context = anthropic_turns.Encoder.context
+
+    def counted(self: object, state: object, index: int, facts: object) -> object:
+        asked.append(index)
+        return context(self, state, index, facts)  # type: ignore[arg-type]
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(anthropic_turns.Encoder, "context", counted)
+        resumed, ordinary = _both(tmp_path, session_id, [user("next")])
+    assert resumed == ordinary
+    assert asked[:1] == [len(history)]  # (the resume's walk: the pending turn's context only)

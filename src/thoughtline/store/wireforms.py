@@ -94,6 +94,13 @@ def put(tx: Tx, forms: Iterable[WireForm]) -> None:
           f.data) for f in forms])
 
 
+def drop(tx: Tx, keys: Iterable[tuple[str, str]]) -> None:
+    """Delete the rows under these (message id, plan) keys (a superseded last walk)."""
+    rows = list(keys)
+    if rows:
+        tx.executemany("DELETE FROM wire_forms WHERE message_id = ? AND plan = ?", rows)
+
+
 # One chain member's visible entries with their forms for one plan, in primary-key order: one index
 # walk, one lookup per entry. The canonical rows are not read: they are verified when decoded.
 _FORMS = """
