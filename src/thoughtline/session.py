@@ -154,8 +154,7 @@ class Session:
         ids = list(map(operator.itemgetter(1), found.entries))
         scan = replay.scan_from_json(found.scan) if found.scan is not None else None
         self._history = StoredHistory(ids=ids, forms=found.forms, plan=digest,
-                                      load=self._loader(self.id), scan=scan, wires=found.wires,
-                                      metas=found.metas)
+                                      load=self._loader(self.id), scan=scan, walk=found.walk)
         self._ids = list(ids)
         failed = set(found.problems)  # (most resumes: none, and no entry is looked at)
         self.problems = tuple(
@@ -368,7 +367,7 @@ class Session:
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
             rows.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
         try:
-            self.store.put_wire_forms(rows)
+            self.store.put_wire_forms(rows, drop=self._cache.superseded())
         except StoreError:
             self._cache.unwritten(forms)
             return  # a cache: the next resume re-encodes what is missing

@@ -18,7 +18,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
-from thoughtline.facts import TurnFacts, read_meta
+from thoughtline.facts import TurnFacts, read_facts
 from thoughtline.messages import Message, ToolCall, ToolResult
 
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
@@ -29,7 +29,7 @@ Forms = dict[str, tuple[bytes, str]]
 
 def facts_of_meta(meta: str) -> TurnFacts | None:
     """The neutral facts a stored form's meta holds (None: it holds none: decode the turn)."""
-    return read_meta(meta)
+    return read_facts(meta)
 
 
 def shape_of(m: Message) -> Shape:
@@ -78,9 +78,10 @@ class StoredHistory(_TwoParts):
     def __init__(self, *, ids: Sequence[str], forms: Mapping[str, Forms], plan: str,
                  load: Callable[[], Sequence[Message]],
                  scan: tuple[list[str], dict[int, list[str]]] | None = None,
-                 wires: Sequence[bytes | None] | None = None,
-                 metas: Sequence[str] | None = None) -> None:
+                 walk: bytes | None = None) -> None:
         self._ids = tuple(ids)
+        #: The wire cache's last walk over exactly these messages under ``plan`` (``lastwalk``)
+        self.walk = walk
         #: The unanswered-call scan after the stored messages, when it was stored with them:
         #: (where it ends, calls pending there, repairs found) — the next request scans on from it.
         self.scan = None if scan is None else (len(self._ids), scan[0], scan[1])
@@ -91,10 +92,6 @@ class StoredHistory(_TwoParts):
         self._messages: list[Message] | None = None
         self._facts: dict[int, TurnFacts] = {}
         self._shapes: list[Shape] | None = None
-        #: ``stored_wire``: each stored message's bytes (context "") in order, as loaded
-        self._wires: list[bytes | None] | None = list(wires) if wires is not None else None
-        #: ``metas``: each stored message's first form's meta in order ("": none), as loaded
-        self._metas: list[str] | None = list(metas) if metas is not None else None
         self._tail: list[Message] = []
         self._rows: list[Forms] | None = None
 
@@ -184,29 +181,6 @@ class StoredHistory(_TwoParts):
                 out.append(shape)
             self._shapes = out
         return self._shapes
-
-    def stored_wire(self, plan: str) -> list[bytes | None]:
-        """The stored wire bytes (context "") of every stored message for ``plan`` (None where
-        missing), as the store loaded them: what a flat encoder's request splices in one pass.
-        Made once and shared: read it, never edit it."""
-        if plan != self.plan:
-            return [None] * len(self._ids)
-        if self._wires is None:
-            self._wires = [self._wire(index) for index in range(len(self._ids))]
-        return self._wires
-
-    def metas(self) -> list[str]:
-        """The meta of each stored message's first form for ``plan`` ("": it has none), in
-        order: where a walk reads a stored turn's role without reading its facts
-        (``facts.Pending``). Made once and shared: read it, never edit it."""
-        if self._metas is None:
-            self._metas = [next(iter(forms.values()))[1] if forms else ""
-                           for forms in self.rows()]
-        return self._metas
-
-    def _wire(self, index: int) -> bytes | None:
-        form = self.forms(index).get("")
-        return form[0] if form is not None else None
 
 
 class Joined(_TwoParts):

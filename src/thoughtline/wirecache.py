@@ -1,20 +1,22 @@
 """The one wire cache: every turn encoded once, stored under what it depends on, spliced after.
 
 A codec with a turn encoder (``codecs.base.TurnEncoder``) encodes a request turn by turn; this
-cache walks the history once per request and takes each turn's bytes from, in order:
+cache walks the history once per request and remembers the walk. A request's walk goes on from:
 
-1. the previous walk, when the history only grew since and the walk starts in an equal state (a
-   session's next request: only its new turns are walked);
-2. the stored form of a resumed history's turn under (message id, plan digest, context) — read and
-   verified by the store, spliced as ``orjson.Fragment`` bytes, nothing decoded;
-3. this session's memo of turns it encoded, by (message identity, plan digest, context);
-4. ``encode_turn`` — once: the bytes that go into the request are the bytes written through to
-   the store (``forms``) after the turn is appended, so no turn is encoded twice.
+1. the previous walk under its plan, when the history only grew since and the walk starts in an
+   equal state (a session's next request: only its new turns are walked);
+2. the last walk stored with a resumed history (``lastwalk``), when the history is exactly the one
+   it was stored for and the walk starts in the state one of its views started in: each stored
+   turn's form is picked by the context the view names, the view's end state read back (nothing
+   decoded, no codec rule asked of a stored turn);
+3. nothing: the history is decoded (a resumed one, once, through the store's verified load) and
+   each turn taken from this session's memo by (message identity, plan digest, context), else
+   ``encode_turn`` — the ordinary load.
 
-A stored turn's ``TurnFacts`` (and its after facts) come with its form, so a resumed history is
-walked without being decoded; a turn with no form for the plan at all is decoded (the whole stored
-history, once, through the store's verified load) and encoded. A codec without a turn encoder is
-encoded as a whole by its own ``encode_request`` with its own memo (``legacy``).
+The codec's one duty to the cache is ``context``: what a turn's bytes depend on. Write-through
+(``forms``): the bytes that went into a request are stored once the turn is appended, under its
+context (and the contexts a later request may put it in), with the walk's checkpoint. A codec
+without a turn encoder is encoded as a whole by its own ``encode_request`` with its own memo.
 """
 
 from __future__ import annotations
@@ -22,9 +24,9 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, TypeGuard, cast
+from typing import Any, cast
 
 import orjson
 
@@ -39,11 +41,11 @@ from thoughtline.codecs.base import (
     Walk,
     context_key,
 )
+from thoughtline.lastwalk import LastWalk, dump, read_meta
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
-from thoughtline.store.wireforms import WireForm
+from thoughtline.store.wireforms import WireForm, walk_form, walk_key
 from thoughtline.stored import Joined, StoredHistory
-from thoughtline.wiremetas import Metas, Unread
 
 __all__ = ["WireCache", "encode"]
 
@@ -51,6 +53,8 @@ __all__ = ["WireCache", "encode"]
 _CHUNKS = 32
 #: What a history may be followed by on its next request (``WireCache.forms``).
 _NEXT_USER = Message(role="user", parts=(Text(text="…"),))
+#: The state after a stored turn a checkpoint does not hold (only the last one's is stored).
+_UNKNOWN = object()
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -59,36 +63,26 @@ class _Remembered:
 
     tokens: list[object]  # per turn: its stored message id, or the message itself
     start: object
-    states: list[object]  # the state after each turn (non-flat encoders only)
+    facts: list[TurnFacts]
+    states: list[object]  # the state after each turn (non-flat encoders only; or ``_UNKNOWN``)
     turns: list[bytes]
-    afters: list[object]  # after facts, or (None) a stored form's, not parsed yet
-    #: (non-flat encoders only: a flat walk reads facts on demand); ``Unread`` while a resumed
-    #: history's stored turns are not all read (the next walk reads them)
-    facts: list[object] | Unread
+    afters: list[Any]
     contexts: list[Context]
     #: The array content in pieces (``Fragment``s): earlier requests' turns joined into a few
     #: chunks, then the last walk's own turns one piece each (no copy of them yet)
     chunks: list[Any]
     ends: list[int]  # how many turns each chunk covers up to (the singles have no entry)
-    singles: int  # where the last walk's one-turn pieces begin in ``chunks``
 
 
-class _Lazy(Sequence[Any]):
-    """A sequence whose entries are resolved on first read (a flat walk's facts and after
-    facts: most requests never read them, a stored turn's are parsed only if asked)."""
+@dataclass(slots=True)
+class _Into:
+    """What one walk collects, turn by turn."""
 
-    __slots__ = ("_entries", "_resolve")
-
-    def __init__(self, entries: list[object], resolve: Any) -> None:
-        self._entries, self._resolve = entries, resolve
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __getitem__(self, index: Any) -> Any:
-        if isinstance(index, slice):
-            return [self[i] for i in range(*index.indices(len(self)))]
-        return self._resolve(index, self._entries[index])
+    state: object
+    turns: list[bytes]
+    afters: list[Any]
+    contexts: list[Context]
+    states: list[object]
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
@@ -107,15 +101,19 @@ class WireCache:
         #: Per plan digest: each turn encoded here, by ``_memo_key`` (its message's identity,
         #: and its context unless that is ""), with the message (an id can be reused).
         self._memo: dict[str, dict[object, tuple[Message, bytes, Named]]] = {}
-        #: Per encoder type: the stored metas read so far (each distinct meta parsed once).
-        self._readers: dict[type, Metas] = {}
-        self._fact_memo: dict[tuple[int, type], tuple[Message, TurnFacts]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
         self._last: dict[tuple[str, str], _Remembered] = {}
+        #: Per encoder type: each stored meta read so far (None: not one ``_form`` wrote).
+        self._metas: dict[type, dict[str, tuple[TurnFacts, Any] | None]] = {}
+        #: Per (stored history, plan digest): its stored last walk, read once (None: none).
+        self._points: dict[tuple[int, str], tuple[StoredHistory, LastWalk | None]] = {}
         self._legacy: dict[str, Any] = {}
         #: (message id, plan digest, context) of every form known to be stored.
         self._written: set[tuple[str, str, str]] = set()
-        self._flat_done: dict[str, list[str]] = {}  # digest -> ids whose forms are all written
+        #: Per plan digest: the (message id, key) of the last walk stored for this session's
+        #: history, and those its last ``forms`` superseded (``superseded``).
+        self._walked: dict[str, tuple[str, str]] = {}
+        self._superseded: list[tuple[str, str]] = []
         #: The body an API's module-level ``encode_request(cache=…)`` last returned, and the
         #: index of its request (``codecs.flat.cached_body``; a session never sets it).
         self.last: tuple[object, object] | None = None
@@ -160,146 +158,145 @@ class WireCache:
         split = len(stored.ids) if stored is not None else 0
         tokens: list[object] = [*stored.ids, *history[split:]] if stored is not None else list(
             history)
-        size = len(tokens)
-        flat = encoder.flat
         last = self._last.get((codec.api, digest))
         kept = _common(last.tokens, tokens) if last is not None else 0
-
-        def fact(index: int, entry: object) -> TurnFacts:
-            return entry if isinstance(entry, TurnFacts) else self._facts(
-                encoder, digest, entry, stored, index, history)
-
-        raw_afters: dict[str, Any] = {}  # a stored meta's after facts, parsed but not read
-        remembered: list[object] | Unread
-        if flat:
-            facts: Sequence[TurnFacts] = _Lazy(tokens, fact)
-            remembered = []
-        else:
-            raw_facts: list[Any] = []
-            metas: list[str] = []  # each stored row's first meta while it is unread, else ""
-            if last is not None:  # (what the last walk left unread stays unread: a resumed
-                before = last.facts  # session's next requests do not read every stored meta)
-                if isinstance(before, Unread):
-                    raw_facts, metas = before.entries[:kept], before.metas[:kept]
-                else:
-                    raw_facts = before[:kept]
-            if stored is not None and kept < split and stored.plan == digest:
-                raw_facts += stored.rows()[kept:]  # (read on first use: ``Unread``)
-                metas = (metas or [""] * kept) + stored.metas()[kept:]
-            raw_facts += [fact(i, tokens[i]) for i in range(len(raw_facts), split)]
-            raw_facts += self._message_facts(encoder, tokens, len(raw_facts))
-            facts = remembered = raw_facts
-            if metas:
-                metas += [""] * (size - len(metas))
-                facts = remembered = self._metas(encoder).unread(raw_facts, metas, history,
-                                                                 raw_afters)
+        facts = last.facts[:kept] if last is not None and kept else []
+        if stored is not None and kept < split:
+            # (forms stored under another plan digest may be another API's: decoded)
+            read = self._stored_facts(encoder, stored, digest) if stored.plan == digest else None
+            if read is None:
+                return self._decoded(codec, history, plan, spec)
+            facts += read[kept:]
+        facts += map(encoder.facts, cast("list[Message]", tokens[len(facts):]))
         start = encoder.start(plan, spec, facts)
-        if last is None or start != last.start:
+        # (a flat walk's turns do not depend on its state: it goes on whatever the start)
+        if last is None or (not encoder.flat and (
+                start != last.start or (kept and last.states[kept - 1] is _UNKNOWN))):
             kept = 0
-        if kept:
+        ends: list[int] = []
+        chunks: list[Any] = []
+        if stored is not None and kept < split:
+            into = self._resumed(encoder, stored, digest, facts, start)
+            if into is None:
+                return self._decoded(codec, history, plan, spec)
+            first, kept = split, 0
+        elif kept:
             assert last is not None
-            state = last.start if flat else last.states[kept - 1]
-            turns, afters = last.turns[:kept], last.afters[:kept]
-            contexts, states = last.contexts[:kept], last.states[:kept]
-            ends, chunks = _reused(last, turns)
+            into = _Into(state=start if encoder.flat else last.states[kept - 1],
+                         turns=last.turns[:kept], afters=last.afters[:kept],
+                         contexts=last.contexts[:kept], states=last.states[:kept])
+            ends, chunks = _reused(last, into.turns)
+            first = kept
         else:
-            state, turns, afters, contexts, states, ends, chunks = start, [], [], [], [], [], []
-        first = kept
-        if flat and stored is not None and kept < split and stored.plan == digest:
-            wires = stored.stored_wire(digest)[kept:]
-            if _complete(wires):  # the usual resume: every stored turn's form, in one pass
-                turns += wires
-                afters += [None] * len(wires)  # (their stored meta, parsed if read)
-                contexts += [""] * len(wires)
-                first = split
-        elif not flat and stored is not None and kept < split and stored.plan == digest:
-            first, state = self._spliced(encoder, stored, remembered, kept, state,
-                                         (turns, afters, contexts, states), raw_afters)
-        if first >= split:  # the rest are messages (the usual case)
-            state = self._encoded(encoder, digest, tokens, facts, first, state, plan,
-                                  (turns, afters, contexts, states))
-            first = size
-        for index in range(first, size):
-            context: Context = "" if flat else encoder.context(state, index, facts[index])
-            data, after = self._form(encoder, digest, index, context, tokens, stored, history,
-                                     plan)
-            if not flat:
-                if encoder.moves(state, facts[index]):
-                    state = encoder.advance(state, facts[index], context, self._after(
-                        encoder, index, after, tokens, stored, history, plan, contexts))
-                states.append(state)
-            turns.append(data)
-            afters.append(after)
-            contexts.append(context)
+            into = _Into(state=start, turns=[], afters=[], contexts=[], states=[])
+            first = 0
+        self._encoded(encoder, digest, tokens, facts, first, plan, into)
         # This walk's turns, stored forms included, one piece each: joined into one chunk only
         # if a later walk reuses them (``_reused``), so a resume's first request copies its
         # stored bytes once, into the body, and not into a joined chunk first.
-        singles = len(chunks)  # (only the chunks need their ends: the singles are joined)
-        chunks += map(orjson.Fragment, filter(None, itertools.islice(turns, kept, None)))
-        walk: Walk[Any, Any] = Walk(
-            state=state, turns=turns, fragments=chunks, facts=facts,
-            afters=_Lazy(afters, lambda i, entry: self._after(encoder, i, entry, tokens,
-                                                              stored, history, plan, contexts)),
-            contexts=contexts, history=history)
+        chunks += map(orjson.Fragment, filter(None, itertools.islice(into.turns, kept, None)))
         self._last[(codec.api, digest)] = _Remembered(
-            tokens=tokens, start=start, states=states, turns=turns, afters=afters,
-            facts=remembered, contexts=contexts, ends=ends, chunks=chunks, singles=singles)
-        return walk
+            tokens=tokens, start=start, facts=facts, states=into.states, turns=into.turns,
+            afters=into.afters, contexts=into.contexts, chunks=chunks, ends=ends)
+        return Walk(state=into.state, turns=into.turns, fragments=chunks, facts=facts,
+                    afters=into.afters, contexts=into.contexts, history=history)
 
-    def _after(self, encoder: TurnEncoder[Any, Any], index: int, entry: object,
-               tokens: list[object], stored: StoredHistory | None,
-               history: Sequence[Message], plan: ReplayPlan, contexts: list[Context]) -> Named:
-        """A turn's after facts: ``entry`` itself, or parsed from a stored form's meta — ``entry``
-        is (context, meta), or None for the stored form under its context in ``contexts`` — (a
-        meta that does not parse: the turn encoded again, which decodes the stored history)."""
-        if isinstance(entry, Named):
-            return entry
-        if entry is None:  # (a walk keeps these only over the same undecoded stored history)
-            assert stored is not None
-            context = contexts[index]
-            entry = (context, stored.forms(index)[context_key(context)][1])
-        assert isinstance(entry, tuple)
-        parsed = self._metas(encoder).parse(entry[1])
-        if parsed is not None:
-            return parsed[1]
-        token = tokens[index]
-        message = token if isinstance(token, Message) else history[index]
-        return encoder.encode_turn(message, plan, entry[0])[1]
+    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                      digest: str) -> list[TurnFacts] | None:
+        """The facts of the stored turns: from their last walk, else from their forms' metas
+        (None: a turn without a readable one: the history is decoded)."""
+        point = self._point(encoder, stored, digest)
+        if point is not None:
+            return point.facts
+        out = []
+        for row in stored.rows():
+            read = self._meta(encoder, next(iter(row.values()))[1]) if row else None
+            if read is None:
+                return None
+            out.append(read[0])
+        return out
 
-    def _facts(self, encoder: TurnEncoder[Any, Any], digest: str, token: object,
-               stored: StoredHistory | None, index: int,
-               history: Sequence[Message]) -> TurnFacts:
-        if isinstance(token, Message):
-            key = (id(token), type(encoder))
-            hit = self._fact_memo.get(key)
-            if hit is None or hit[0] is not token:
-                hit = self._fact_memo[key] = (token, encoder.facts(token))
-            return hit[1]
-        assert stored is not None  # (forms under another digest may be another API's)
-        forms = stored.forms(index) if stored.plan == digest else {}
-        return self._metas(encoder).row_facts(index, forms, history)  # (none: decoded)
+    def _resumed(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory, digest: str,
+                 facts: list[TurnFacts], start: object) -> _Into | None:
+        """The stored turns of a walk from ``start``, nothing decoded: the stored last walk's
+        view that starts there, each form picked by the context it names; else walked on their
+        forms (``_on_forms``). None: a turn has no form for its context."""
+        point = self._point(encoder, stored, digest)
+        view = point.view(encoder, start) if point is not None else None
+        rows = stored.rows()
+        if view is not None:
+            picked = list(map(dict.get, rows, view.contexts))
+            if None not in picked:
+                return _Into(state=view.end, turns=[form[0] for form in picked if form],
+                             afters=list(view.afters), contexts=list(view.contexts),
+                             states=[] if encoder.flat else [
+                                 *itertools.repeat(_UNKNOWN, len(rows) - 1), view.end])
+        return self._on_forms(encoder, rows, facts, start)
 
-    def _message_facts(self, encoder: TurnEncoder[Any, Any], tokens: list[Any],
-                       begin: int) -> list[TurnFacts]:
-        """The facts of the turns held as messages, ``tokens[begin:]``. Not memoized: a walk
-        that continues the last one takes its facts from it; only turns after an edit in the
-        middle of a history are read again (a memo cost every cold walk more than that)."""
-        return list(map(encoder.facts, itertools.islice(tokens, begin, None)))
+    def _on_forms(self, encoder: TurnEncoder[Any, Any], rows: list[dict[str, tuple[bytes, str]]],
+                  facts: list[TurnFacts], start: object) -> _Into | None:
+        """The stored turns walked as any walk is (``context``, ``advance``), each turn's form
+        found under its context and its after facts read from the form's meta: where a walk
+        starts in a state no stored view started in (e.g. a new system turn, or a resumed
+        session's later request moved where its tool loop starts)."""
+        into = _Into(state=start, turns=[], afters=[], contexts=[], states=[])
+        state, flat = start, encoder.flat
+        context: Context = ""
+        for index, row in enumerate(rows):
+            if not flat:
+                context = encoder.context(state, index, facts[index])
+            form = row.get(context if type(context) is str else context_key(context))
+            read = None if form is None else self._meta(encoder, form[1])
+            if form is None or read is None:
+                return None
+            if not flat:
+                state = encoder.advance(state, facts[index], context, read[1])
+                into.states.append(state)
+            into.turns.append(form[0])
+            into.afters.append(read[1])
+            into.contexts.append(context)
+        into.state = state
+        return into
+
+    def _meta(self, encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
+        """A stored form's meta read (``_form`` wrote it), once per distinct meta."""
+        memo = self._metas.setdefault(type(encoder), {})
+        if meta not in memo:
+            memo[meta] = read_meta(encoder, meta)
+        return memo[meta]
+
+    def _decoded(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
+                 spec: RequestSpec) -> Walk[Any, Any]:
+        """The ordinary load: the stored history decoded (once, verified), then walked."""
+        stored = _stored_of(history)
+        assert stored is not None
+        list(stored)  # (decodes it: from now on its messages are what is walked)
+        return self.walk(codec, history, plan, spec)
+
+    def _point(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+               digest: str) -> LastWalk | None:
+        """The last walk stored with ``stored`` for ``digest``, read once (None: none)."""
+        key = (id(stored), digest)
+        found = self._points.get(key)
+        if found is None or found[0] is not stored:
+            raw = stored.walk if stored.plan == digest else None
+            found = self._points[key] = (stored, None if raw is None else LastWalk.read(
+                encoder, raw, len(stored.ids)))
+        return found[1]
 
     def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str, messages: list[Any],
-                 facts: Sequence[TurnFacts], begin: int, state: object, plan: ReplayPlan,
-                 into: tuple[list[Any], list[Any], list[Any], list[Any]]) -> object:
-        """Walk the turns held as messages from ``begin`` (``_form``'s memo or encoded once, in
-        one loop: a cold request walks every turn here): the state after the last."""
-        turns, afters, contexts, states = into
+                 facts: Sequence[TurnFacts], begin: int, plan: ReplayPlan, into: _Into) -> None:
+        """Walk the turns held as messages from ``begin``, each from the memo or encoded once
+        (a cold request walks every turn here)."""
         memo, encode_turn = self._digest_memo(digest), encoder.encode_turn
         context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
+        turns, afters, contexts, states = into.turns, into.afters, into.contexts, into.states
+        state = into.state
         context: Context = ""
         for index in range(begin, len(messages)):
             message = messages[index]
             if not flat:
-                fact = facts[index]
-                context = context_of(state, index, fact)
+                context = context_of(state, index, facts[index])
             key = id(message) if context == "" else (  # (``_memo_key``, inlined: per turn)
                 id(message), context if type(context) is str else context_key(context))
             hit = memo.get(key)
@@ -308,116 +305,13 @@ class WireCache:
             else:
                 data, after = encode_turn(message, plan, context)
                 memo[key] = (message, data, after)
-            if not flat:  # (its after facts are at hand: no ``moves`` asked first)
-                state = advance(state, fact, context, after)
+            if not flat:
+                state = advance(state, facts[index], context, after)
                 states.append(state)
             turns.append(data)
             afters.append(after)
             contexts.append(context)
-        return state
-
-    def _spliced(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                 facts: list[Any] | Unread, begin: int, state: object,
-                 into: tuple[list[Any], list[Any], list[Any], list[Any]],
-                 raw_afters: dict[str, Any]) -> tuple[int, object]:
-        """Walk the stored turns from ``begin`` on their stored forms (nothing decoded) while
-        each has one for its context: where that stopped, and the state there. A run of turns whose
-        contexts their rows settle (``TurnEncoder.settled``) is walked without their facts.
-
-        In two passes: the contexts and states first (a turn that moves the state has its form
-        and after facts read there), then every turn's form under its context, at C speed; the
-        walk stops at the first turn without one (what the first pass walked past it is
-        dropped: states are values, and a log a later state extended is branched, not edited)."""
-        turns, afters, contexts, states = into
-        reader = self._metas(encoder)
-        rows = stored.rows()
-        settled, context_of = encoder.settled, encoder.context
-        advance, moves = encoder.advance, encoder.moves
-        # (a walk that continues another over a new start has its facts read already)
-        read: Callable[[int], TurnFacts]
-        if isinstance(facts, Unread):
-            entries, read, texts = facts.entries, facts.at, facts.metas
-        else:
-            entries, read, texts = facts, facts.__getitem__, [""] * len(facts)
-        known, facts_of = reader.facts, reader.facts_of  # (most metas repeat a handful)
-        after_of = reader.after_of
-        keys: dict[Any, str] = {}  # each context that is no string -> its stored key
-        moved: list[tuple[int, Named]] = []  # (index, after facts) of the turns that moved it
-        stop = len(rows)
-        initial = state
-        index = begin
-        while index < stop:
-            # (a run's contexts are the keys its forms are stored under: strings)
-            run, run_states = settled(state, index, rows)
-            if run:
-                contexts += run
-                states += run_states
-                state = run_states[-1]
-                index += len(run)
-                if index >= stop:
-                    break
-            fact = entries[index]  # (its facts, read from its meta now if not yet)
-            if type(fact) is not TurnFacts:
-                fact = known.get(texts[index]) or facts_of(texts[index], raw_afters)
-                if fact is None:  # (a meta that holds none: the row's others, or the turn)
-                    fact = read(index)
-                else:
-                    entries[index] = fact
-            context = context_of(state, index, fact)
-            if type(context) is not str and context not in keys:
-                keys[context] = context_key(context)
-            if moves(state, fact):  # (its after facts now: the next state needs them)
-                row = rows[index].get(keys.get(context, context))  # type: ignore[arg-type]
-                after = None if row is None else after_of(row[1], raw_afters)
-                if after is None:
-                    stop = index
-                    break
-                moved.append((index, after))
-                state = advance(state, fact, context, after)
-            states.append(state)
-            contexts.append(context)
-            index += 1
-        walked = contexts[begin:]
-        picked = list(map(dict.get, rows[begin:stop],
-                          map(keys.get, walked, walked) if keys else walked))
-        if None in picked:  # (a turn without a form for its context: encoded from there)
-            stop = begin + picked.index(None)
-            del picked[stop - begin:], states[stop:], contexts[stop:]
-            state = states[-1] if stop > begin else initial
-        forms = cast("list[tuple[bytes, str]]", picked)  # (no None left: cut above)
-        turns += map(operator.itemgetter(0), forms)
-        afters += [None] * len(forms)  # (parsed from its form's meta when read: ``_after``)
-        for index, after in moved:
-            if index < stop:
-                afters[index] = after
-        return stop, state
-
-    def _metas(self, encoder: TurnEncoder[Any, Any]) -> Metas:
-        found = self._readers.get(type(encoder))
-        if found is None:
-            found = self._readers[type(encoder)] = Metas(encoder)
-        return found
-
-    def _form(self, encoder: TurnEncoder[Any, Any], digest: str, index: int, context: Context,
-              tokens: list[object], stored: StoredHistory | None, history: Sequence[Message],
-              plan: ReplayPlan) -> tuple[bytes, object]:
-        key = context if isinstance(context, str) else context_key(context)
-        token = tokens[index]
-        if isinstance(token, Message):
-            message = token
-        else:
-            assert stored is not None
-            row = stored.forms(index).get(key) if stored.plan == digest else None
-            if row is not None:  # its after facts are parsed when read (``_after``)
-                return row[0], (context, row[1])
-            message = history[index]  # decodes the stored history (once)
-        memo, at = self._digest_memo(digest), _memo_key(message, key)
-        hit = memo.get(at)
-        if hit is not None and hit[0] is message:
-            return hit[1], hit[2]
-        data, after = encoder.encode_turn(message, plan, context)
-        memo[at] = (message, data, after)
-        return data, after
+        into.state = state
 
     def _digest_memo(self, digest: str) -> dict[object, tuple[Message, bytes, Named]]:
         return self._memo.setdefault(digest, {})
@@ -427,38 +321,58 @@ class WireCache:
     def forms(self, codec: Codec, history: Sequence[Message], ids: Sequence[str],
               plan: ReplayPlan, spec: RequestSpec) -> list[WireForm]:
         """The forms of ``history``'s turns (their store ids ``ids``) under ``plan`` that are not
-        stored yet: what the walk of the next request takes from this cache (encoded now, once,
-        if it was not encoded already). Pass them to ``written`` once stored.
+        stored yet, and the checkpoint of their walk (``lastwalk``): what a resumed session's
+        walk continues from. Pass them to ``written`` once stored.
 
         A turn's context may depend on what follows it (e.g. a new user turn closes the tool
         loop): unless the encoder is flat, the history is walked both as it is and followed by a
-        user turn, so the next request finds its forms whichever kind of turn it sends."""
+        user turn, so the next request finds its forms and its view whichever kind of turn it
+        sends."""
         encoder = codec.turns
-        if encoder is None or len(ids) != len(history):
+        if encoder is None or len(ids) != len(history) or not ids:
             return []
         digest = self.digest(codec, plan)
         views = [history] if encoder.flat else [history, Joined(history, [_NEXT_USER])]
-        start = 0
-        done = self._flat_done.get(digest) if encoder.flat else None
-        if done is not None and len(done) <= len(ids) and all(map(operator.is_, done, ids)):
-            start = len(done)
         out: list[WireForm] = []
-        walks = []
+        walks, ran = [], []
+        size = len(ids)
         for view in views:
             walk = self.walk(codec, view, plan, spec)
             walks.append(walk)
-            out += self._unwritten(walk, _stored_of(view), ids, digest, start)
+            out += self._unwritten(walk, _stored_of(view), ids, digest)
+            last = self._last[(codec.api, digest)]
+            end = last.start if encoder.flat else last.states[size - 1]
+            ran.append((last.start, last.contexts[:size], last.afters[:size], end))
         if not encoder.flat:
             out += self._later(codec, encoder, walks[0], history, ids, digest, plan)
-        if encoder.flat:
-            self._flat_done[digest] = list(ids)
+        if all(end is not _UNKNOWN for *_, end in ran):
+            out.append(walk_form(digest, ids, dump(encoder, walks[0].facts[:size], ran)))
+            self._supersede(history, digest, (ids[-1], walk_key(digest, ids)))
         return out
 
+    def _supersede(self, history: Sequence[Message], digest: str, key: tuple[str, str]) -> None:
+        """Note ``key`` as the session's last walk under ``digest``: the one before it (written
+        here, or loaded with a resumed history) is superseded. (A branch that shared it resumes
+        on its stored forms instead: ``_on_forms``.)"""
+        before = self._walked.get(digest)
+        stored = history.stored if isinstance(history, Joined) else history
+        if before is None and isinstance(stored, StoredHistory) and stored.ids and (
+                stored.walk is not None and stored.plan == digest):
+            before = (stored.ids[-1], walk_key(digest, stored.ids))
+        self._superseded = [before] if before is not None and before != key else []
+        self._walked[digest] = key
+
+    def superseded(self) -> list[tuple[str, str]]:
+        """The (message id, key) of the stored last walks the last ``forms`` made obsolete:
+        deleted as its forms are stored (each walk row holds the whole history's walk, so a
+        session keeps one, not one per turn)."""
+        return self._superseded
+
     def _unwritten(self, walk: Walk[Any, Any], stored: StoredHistory | None,
-                   ids: Sequence[str], digest: str, start: int) -> list[WireForm]:
+                   ids: Sequence[str], digest: str) -> list[WireForm]:
         out: list[WireForm] = []
         written = self._written
-        for index in range(start, len(ids)):
+        for index in range(len(ids)):
             context = walk.contexts[index]
             key = context if isinstance(context, str) else context_key(context)
             mid = ids[index]
@@ -468,9 +382,8 @@ class WireCache:
             if (stored is not None and index < len(stored.ids) and stored.plan == digest
                     and key in stored.forms(index)):
                 continue
-            meta = {**walk.facts[index].to_json(), "after": walk.afters[index].to_json()}
-            out.append(WireForm(message_id=mid, plan=digest, context=key,
-                                meta=orjson.dumps(meta).decode(), data=walk.turns[index]))
+            out.append(_form(mid, digest, key, walk.facts[index], walk.afters[index],
+                             walk.turns[index]))
         return out
 
     def _later(self, codec: Codec, encoder: TurnEncoder[Any, Any], walk: Walk[Any, Any],
@@ -481,6 +394,7 @@ class WireCache:
         stored = _stored_of(history)
         out: list[WireForm] = []
         written = self._written
+        memo = self._digest_memo(digest)
         for index in range(len(stored.ids) if stored is not None else 0, len(ids)):
             for context in codec.later_contexts(walk.state, walk.contexts[index]):
                 key = context if isinstance(context, str) else context_key(context)
@@ -489,28 +403,28 @@ class WireCache:
                     continue
                 written.add((mid, digest, key))  # (taken back by ``unwritten`` on a failure)
                 message = history[index]
-                memo, at = self._digest_memo(digest), _memo_key(message, key)
+                at = _memo_key(message, key)
                 hit = memo.get(at)
                 if hit is not None and hit[0] is message:
                     data, after = hit[1], hit[2]
                 else:
                     data, after = encoder.encode_turn(message, plan, context)
                     memo[at] = (message, data, after)
-                meta = {**walk.facts[index].to_json(), "after": after.to_json()}
-                out.append(WireForm(message_id=mid, plan=digest, context=key,
-                                    meta=orjson.dumps(meta).decode(), data=data))
+                out.append(_form(mid, digest, key, walk.facts[index], after, data))
         return out
 
     def unwritten(self, forms: Sequence[WireForm]) -> None:
         """A write of ``forms`` failed: they are offered again next time."""
         self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
-        for form in forms:
-            self._flat_done.pop(form.plan, None)
 
 
-def _complete(wires: list[bytes | None]) -> TypeGuard[list[bytes]]:
-    """Whether every stored turn has its wire form."""
-    return None not in wires
+def _form(mid: str, digest: str, key: str, facts: TurnFacts, after: Named,
+          data: bytes) -> WireForm:
+    """A turn's stored form: its bytes, and its facts and after facts as the meta (what the
+    unanswered-call scan of a resumed history reads: ``stored``)."""
+    meta = {**facts.to_json(), "after": after.to_json()}
+    return WireForm(message_id=mid, plan=digest, context=key, meta=orjson.dumps(meta).decode(),
+                    data=data)
 
 
 def _memo_key(message: Message, key: str) -> object:

@@ -19,7 +19,6 @@ chunks as turns are answered:
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -345,52 +344,3 @@ def test_a_chain_cut_that_moved_falls_back_byte_identical(tmp_path: Path) -> Non
         assert signatures == [session.history[3].parts[1].signature]
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[
-    HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(rounds=ROUNDS, name=st.sampled_from(sorted(PROVIDERS)), tools=st.booleans(),
-       drop=st.booleans(), learn=st.booleans())
-def test_settled_names_only_the_context_a_turns_facts_give(
-        tmp_path_factory: Any, rounds: list[Any], name: str, tools: bool, drop: bool,
-        learn: bool) -> None:
-    """A resumed walk takes a stored turn's context from the contexts it has forms under where
-    ``settled`` names one, without reading its facts: it must be the context the facts give,
-    in a state the turn cannot move, whichever of the forms the turn can have are stored."""
-    home = tmp_path_factory.mktemp("settled")
-    with open_store(home / "state.db", home) as store:
-        session = Session.create(store, PROVIDERS[name], tools=TOOLS if tools else (),
-                                 params={"prefix_mismatch_behavior": "drop_block"} if drop
-                                 else None)
-        history = [*_history(session, rounds), PENDING]
-        turn = session._turn([])
-        plan = TurnEngine.plan(turn)
-        if learn:
-            plan = replace(plan, fingerprints=frozenset(
-                part_fingerprint(p) for m in history for p in m.reasoning[:1]))
-        spec = TurnEngine.spec(turn, stream=True)
-    encoder = session.codec.turns
-    assert encoder is not None
-    facts = [encoder.facts(m) for m in history]
-    state = encoder.start(plan, spec, facts)
-    settled = 0
-    for index, message in enumerate(history):
-        context = encoder.context(state, index, facts[index])
-        # The contexts a turn can be stored under in any walk: "" alone without thinking, else
-        # one that drops it, and, where it is complete, one that keeps it (each with its chain).
-        chains = sorted({str(c).partition(" chain=")[1:][1] for c in (context,)} | {""})
-        possible = [""] if context == "" else [
-            f"{keep}{' chain=' + chain if chain else ''}" for chain in chains
-            for keep in ("drop", *(("keep",) if not facts[index].incomplete else ()))]
-        for size in range(1, len(possible) + 1):
-            for stored in itertools.combinations(possible, size):
-                run, states = encoder.settled(state, index,
-                                              [{}] * index + [dict.fromkeys(stored, (b"", ""))])
-                assert len(run) == len(states) <= 1  # (the rows end at this turn)
-                assert states == [state] * len(run)
-                if run:
-                    settled += 1
-                    assert run[0] == context
-                    assert not encoder.moves(state, facts[index])
-        _, after = encoder.encode_turn(message, plan, context)
-        if encoder.moves(state, facts[index]):
-            state = encoder.advance(state, facts[index], context, after)
-    assert settled or models.binds_blocks(PROVIDERS[name].model) or not history

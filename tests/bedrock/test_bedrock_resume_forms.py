@@ -197,32 +197,3 @@ def test_a_rejection_naming_a_merged_turns_block_fingerprints_that_block_only(
     assert sent[1]["content"][2][REASONING]["reasoningText"]["signature"] == "Esig1"
 
 
-def test_a_resumed_request_reads_no_after_facts_until_something_asks(
-        tmp_path: Path, monkeypatch: Any) -> None:
-    """Converse's walk state never moves (``BedrockTurns.moves``), so a resumed request's bytes
-    are spliced without parsing any stored turn's after facts; the request log's summary, read
-    after the request went out, parses them then, and finds what a fresh encode gives."""
-    from thoughtline.codecs.bedrock.turns import TurnBlocks
-
-    history = [user("q"), _claude(0), _claude(1, call=True),
-               tool_results([ToolResult(call_id="call1", content="ok")]), _claude(2)]
-    read: list[Any] = []
-    parse = TurnBlocks.from_json.__func__  # type: ignore[attr-defined]
-
-    def counted(cls: type, raw: Any) -> Any:
-        read.append(raw)
-        return parse(cls, raw)
-
-    with open_store(tmp_path / "state.db", tmp_path) as store:
-        session = Session.create(store, provider(CLAUDE))
-        session.append(history)
-        resumed = Session.resume(store, session.id)
-        monkeypatch.setattr(TurnBlocks, "from_json", classmethod(counted))
-        spliced, _ = built(resumed, None, [QUESTION])
-        assert read == []
-        assert resumed._history.decoded is False
-        summary = resumed.codec.summary(spliced)
-        assert len(read) >= 3  # the three Claude turns' (user turns share the empty one)
-        fresh, _ = built(resumed, history, [QUESTION])
-    assert spliced.raw == fresh.raw
-    assert summary == resumed.codec.summary(fresh)

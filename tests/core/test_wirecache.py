@@ -33,7 +33,6 @@ from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult,
 from thoughtline.replay import ReplayPlan, answered
 from thoughtline.store.db import Database
 from thoughtline.wirecache import WireCache
-from thoughtline.wiremetas import Metas
 
 PENDING = user("and the next step?")
 DEEPSEEK = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",
@@ -89,6 +88,12 @@ class LoopTurns(ChatTurns):
     def advance(self, state: LoopState, facts: TurnFacts, context: Context,  # type: ignore[override]
                 after: Counts) -> LoopState:
         return state
+
+    def state_json(self, state: LoopState) -> int:  # type: ignore[override]
+        return state.loop
+
+    def state_of(self, value: Any) -> LoopState:  # type: ignore[override]
+        return LoopState(loop=int(value))
 
 
 class LoopChat(OpenAIChat):
@@ -278,7 +283,7 @@ def test_the_context_migration_drops_old_rows_and_the_next_append_rewrites(
     raw.close()
     assert "context" in columns
     assert "plan:old" not in plans
-    assert sum(1 for p in plans if not p.startswith("scan:")) == 3  # every turn written again
+    assert sum(1 for p in plans if not p.startswith(("scan:", "walk:"))) == 3  # every turn again
     assert Database  # (the store's own database type opened it: nothing else touched the file)
 
 
@@ -313,25 +318,6 @@ def test_a_walk_hands_assemble_the_turns_facts_and_afters() -> None:
 # --- a resumed walk reads stored facts only where it must ----------------------------------
 
 
-def test_a_meta_whose_role_is_not_the_one_it_begins_with_is_not_read() -> None:
-    """A resumed walk finds a role's turns from how their stored metas begin (without parsing
-    them); a meta that begins with one role and names another later (JSON keeps the last) is
-    not one the core wrote, and is read as no facts at all (the turn is decoded instead)."""
-    from thoughtline.facts import leads_with, names_its_role
-    from thoughtline.stored import facts_of_meta
-
-    plain = '{"role":"system","after":{}}'
-    twice = '{"role":"user","opens":true,"role":"system","after":{}}'
-    assert leads_with(plain, "system") is True and leads_with(plain, "user") is False
-    assert leads_with('{"opens":true,"role":"user"}', "user") is None
-    assert facts_of_meta(plain) is not None and facts_of_meta(twice) is None
-    assert names_its_role(plain, TurnFacts(role="system"))
-    assert not names_its_role('{"role":"systemic"}', TurnFacts(role="system"))
-    reader = Metas(TURNS)
-    assert reader.facts_of(twice) is None
-    assert reader.facts_of('{"role":"u\\u0073er","after":{}}') is None  # (escaped)
-
-
 _IDS = st.lists(st.sampled_from(["c1", "c2", 'c"3', 7]), max_size=3)
 _METAS = st.builds(
     lambda role, calls, results, incomplete, opens, after, twice: (
@@ -345,64 +331,21 @@ _METAS = st.builds(
     st.booleans())
 
 
-@settings(max_examples=400, deadline=None)
-@given(meta=_METAS, cut=st.integers(min_value=0, max_value=3))
-def test_the_quick_meta_readers_agree_with_read_meta(meta: str, cut: int) -> None:
-    """What a resumed walk reads of a stored meta without building its facts agrees with what
-    ``read_meta`` (the one rule the wire cache reads metas by) reads of it, or reads nothing:
-    ``names_no_calls`` only of a turn with neither calls nor results (it does not parse, so
-    it cannot tell a meta cut short or naming its role twice, which only a forged row with a
-    matching digest can be), ``calls_made`` only the calls and after facts of a complete
-    assistant turn with calls."""
-    from thoughtline.facts import calls_made, names_no_calls, read_meta
-
-    text = meta[:len(meta) - cut]  # (and cut short)
-    raw: dict[str, Any] = {}
-    facts = read_meta(text, None, raw)
-    if names_no_calls(text):  # (it does not parse: a meta as the wire cache writes it)
-        assert facts is None or not (facts.calls or facts.results)
-        assert facts is not None or cut or text.count('"role"') > 1
-    made = calls_made(text)
-    if made is not None:
-        assert facts is not None and facts.role == "assistant" and not facts.incomplete
-        assert tuple(made[0]) == facts.calls and made[1] == raw[text]
-
-
-def test_with_role_over_unread_facts_reads_only_turns_whose_meta_begins_without_one() -> None:
-    from thoughtline.facts import with_role
-    from thoughtline.wiremetas import Unread
-
-    read: list[int] = []
-
-    def fallback(index: int, row: Any) -> TurnFacts:  # (the row's other metas, the turn)
-        read.append(index)
-        return TurnFacts(role="system")
-
-    metas = ['{"role":"system","after":{}}', '{"role":"user","after":{}}', "",
-             '{"after":{},"role":"system"}', "not a meta"]
-    reader = Metas(TURNS)
-    known = reader.facts
-    facts = Unread([{}, {}, TurnFacts(role="system"), {}, {}], metas, reader, fallback, {})
-    assert with_role(facts, "system") == (0, 2, 3, 4)
-    assert set(known) == {metas[3], metas[4]}  # (2's facts are at hand; 0 and 1 unread)
-    assert read == [4]  # (its meta is unreadable: the fallback)
-    assert [f.role for f in facts] == ["system", "user", "system", "system", "system"]
-    assert set(known) == {*metas[:2], *metas[3:]}
-
-
-def test_a_resumed_anthropic_walk_reads_no_facts_its_forms_settle(tmp_path: Path) -> None:
-    """On a model that keeps prior thinking and binds no blocks, a stored turn's context is
-    settled by the contexts it is stored under: the first request after a resume parses the
-    stored metas of the system turns only (what the request's ``system`` is made from), and is
-    byte-identical to the request of the decoded history."""
+def test_a_resumed_walk_continues_its_stored_last_walk_asking_no_rule_of_a_stored_turn(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 44: a resumed session continues the walk its last write stored — every stored
+    form picked by the context that walk names, its end state read back — so the codec's
+    ``context`` is asked of the pending turn only, no stored meta is parsed, nothing is
+    decoded, and the request is the decoded history's, byte for byte."""
     from dataclasses import replace
 
     from thoughtline import config
+    from thoughtline.codecs.anthropic.turns import Encoder
     from thoughtline.messages import Origin, system
 
-    provider = replace(config.presets()["anthropic"], model="claude-opus-4-5")
+    provider = replace(config.presets()["anthropic"], model="claude-sonnet-4-5")
     who = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com",
-                 model="claude-opus-4-5")
+                 model="claude-sonnet-4-5")
     history: list[Message] = [system("be brief")]
     for n in range(6):
         history += [user(f"q{n}"), Message(role="assistant", origin=who, parts=(
@@ -412,16 +355,26 @@ def test_a_resumed_anthropic_walk_reads_no_facts_its_forms_settle(tmp_path: Path
         session = Session.create(store, provider)
         session.append(history)
         resumed = Session.resume(store, session.id)
+        asked: list[int] = []
+        context = Encoder.context
+
+        def counted(self: Encoder, state: Any, index: int, facts: TurnFacts) -> Any:
+            asked.append(index)
+            return context(self, state, index, facts)
+
+        monkeypatch.setattr(Encoder, "context", counted)
         sent = resumed.request_bytes([PENDING], stream=True)
+        assert asked == [len(history)]  # (the pending turn's: the stored ones' are stored)
         assert resumed._history.decoded is False
-        parsed = [meta for reader in resumed.wire_cache._readers.values() for meta in reader.facts]
-        assert [orjson.loads(meta)["role"] for meta in parsed] == ["system"]
+        assert not any(resumed.wire_cache._metas.values())
         ordinary = Session.resume(store, session.id)
         assert len(ordinary.history) == len(history)  # (decodes every turn)
         assert sent == ordinary.request_bytes([PENDING], stream=True)
-        # The next walk of the resumed session continues the last one: what that left unread
-        # stays unread, and it still sends what the decoded history sends.
-        again = resumed.request_bytes([PENDING], stream=True)
-        parsed = [meta for reader in resumed.wire_cache._readers.values() for meta in reader.facts]
-        assert [orjson.loads(meta)["role"] for meta in parsed] == ["system"]
-        assert again == ordinary.request_bytes([PENDING], stream=True) == sent
+        # A walk that starts where no stored view did (a pending tool loop's turn moves where
+        # the loop starts) walks the stored turns on their forms, still decoding nothing.
+        moved = [PENDING, Message(role="assistant", origin=who, parts=(
+            Reasoning(kind="signed", text="t", signature="sig-x", origin=who),
+            ToolCall(id="c1", name="f", arguments="{}"))), _result("c1")]
+        again = resumed.request_bytes(moved, stream=True)
+        assert resumed._history.decoded is False
+        assert again == ordinary.request_bytes(moved, stream=True)

@@ -15,11 +15,9 @@ the context it was encoded under.
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import replace
 from pathlib import Path
 
-import orjson
 import pytest
 from gemini_histories import (
     CHANGE,
@@ -38,7 +36,7 @@ from hypothesis import strategies as st
 
 from helpers_forms import FORM_FAILED, drop_stored_forms, forge_stored_form
 from thoughtline import Session, open_store
-from thoughtline.codecs.gemini.turns import TURNS, CallLog, Calls, Sent
+from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import answered
 from thoughtline.stored import Joined
@@ -151,78 +149,6 @@ def test_a_lost_result_form_is_encoded_against_the_calls_made_before_it(tmp_path
     assert body.count(b'"name":"lookup"') == 2 and body.count(b'"name":"weather"') == 2
 
 
-def _keys_near(context: object) -> list[str]:
-    """Other keys the turn could be stored under (in another history, or before it moved): a
-    turn with results only ever under its results' keys — its own ids answered otherwise (one
-    call of another name, or sent the other way) —, any other turn under "" and "every"."""
-    if not (isinstance(context, str) and context.startswith("[")):
-        return ["", "every"]
-    said = orjson.loads(context)
-    out = []
-    for at in range(0, len(said), 3):
-        for change in ((at + 1, "other"), (at + 2, not said[at + 2])):
-            near = list(said)
-            near[change[0]] = change[1]
-            out.append(orjson.dumps(near).decode())
-    return out
-
-
-@settings(max_examples=200, deadline=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
-@given(history=HISTORIES, setup=SETUP)
-def test_settled_names_only_the_context_a_turns_facts_give(
-        tmp_path_factory, history: list[Message], setup: Setup) -> None:  # type: ignore[no-untyped-def]
-    """A resumed walk takes a stored turn's context from the keys it has forms under where
-    ``settled`` names one, without reading its facts: only a result turn's own key, checked
-    against the calls made (ids are reused by later calls of other names), "" for a turn whose
-    stored meta names no calls and no results, or a complete model turn's own context, with the
-    state ``advance`` gives; and each of these stored under its own key always settles."""
-    home = tmp_path_factory.mktemp("gemini-settled")
-    with open_store(home / "state.db", home) as store:
-        session = Session.create(store, PROVIDERS[setup.provider or "pro"])
-        setup.apply(session)
-        turn = session._turn([])
-    plan, spec = TurnEngine.plan(turn), TurnEngine.spec(turn, stream=True)
-    encoder = session.codec.turns
-    assert encoder is not None
-    facts = [encoder.facts(m) for m in history]
-    state = encoder.start(plan, spec, facts)
-    before, contexts, metas, nexts = [], [], [], []  # each turn's state, context, meta, next
-    for index, message in enumerate(history):  # (the whole history walked first)
-        before.append(state)
-        contexts.append(encoder.context(state, index, facts[index]))
-        _, after = encoder.encode_turn(message, plan, contexts[-1])
-        metas.append(orjson.dumps({**facts[index].to_json(), "after": after.to_json()}).decode())
-        if encoder.moves(state, facts[index]):
-            state = encoder.advance(state, facts[index], contexts[-1], after)
-        nexts.append(_calls_made(state))
-    # Asked after: each state but the last sees only the first calls of a log made longer since
-    # (as a walk that goes on from an earlier turn than the last walk's end).
-    for index, (state, context) in enumerate(zip(before, contexts, strict=True)):
-        quiet = not (encoder.flat or facts[index].calls or facts[index].results)
-        makes = facts[index].role == "assistant" and facts[index].calls and not (
-            facts[index].incomplete)
-        for size in (1, 2):
-            for stored in itertools.combinations([context, *_keys_near(context)], size):
-                row = dict.fromkeys(stored, (b"", metas[index]))  # (every form: the turn's meta)
-                run, states = encoder.settled(state, index, [{}] * index + [row])
-                assert len(run) == len(states) <= 1  # (the rows end at this turn)
-                if run:
-                    assert run[0] == context
-                    assert _calls_made(states[0]) == nexts[index]  # (what ``advance`` makes)
-                elif context in stored:
-                    assert not str(context).startswith("[")  # (a result turn's own key)
-                    assert not (quiet and context == "")  # (no calls, no results: a walked one)
-                    assert not (makes and not encoder.flat)  # (a model turn making calls)
-
-
-def _calls_made(state: object) -> object:
-    """A walk state as a value, its calls made included (``Calls`` compares without its log)."""
-    if not isinstance(state, Calls):
-        return state
-    return (*state[:3], state.log.entries[:state.upto])
-
-
 def _call(call_id: str, name: str, signature: str | None = None, origin=PRO) -> Message:  # type: ignore[no-untyped-def]
     native = {"gemini": {SIG: signature}} if signature else {}
     return Message(role="assistant", origin=origin, parts=(
@@ -252,28 +178,6 @@ def test_a_corrupt_wire_form_is_reported_and_never_sent(tmp_path: Path) -> None:
         body = resumed.request_bytes([PENDING], stream=True)
         assert b"FORGED" not in body and b'"text":"It is sunny."' in body
         assert body == fresh(resumed, history)
-
-
-@pytest.mark.parametrize("meta", [
-    '{"role":"assistant","calls":["c1"],"after":{"names":["f","g"]}}',  # a name too many
-    '{"role":"assistant","calls":["c1"],"incomplete":true,"after":{}}',  # never ran
-    '{"role":"assistant","calls":["c1"],"role":"user","after":{"names":["f"]}}',
-    '{"role":"assistant","calls":["c1"],"after":["f"]}',  # an after that is no object
-    '{"role":"assistant","calls":["c1"],"after":{"names":["f"]}',  # cut short
-    '{"role":"user","calls":["c1"],"after":{"names":["f"]}}',
-])
-def test_a_model_turn_whose_meta_does_not_read_is_not_settled(meta: str) -> None:
-    """A resumed walk logs a stored model turn's calls from its meta only where the meta reads
-    (as the wire cache reads every meta) as a complete model turn's with one name per call;
-    any other stops the run there (the turn's facts are read, or the turn encoded again), and
-    logs nothing."""
-    state = Calls(sign_every=False, system=(), upto=0, log=CallLog())
-    good = '{"role":"assistant","calls":["c1"],"after":{"names":["f"],"text_mode":true}}'
-    for text, settles in ((good, True), (meta, False)):
-        contexts, states = TURNS.settled(state, 0, [{"": (b"{}", text)}])
-        assert contexts == ([""] if settles else [])
-        assert [s.log.entries[:s.upto] for s in states] == ([[("c1", "f", True)]] if settles
-                                                             else [])
 
 
 @pytest.mark.parametrize("sides", ["another name", "sent as text"])

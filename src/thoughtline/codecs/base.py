@@ -22,22 +22,20 @@ state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for 
     state = start(plan, spec, facts)               # facts: every turn's ``TurnFacts``
     for index, turn in enumerate(history):
         context = context(state, index, facts[index])
-        data, after = <stored under (message id, plan digest, context)>
-                      or encode_turn(turn, plan, context)
-        if moves(state, facts[index]):
-            state = advance(state, facts[index], context, after)
+        data, after = encode_turn(turn, plan, context)
+        state = advance(state, facts[index], context, after)
     encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
 
-A resumed walk asks ``settled`` first: where what a run of stored turns is stored as settles their
-contexts and states, those turns' facts are not even read.
+The cache remembers a walk, and stores it with the turns it walked (``thoughtline.lastwalk``): a
+resumed session continues it as a live session continues its last one, so a codec's rules are
+asked of the turns it encodes and of nothing else; its one duty to the cache is ``context``.
 
 ``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
 the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
 JSON fields, stored with the form under their field names. A turn that, e.g., no longer keeps its
 thinking is simply encoded under another context, with its own stored form. ``version`` names the
-encoding: bump it and every stored form of that API is simply not found any more. Where ``moves``
-says a turn cannot change the state, ``advance`` is not called, and a stored turn's after facts
-are parsed only when something reads them (the request log, a rejection).
+encoding: bump it and every stored form of that API is simply not found any more. Walk states
+compare by value and are stored as the plain JSON values ``state_json`` makes of them.
 """
 
 from __future__ import annotations
@@ -60,9 +58,7 @@ import orjson
 from thoughtline.events import Done, Event
 from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
 from thoughtline.facts import TurnFacts as TurnFacts
-from thoughtline.facts import calls_made as calls_made
 from thoughtline.facts import maker as maker
-from thoughtline.facts import names_no_calls as names_no_calls
 from thoughtline.facts import sharer as sharer
 from thoughtline.facts import with_role as with_role
 from thoughtline.messages import Message, Origin, ToolSpec, freeze
@@ -294,7 +290,7 @@ class TurnEncoder(Protocol[StateT, AfterT]):
     #: The wire-form version: bump it when a turn's bytes or its after facts change.
     version: str
     #: True when every context is ``""`` and ``advance`` returns the state it is given: the core
-    #: then splices a stored history in one pass and never calls ``context``/``advance``.
+    #: then never calls ``context``/``advance``.
     flat: bool
     #: The ``Named`` type of a turn's after facts.
     after_type: type[AfterT]
@@ -320,33 +316,23 @@ class TurnEncoder(Protocol[StateT, AfterT]):
         """What turn ``index``'s bytes depend on besides the turn and the plan."""
         ...
 
-    def settled(self, state: StateT, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[StateT]]:
-        """The contexts of the stored turns ``rows[begin]``, ``rows[begin + 1]``, … and the state
-        after each, for as long as what each turn is stored as (its row: each context's key ->
-        (data, meta), under this plan's digest) settles them; each context named by the key its
-        form is stored under. A resumed walk reads nothing else of those turns (it calls no
-        ``context``, ``moves`` or ``advance`` for them). It stops at the first turn it cannot
-        settle (maybe ``begin``: nothing), whose facts are then read. One call per run of
-        turns: a long resumed history is mostly runs. Only what holds for every form this
-        encoder writes may settle a turn."""
-        ...
-
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, AfterT]:
         """The turn's bytes as they go into the request, and its after facts."""
         ...
 
-    def moves(self, state: StateT, facts: TurnFacts) -> bool:
-        """Can ``advance`` change ``state`` at a turn with these facts? Where it cannot, the core
-        does not call it, and a stored turn's after facts are parsed only when something reads
-        them (the request log, a rejection: after the request has gone out)."""
-        ...
-
     def advance(self, state: StateT, facts: TurnFacts, context: Context,
                 after: AfterT) -> StateT:
-        """The state after a turn (a new value: never change ``state``; return it as it is
-        where ``moves`` says it cannot change)."""
+        """The state after a turn (a new value: never change ``state``)."""
+        ...
+
+    def state_json(self, state: StateT) -> Any:
+        """``state`` as a plain JSON value (what the cache stores of a walk)."""
+        ...
+
+    def state_of(self, value: Any) -> StateT:
+        """The state ``state_json`` made ``value`` of (``TypeError``/``ValueError``/
+        ``KeyError`` when it is not one)."""
         ...
 
     def assemble(self, walk: Walk[StateT, AfterT], spec: RequestSpec,

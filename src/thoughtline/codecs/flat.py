@@ -78,18 +78,17 @@ class FlatTurns:
     def context(self, state: None, index: int, facts: TurnFacts) -> Context:
         return ""
 
-    def settled(self, state: None, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[None]]:
-        return [], []  # (never asked of a flat walk; a subclass that walks contexts reads facts)
-
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Counts]:
         items = self.items(message, plan)
         # (the items' JSON comma-joined: the array's bytes without its brackets, in one call)
         return orjson.dumps(items)[1:-1], self.count(items)
 
-    def moves(self, state: None, facts: TurnFacts) -> bool:
-        return False
+    def state_json(self, state: None) -> None:
+        return None
+
+    def state_of(self, value: Any) -> None:
+        return None
 
     def advance(self, state: None, facts: TurnFacts, context: Context, after: Counts) -> None:
         return None

@@ -73,8 +73,10 @@ class Store(Protocol):
 
     def set_model_config(self, session_id: str, model_config: Mapping[str, Any]) -> None: ...
 
-    def put_wire_forms(self, forms: Sequence[WireForm]) -> None:
-        """Store messages' wire forms per plan (see ``store.wireforms``)."""
+    def put_wire_forms(self, forms: Sequence[WireForm],
+                       drop: Sequence[tuple[str, str]] = ()) -> None:
+        """Store messages' wire forms per plan (see ``store.wireforms``), and delete the rows
+        under ``drop``'s (message id, plan) keys in the same transaction."""
         ...
 
     def load_wire_forms(self, session_id: str, plan: str) -> StoredForms:

@@ -214,12 +214,15 @@ class SqlStore(RehydrationStore, SecretStore):
             _session(tx, session_id)
             return history.position(tx, session_id, message_id)
 
-    def put_wire_forms(self, forms: Sequence[wireforms.WireForm]) -> None:
-        """Store wire forms (idempotent: a form is a pure function of its message and plan)."""
-        if not forms:
+    def put_wire_forms(self, forms: Sequence[wireforms.WireForm],
+                       drop: Sequence[tuple[str, str]] = ()) -> None:
+        """Store wire forms (idempotent: a form is a pure function of its message and plan) and
+        delete the rows under ``drop``'s (message id, plan) keys (a superseded last walk)."""
+        if not forms and not drop:
             return
         with self._db.transaction(write=True) as tx:
             wireforms.put(tx, forms)
+            wireforms.drop(tx, drop)
 
     def load_wire_forms(self, session_id: str, plan: str) -> wireforms.StoredForms:
         """The visible entries of a session and their verified stored forms for ``plan``."""

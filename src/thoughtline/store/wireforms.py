@@ -13,6 +13,9 @@ One more kind of row rides on the same table: the unanswered-call scan of a whol
 (``replay.scan_state``), keyed by the history's last message and ``scan:`` plus a digest of every
 visible message id in order, so it is found only for exactly that history (any branch or session
 holding it) and collected with that message. A resume reads it instead of every turn's ``meta``.
+And one more: the checkpoint of the wire cache's last walk over exactly that history under one
+plan (``lastwalk``), keyed by the history's last message and ``walk:`` plus a digest of the plan
+and every visible message id in order.
 """
 
 from __future__ import annotations
@@ -46,10 +49,8 @@ class StoredForms:
     forms: Mapping[str, dict[str, tuple[bytes, str]]]
     problems: tuple[str, ...] = ()  # message ids whose stored form failed its digest
     scan: bytes | None = None  # the stored scan of exactly these entries, verified, if any
-    #: each entry's verified form bytes under the context "", in order (or None)
-    wires: tuple[bytes | None, ...] = ()
-    #: each entry's first verified form's meta, in order ("" where it has none)
-    metas: tuple[str, ...] = ()
+    #: the stored last walk over exactly these entries under the plan, verified, if any
+    walk: bytes | None = None
 
 
 def form_digest(meta: str, data: bytes, context: str = "") -> str:
@@ -72,6 +73,16 @@ def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
     return WireForm(message_id=ids[-1], plan=scan_key(ids), meta="", data=data)
 
 
+def walk_key(plan: str, ids: Sequence[str]) -> str:
+    """The key of the last walk over the visible history ``ids`` (in order) under ``plan``."""
+    return "walk:" + sha256("\n".join([plan, *ids]).encode()).hexdigest()[:40]
+
+
+def walk_form(plan: str, ids: Sequence[str], data: bytes) -> WireForm:
+    """The row storing ``data``, the last walk over the visible history ``ids`` (not empty)."""
+    return WireForm(message_id=ids[-1], plan=walk_key(plan, ids), meta="", data=data)
+
+
 def put(tx: Tx, forms: Iterable[WireForm]) -> None:
     tx.executemany(
         "INSERT INTO wire_forms (message_id, plan, context, meta, digest, data) "
@@ -81,6 +92,13 @@ def put(tx: Tx, forms: Iterable[WireForm]) -> None:
         "WHERE wire_forms.digest <> excluded.digest OR wire_forms.data <> excluded.data",
         [(f.message_id, f.plan, f.context, f.meta, form_digest(f.meta, f.data, f.context),
           f.data) for f in forms])
+
+
+def drop(tx: Tx, keys: Iterable[tuple[str, str]]) -> None:
+    """Delete the rows under these (message id, plan) keys (a superseded last walk)."""
+    rows = list(keys)
+    if rows:
+        tx.executemany("DELETE FROM wire_forms WHERE message_id = ? AND plan = ?", rows)
 
 
 # One chain member's visible entries with their forms for one plan, in primary-key order: one index
@@ -97,8 +115,6 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
     digest."""
     entries: list[tuple[int, str]] = []
     forms: dict[str, dict[str, tuple[bytes, str]]] = {}
-    wires: list[bytes | None] = []
-    metas: list[str] = []
     problems: list[str] = []
     last_seq = -1  # (seqs are unique along the chain: its members' visible ranges are disjoint)
     check = form_digest
@@ -109,11 +125,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                 entries.append((seq, mid))
                 if data is not None and stored == check(meta, data := bytes(data), context):
                     forms[mid] = {context: (data, meta)}  # (a repeated message: the same)
-                    wires.append(None if context else data)
-                    metas.append(meta)
                     continue
-                wires.append(None)
-                metas.append("")
                 if data is None:
                     continue  # no form for this plan: the codec encodes the turn
             else:  # another context of the entry
@@ -121,23 +133,22 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
                     found = forms.get(mid)
                     if found is None:  # (its first form failed its digest)
                         forms[mid] = {context: (data, meta)}
-                        metas[-1] = meta
                     else:
                         found[context] = (data, meta)
                     continue
             if mid not in problems:  # (bytes(): PostgreSQL gives memoryview)
                 problems.append(mid)
+    ids = list(map(operator.itemgetter(1), entries))
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
-                       scan=_scan(tx, list(map(operator.itemgetter(1), entries))),
-                       wires=tuple(wires),
-                       metas=tuple(metas))
+                       scan=_keyed(tx, ids, scan_key(ids)) if ids else None,
+                       walk=_keyed(tx, ids, walk_key(plan, ids)) if ids else None)
 
 
-def _scan(tx: Tx, ids: list[str]) -> bytes | None:
-    if not ids:
-        return None
+def _keyed(tx: Tx, ids: list[str], key: str) -> bytes | None:
+    """The verified data of the row under the last of ``ids`` and ``key`` (None: none; a cache:
+    without the scan the history's metas are scanned, without the walk it is decoded)."""
     row = tx.one("SELECT meta, digest, data FROM wire_forms WHERE message_id = ? AND plan = ?",
-                 (ids[-1], scan_key(ids)))
+                 (ids[-1], key))
     if row is None or row[1] != form_digest(row[0], data := bytes(row[2])):
-        return None  # a cache: without it the history's metas are scanned
+        return None
     return data

@@ -22,7 +22,7 @@ the request log and a rejection are read from the request as sent (``Index``), n
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
@@ -138,30 +138,6 @@ class Encoder:
             context += _CHAIN + ("cut" if state.cut else "started" if state.started else "new")
         return context
 
-    def settled(self, state: State, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[State]]:
-        """Where blocks do not bind (nothing moves the state): "" is the context of every turn
-        without thinking and of no other, so a turn stored under it has it; a turn with thinking
-        keeps it where the rule keeps its index and it is complete, and a form that keeps it
-        was only written for a complete one; where the rule drops the index, it drops."""
-        if state.binds:
-            return [], []
-        out: list[str] = []
-        keep_prior, loop, last = state.keep_prior, state.loop, state.last
-        for index in range(begin, len(rows)):
-            forms = rows[index]
-            if "" in forms:
-                out.append("")
-            elif keep_prior or index >= loop or index == last:
-                if KEEP not in forms:
-                    break
-                out.append(KEEP)
-            elif DROP in forms:
-                out.append(DROP)
-            else:
-                break
-        return out, [state] * len(out)  # (where blocks do not bind, no turn moves it)
-
     def later(self, state: State, context: Context) -> tuple[Context, ...]:
         """A turn that keeps its thinking now loses it in a later request once a new user turn
         opens a loop (a model that keeps only the loop's and the last turn's), or once its prefix
@@ -188,11 +164,18 @@ class Encoder:
             turn = compaction_turn(message, plan) or user_turn(message)
         return _sent(turn, plan)
 
-    def moves(self, state: State, facts: TurnFacts) -> bool:
-        """Only a model that binds blocks follows anything across turns: the prefix digest, the
-        turns stamped under another prefix and the binding chain (which a context reads only
-        when the chain matters, and it matters only where blocks bind)."""
-        return state.binds
+    def state_json(self, state: State) -> list[Any]:
+        return [state.loop, state.last, state.keep_prior, state.binds, state.behavior,
+                state.chain_matters, list(state.system), state.running.hex(), state.started,
+                state.cut, state.stale]
+
+    def state_of(self, value: Any) -> State:
+        (loop, last, keep_prior, binds, behavior, chain_matters, system, running, started, cut,
+         stale_count) = value
+        return State(loop=int(loop), last=int(last), keep_prior=bool(keep_prior),
+                     binds=bool(binds), behavior=behavior, chain_matters=bool(chain_matters),
+                     system=tuple(map(str, system)), running=bytes.fromhex(running),
+                     started=bool(started), cut=bool(cut), stale=int(stale_count))
 
     def advance(self, state: State, facts: TurnFacts, context: Context,
                 after: TurnAfter) -> State:

@@ -171,15 +171,6 @@ class BedrockTurns:
         in_loop = start is not None and index >= start and facts.role == "assistant"
         return IN_LOOP if in_loop else ""
 
-    def settled(self, state: Loop, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[Loop]]:
-        """Before the current loop (or with no loop to follow) every turn's context is "" (and
-        no turn moves the state)."""
-        start = state.start
-        end = len(rows) if start is None else min(start, len(rows))
-        count = max(end - begin, 0)
-        return [""] * count, [state] * count
-
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnBlocks]:
         role, blocks, fps = turn_blocks(message, plan, in_loop=context == IN_LOOP)
@@ -193,8 +184,13 @@ class BedrockTurns:
             len(blocks), tuple([(at, fp) for at, fp in enumerate(fps) if fp]),
             counts.get(REASONING_TEXT, 0), counts.get(SIGNATURE, 0), counts.get(REDACTED, 0))
 
-    def moves(self, state: Loop, facts: TurnFacts) -> bool:
-        return False  # the loop's start is known from the facts (``start``)
+    def state_json(self, state: Loop) -> int | None:
+        return state.start
+
+    def state_of(self, value: Any) -> Loop:
+        if value is not None and type(value) is not int:
+            raise TypeError("a Converse walk state is a turn index or null")
+        return Loop(value)
 
     def advance(self, state: Loop, facts: TurnFacts, context: Context,
                 after: TurnBlocks) -> Loop:

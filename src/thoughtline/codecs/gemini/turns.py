@@ -9,14 +9,12 @@ else they depend on, computed from the walk without decoding the turn:
 - a user or tool turn with tool results: for each result (in part order), the call id it
   answers, the name of that call and whether it went as text — a result answers its call by
   name, found in an earlier model turn, and goes as text when the call did — as JSON text (the
-  key its form is stored under). With the ids in it, a resumed walk checks a stored result
-  turn's key against the calls made without reading the turn's facts (``settled``);
+  key its form is stored under);
 - a system turn: nothing (its parts go to ``systemInstruction``, not ``contents``: its bytes are
   empty and its texts are in its after facts).
 
 The walk state is the calls made so far (call id -> name, sent as text), filled from each model
-turn's after facts (``TurnSent``; a resumed walk reads them, and the turn's call ids, straight
-from the turn's stored meta: ``settled``), which also hold what the request log reads: how many
+turn's after facts (``TurnSent``), which also hold what the request log reads: how many
 signatures, dummies, thoughts and calls as text the turn carried. A rejection reads the request
 as sent, without encoding it again: those counts, and the signatures themselves from the turns'
 bytes (``Sent.prints``).
@@ -39,8 +37,6 @@ from thoughtline.codecs.base import (
     RequestSpec,
     TurnFacts,
     Walk,
-    calls_made,
-    names_no_calls,
     profile_of,
     sharer,
     turn_bytes,
@@ -249,41 +245,6 @@ class GeminiTurns:
             out += log.answering(call_id, upto)
         return orjson.dumps(out).decode()
 
-    def settled(self, state: Calls, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[Calls]]:
-        """Each turn's context and the state after it, read from what it is stored as:
-
-        - a turn with no calls and no results (its form under "" says so: ``names_no_calls``)
-          has the context "" and moves nothing;
-        - a result turn's context is the key it is stored under whose calls (its results' ids,
-          in part order: only a turn with those results was stored under it) the walk answers
-          now as the key says; it moves nothing either;
-        - a complete model turn that makes calls is stored under the context every such turn
-          has in this walk (``"every"`` or ""), and its meta holds its calls and after facts:
-          the state logs them as ``advance`` does (``_made``).
-
-        The run stops at any other turn, or a meta it cannot read: its facts are read then."""
-        contexts: list[str] = []
-        states: list[Calls] = []
-        making = EVERY if state.sign_every else ""  # (a complete model turn's, with calls)
-        for index in range(begin, len(rows)):
-            forms = rows[index]
-            plain = forms.get("")  # (a model or user turn: one with results is never under "")
-            if plain is not None and names_no_calls(plain[1]):
-                context = ""
-            else:
-                found = None if plain is not None else _answered(forms, state)
-                if found is None:
-                    made = forms.get(making)
-                    logged = None if made is None else _made(state, made[1])
-                    if logged is None:
-                        break
-                    found, state = making, logged
-                context = found
-            contexts.append(context)
-            states.append(state)
-        return contexts, states
-
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, TurnSent]:
         if message.role == "system":
@@ -324,9 +285,16 @@ class GeminiTurns:
                              ())
         return turn_bytes(wire), after
 
-    def moves(self, state: Calls, facts: TurnFacts) -> bool:
-        """Only a model turn whose calls can be answered adds to the calls made."""
-        return facts.role == "assistant" and bool(facts.calls) and not facts.incomplete
+    def state_json(self, state: Calls) -> list[Any]:
+        return [state.sign_every, list(state.system), state.upto,
+                state.log.entries[:state.upto]]
+
+    def state_of(self, value: Any) -> Calls:
+        sign_every, system, upto, entries = value
+        log = CallLog([(str(c), str(n), bool(t)) for c, n, t in entries])
+        if len(log.entries) != upto:
+            raise ValueError("a Gemini walk state logs the calls it has seen")
+        return _calls(Calls, (bool(sign_every), tuple(map(int, system)), int(upto), log))
 
     def advance(self, state: Calls, facts: TurnFacts, context: Context,
                 after: TurnSent) -> Calls:
@@ -352,7 +320,7 @@ TURNS = GeminiTurns()
 
 def _logged(state: Calls, calls: Sequence[str], after: TurnSent) -> Calls:
     """The state after a model turn made ``calls`` (ids), named and sent as its ``after`` facts
-    say (``advance``; ``settled`` from the turn's stored meta: ``_made``)."""
+    say (``advance``)."""
     names = after.names
     if len(calls) != len(names):
         raise ValueError(f"a model turn's {len(calls)} calls have {len(names)} names")
@@ -364,45 +332,6 @@ def _logged(state: Calls, calls: Sequence[str], after: TurnSent) -> Calls:
     else:
         log.extend(zip(calls, names, itertools.repeat(after.text_mode)))
     return _calls(Calls, (state.sign_every, state.system, len(log.entries), log))
-
-
-def _made(state: Calls, meta: str) -> Calls | None:
-    """The state after the complete model turn with calls whose stored meta is ``meta``, its
-    calls and after facts read as the wire cache reads them (``calls_made``,
-    ``TurnSent.from_json``); None where the meta is not one, or does not read."""
-    found = calls_made(meta)
-    if found is None:
-        return None
-    try:
-        return _logged(state, found[0], TurnSent.from_json(found[1]))
-    except (TypeError, ValueError):  # (names that do not match its calls, or unhashable)
-        return None
-
-
-def _answered(forms: Mapping[str, object], state: Calls) -> str | None:
-    """The key of ``forms`` a result turn is stored under whose calls the walk in ``state``
-    answers as the key says (``_answers_as``), if any."""
-    log, upto = state.log, state.upto
-    for key in forms:
-        if key.startswith("[") and _answers_as(key, log, upto):
-            return key
-    return None
-
-
-def _answers_as(key: str, log: CallLog, upto: int) -> bool:
-    """Does the log, up to ``upto``, answer each call a result turn's stored ``key`` names as it
-    says (a key that is not one ``context`` writes: no)?"""
-    try:
-        said = orjson.loads(key)
-    except orjson.JSONDecodeError:
-        return False
-    if type(said) is not list or not said or len(said) % 3:
-        return False
-    for at in range(0, len(said), 3):
-        call_id, name, text = said[at:at + 3]
-        if type(call_id) is not str or log.answering(call_id, upto) != (name, text):
-            return False
-    return True
 
 
 def summary(sent: Sent) -> dict[str, Any]:

@@ -158,10 +158,6 @@ class InteractionsTurns:
     def context(self, state: Linked, index: int, facts: TurnFacts) -> Context:
         return ""
 
-    def settled(self, state: Linked, begin: int, rows: Sequence[Mapping[str, tuple[bytes, str]]],
-                ) -> tuple[list[str], list[Linked]]:
-        return [], []  # (never asked of a flat walk; a subclass that walks contexts reads facts)
-
     def encode_turn(self, message: Message, plan: ReplayPlan,
                     context: Context) -> tuple[bytes, Steps]:
         if message.role == "system":
@@ -172,8 +168,13 @@ class InteractionsTurns:
                       signatures=tuple(sent.signatures)) if sent.model_turns else NO_STEPS
         return orjson.dumps(steps)[1:-1], after
 
-    def moves(self, state: Linked, facts: TurnFacts) -> bool:
-        return False
+    def state_json(self, state: Linked) -> list[Any]:
+        return [state.store, state.start, state.previous, state.fallback, state.digest]
+
+    def state_of(self, value: Any) -> Linked:
+        store, start, previous, fallback, digest = value
+        return Linked(store=bool(store), start=int(start), previous=str(previous),
+                      fallback=str(fallback), digest=str(digest))
 
     def advance(self, state: Linked, facts: TurnFacts, context: Context,
                 after: Steps) -> Linked:

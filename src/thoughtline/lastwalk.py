@@ -1,0 +1,158 @@
+"""The last walk of a stored history, stored beside its turns' wire forms (issue 44).
+
+A walk over a history under a plan (``wirecache``) ends in a state; what a resumed session needs to
+go on from there without decoding a turn, or asking a codec rule of one, is what the walk found:
+
+- every turn's ``TurnFacts`` (context-free: one list for every view);
+- per *view* (the request's start state: the history as it is, or followed by a user turn), every
+  turn's context key, its after facts and the state after the last turn.
+
+A resumed walk continues a view exactly as a live session continues its remembered walk: the
+stored history is the one the checkpoint was written for (its key covers every message id in
+order and the plan digest), the request starts in the view's start state, and each turn's form
+is picked by the context the view names. Encoder states are stored as the plain JSON values the
+encoder makes of them (``TurnEncoder.state_json``/``state_of``).
+
+Only the wire cache writes and reads this format; facts and after facts that repeat are stored
+once and referred to by position.
+"""
+
+from __future__ import annotations
+
+import gc
+import itertools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from thoughtline.codecs.base import Context, Named, TurnEncoder, TurnFacts, context_key
+from thoughtline.facts import UNREADABLE
+
+__all__ = ["LastWalk", "View", "dump", "read_meta", "start_key"]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class View:
+    """One view's walk over the stored turns: their contexts (as stored), after facts, end."""
+
+    contexts: list[str]
+    afters: list[Any]
+    end: Any  # the encoder's state after the last stored turn
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class LastWalk:
+    """A stored last walk, read: the stored turns' facts and each view by its start key."""
+
+    facts: list[TurnFacts]
+    views: dict[str, Any]  # start key -> the view's JSON (read when it applies: ``view``)
+    afters: list[Any]  # the after facts' JSON, each once
+
+    @classmethod
+    def read(cls, encoder: TurnEncoder[Any, Any], raw: bytes, size: int) -> LastWalk | None:
+        """The last walk ``raw`` holds for ``size`` stored turns (None: not one this cache wrote
+        for them, or not this encoder's: the ordinary load runs)."""
+        # (thousands of small values that live as long as the session and form no cycles: the
+        # cyclic collector would rescan them while they are made, as in ``store.engine``)
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            doc = orjson.loads(raw)
+            facts = _facts_of(doc["facts"], encoder.extra_type)
+            views, afters = doc["views"], doc["afters"]
+        except (*UNREADABLE, IndexError):
+            return None
+        finally:
+            if collecting:
+                gc.freeze()
+                gc.enable()
+        if len(facts) != size or type(views) is not dict or type(afters) is not list:
+            return None
+        return cls(facts=facts, views=views, afters=afters)
+
+    def view(self, encoder: TurnEncoder[Any, Any], start: object) -> View | None:
+        """The view that starts in ``start`` (None: no walk of these turns started there); any
+        view of a flat encoder's (its turns do not depend on the state)."""
+        found = self.views.get(start_key(encoder, start))
+        if found is None and encoder.flat and self.views:
+            found = next(iter(self.views.values()))
+        if found is None:
+            return None
+        try:
+            table = [encoder.after_type.from_json(a) for a in self.afters]
+            contexts, afters = found["contexts"], list(map(table.__getitem__, found["afters"]))
+            end = start if encoder.flat else encoder.state_of(found["end"])
+        except (*UNREADABLE, IndexError):
+            return None
+        if type(contexts) is not list or not len(contexts) == len(afters) == len(self.facts):
+            return None
+        return View(contexts=contexts, afters=afters, end=end)
+
+
+def start_key(encoder: TurnEncoder[Any, Any], start: object) -> str:
+    """A start state as a view is stored under: its JSON value, compact."""
+    return orjson.dumps(encoder.state_json(start)).decode()
+
+
+def _indexed(values: Sequence[Any], table: dict[Any, int]) -> list[int]:
+    """Each value's position in ``table`` (added at its end when new)."""
+    out = []
+    for value in values:
+        try:
+            out.append(table.setdefault(value, len(table)))
+        except TypeError:  # (an unhashable value: keyed by its JSON)
+            out.append(table.setdefault(orjson.dumps(value.to_json()), len(table)))
+    return out
+
+
+def _json(value: Any) -> Any:
+    return orjson.loads(value) if isinstance(value, bytes) else value.to_json()
+
+
+def dump(encoder: TurnEncoder[Any, Any], facts: Sequence[TurnFacts],
+         views: Sequence[tuple[object, Sequence[Context], Sequence[Named], object]]) -> bytes:
+    """The stored form of the walks of one stored history: ``facts`` of its turns, and per view
+    (start, contexts, after facts, end state) over the same turns."""
+    after_table: dict[Any, int] = {}
+    out: dict[str, Any] = {}
+    for start, contexts, afters, end in views:
+        out[start_key(encoder, start)] = {
+            "contexts": [context_key(c) for c in contexts],
+            "afters": _indexed(afters, after_table),
+            "end": None if encoder.flat else encoder.state_json(end)}
+    columns = {"role": [f.role for f in facts], "calls": [f.calls for f in facts],
+               "results": [f.results for f in facts],
+               "incomplete": [f.incomplete for f in facts], "opens": [f.opens for f in facts],
+               "extra": [None if f.extra is None else f.extra.to_json() for f in facts]}
+    return orjson.dumps({"facts": columns, "afters": [_json(a) for a in after_table],
+                         "views": out})
+
+
+_tuple = tuple.__new__  # (a named tuple from its values in order, in one C call)
+
+
+def _facts_of(columns: dict[str, list[Any]], extra_type: type[Named] | None,
+              ) -> list[TurnFacts]:
+    """The turns' facts from their columns (as ``dump`` wrote them: one list per field)."""
+    roles, extras = columns["role"], columns["extra"]
+    if not all(type(role) is str for role in roles):
+        raise TypeError("a turn's role is a string")
+    made = [None if e is None or extra_type is None else extra_type.from_json(e)
+            for e in extras] if any(e is not None for e in extras) else extras
+    rows = zip(roles, map(tuple, columns["calls"]), map(tuple, columns["results"]),
+               map(bool, columns["incomplete"]), map(bool, columns["opens"]), made, strict=True)
+    return list(map(_tuple, itertools.repeat(TurnFacts), rows))
+
+
+def read_meta(encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
+    """The facts and after facts a stored form's meta holds — ``{**facts.to_json(), "after":
+    after.to_json()}``, as the wire cache writes it — or None where it holds none of this
+    encoder's."""
+    try:
+        raw = orjson.loads(meta)
+        return (TurnFacts.from_json(raw, encoder.extra_type),
+                encoder.after_type.from_json(raw["after"]))
+    except UNREADABLE:
+        return None
