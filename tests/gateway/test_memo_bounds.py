@@ -8,8 +8,8 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.face import Walked, walk
 from thoughtline.codecs.anthropic.client import parse_request as messages_request
+from thoughtline.codecs.face import Walked, walk
 from thoughtline.codecs.openai_chat.client import parse_request
 from thoughtline.gateway.memo import Memos
 
