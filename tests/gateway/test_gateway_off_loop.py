@@ -182,3 +182,16 @@ def test_an_error_answer_says_its_overhead_too(deepseek: ChatEmulator, tmp_path:
         refused = httpx.post(gw.base_url + "/chat/completions", content=b"{not json")
     assert refused.status_code == 400
     _overhead(refused.headers)
+
+
+def test_each_face_parses_its_own_smallest_request() -> None:
+    """What warming parses comes from each face's codec; a face that refused its own would be
+    skipped at start (and its first request would pay the cold cost again)."""
+    import orjson
+
+    from thoughtline.gateway.faces import FACES
+    from thoughtline.gateway.request import client_request
+
+    for face in FACES:
+        parsed = client_request(orjson.dumps(face.smallest_request("m")), face)
+        assert parsed.model == "m" and [m.role for m in parsed.messages] == ["user"]

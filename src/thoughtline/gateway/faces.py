@@ -74,6 +74,10 @@ class Face(Protocol):
     def parse(self, body: Any, headers: Mapping[str, str],
               memo: ItemMemo | None = None) -> ClientRequest: ...
 
+    def smallest_request(self, model: str) -> Mapping[str, Any]:
+        """Its client's smallest request (the gateway parses one at start to warm up)."""
+        ...
+
     def new_id(self) -> str: ...
 
     def whole(self, done: Done, reply: Reply) -> Mapping[str, Any]: ...
@@ -118,6 +122,9 @@ class ChatFace:
               memo: ItemMemo | None = None) -> ClientRequest:
         return chat_client.parse_request(body, memo)
 
+    def smallest_request(self, model: str) -> Mapping[str, Any]:
+        return chat_client.smallest_request(model)
+
     def new_id(self) -> str:
         return "chatcmpl-" + uuid.uuid4().hex
 
@@ -150,6 +157,9 @@ class MessagesFace:
     def parse(self, body: Any, headers: Mapping[str, str],
               memo: ItemMemo | None = None) -> ClientRequest:
         return messages_client.parse_request(body, headers, memo)
+
+    def smallest_request(self, model: str) -> Mapping[str, Any]:
+        return messages_client.smallest_request(model)
 
     def new_id(self) -> str:
         return "msg_" + uuid.uuid4().hex
@@ -193,6 +203,9 @@ class ResponsesFace:
         """(``memo`` unused: input items fold into messages across items, e.g. reasoning and
         calls into one turn; this face converts all of them every time.)"""
         return responses_client.parse_request(body, headers)
+
+    def smallest_request(self, model: str) -> Mapping[str, Any]:
+        return responses_client.smallest_request(model)
 
     def new_id(self) -> str:
         return "resp_" + uuid.uuid4().hex

@@ -23,18 +23,13 @@ from thoughtline.messages import user
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.turn import TurnEngine, TurnInput
 
-#: The smallest request each face accepts (every face reads ``model`` and one user message).
-_ASK = {"model": "warm", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}],
-        "input": "hi"}
-
 
 def warm(config: GatewayConfig, engines: Engines) -> list[str]:
     """Load what the first request would; returns the steps skipped, each with its reason."""
     skipped: list[str] = []
-    raw = orjson.dumps(_ASK)
     for face in FACES:
         try:
-            parsed = client_request(raw, face)
+            parsed = client_request(orjson.dumps(face.smallest_request("warm")), face)
             rehydrate.chain(parsed.messages)
         except HttpError as exc:
             skipped.append(f"face {face.name}: {exc}")

@@ -114,6 +114,12 @@ _NEUTRAL_FOR: Mapping[str, frozenset[str]] = {
 # --- the request ----------------------------------------------------------------------------------
 
 
+def smallest_request(model: str) -> dict[str, Any]:
+    """The smallest request a Messages client sends (a one-line question): what a server parses
+    at start to load this face before its first real request."""
+    return {"model": model, "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]}
+
+
 def parse_request(body: Any, headers: Mapping[str, str] | None = None,
                   memo: ItemMemo | None = None) -> ClientRequest:
     """Read a parsed JSON body and the request headers (any case); raises

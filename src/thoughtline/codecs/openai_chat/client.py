@@ -55,6 +55,12 @@ _HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", 
 # --- parsing ------------------------------------------------------------------------------------
 
 
+def smallest_request(model: str) -> dict[str, Any]:
+    """The smallest request a Chat client sends (a one-line question): what a server parses
+    at start to load this face before its first real request."""
+    return {"model": model, "messages": [{"role": "user", "content": "hi"}]}
+
+
 def parse_request(body: Any, memo: ItemMemo | None = None) -> ClientRequest:
     """Read a parsed JSON body; raises ``ClientRequestError`` naming what is wrong. ``memo``:
     continues the messages' conversion from an earlier request's (``face.walk``)."""

@@ -145,6 +145,12 @@ class ResponsesRequest(ClientRequest):
 # --- the request ----------------------------------------------------------------------------------
 
 
+def smallest_request(model: str) -> dict[str, Any]:
+    """The smallest request a Responses client sends (a one-line input): what a server parses
+    at start to load this face before its first real request."""
+    return {"model": model, "input": "hi"}
+
+
 def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> ResponsesRequest:
     """Read a parsed JSON body and the request headers (any case); raises
     ``ClientRequestError`` naming what is wrong."""
