@@ -187,3 +187,21 @@ def test_a_kept_compaction_item_of_unrecorded_issuer_goes_to_no_other_server(
         (sent,) = emu.received
     assert sent.status == 200
     assert b"gAAAAA-compacted" not in sent.raw and b"compaction" not in sent.raw
+
+
+def test_a_configuration_update_leaves_no_empty_turn_at_a_chat_upstream(
+        deepseek: ChatEmulator, tmp_path: Path) -> None:
+    """Codex 0.171.0 (gpt-6.2-sol, run against the gateway on loopback) puts a
+    ``configuration_update`` item after the user's prompt. Only OpenAI's Responses API reads it;
+    a Chat upstream got an empty assistant message in its place, so the conversation it saw
+    ended with the assistant (the emulator answered an empty "user says")."""
+    body = {"model": "up/deepseek-v4-pro", "input": [
+        {"type": "message", "role": "user", "content": "Say hello in one word."},
+        {"type": "configuration_update", "reasoning": {"effort": "low"}}]}
+    with running_gateway(deepseek, tmp_path, tokens=(TOKEN,), name="up", provider="deepseek",
+                         model="deepseek-v4-pro") as gw:
+        assert post(gw, "/v1/responses", body).status_code == 200
+    (request,) = deepseek.received
+    sent = request.body["messages"]
+    assert [m["role"] for m in sent] == ["user"], sent
+    assert b"configuration_update" not in request.raw

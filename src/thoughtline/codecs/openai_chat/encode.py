@@ -39,7 +39,7 @@ from thoughtline.codecs.openai_chat.wire import (
     RD,
     R,
 )
-from thoughtline.messages import Message, Reasoning, ToolCall, ToolResult, ToolSpec
+from thoughtline.messages import Message, Opaque, Reasoning, ToolCall, ToolResult, ToolSpec
 from thoughtline.replay import ReplayPlan
 
 
@@ -108,6 +108,8 @@ def _encode_assistant(message: Message, plan: ReplayPlan) -> dict[str, Any]:
 def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     """The wire messages for one canonical turn (a tool turn becomes one message per result)."""
     if message.role == "assistant":
+        if _nothing_to_say(message):
+            return []
         return [_encode_assistant(message, plan)]
     if message.role == "tool":
         return [{"role": "tool", "tool_call_id": r.call_id, "content": r.content}
@@ -115,6 +117,14 @@ def encode_message(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
     if not message.parts:  # an item only its own API reads (a sealed agent_message): nothing
         return []
     return [{"role": message.role, "content": message.text}]
+
+
+def _nothing_to_say(message: Message) -> bool:
+    """An assistant turn made only of other APIs' items with no readable form (Codex's
+    ``configuration_update``, a sealed compaction item): Chat has no place for any of it, and an
+    empty assistant message would end the conversation the model sees on the assistant."""
+    return bool(message.parts) and all(isinstance(p, Opaque) for p in message.parts) \
+        and not foreign.shown(message, API).text
 
 
 def counts_of(wire: Iterable[Mapping[str, Any]]) -> Counts:
@@ -145,8 +155,9 @@ class ChatTurns(FlatTurns):
     """The Chat Completions ``TurnEncoder``: a turn is its wire messages."""
 
     def __init__(self) -> None:
-        # chat-3: stored by the core's wire cache, with named facts (chat-2 rows: not found)
-        super().__init__(version="chat-3", items=encode_message, count=counts_of)
+        # chat-4: an assistant turn of other APIs' items only is no message (chat-3 rows held
+        # an empty one: not found, so encoded again)
+        super().__init__(version="chat-4", items=encode_message, count=counts_of)
 
     def assemble(self, walk: Walk[None, Counts], spec: RequestSpec,
                  plan: ReplayPlan) -> Encoded:
