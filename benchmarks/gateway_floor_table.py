@@ -7,7 +7,9 @@ turns ≤ 1.5× a bare pass-through proxy's on the same stack; ``/healthz`` answ
 while another tenant's 8 MB body is priced; one gateway process carries ≥ 512 concurrent SSE
 streams with no frame lost and an added inter-frame gap p99 ≤ 5 ms. The sizes are matched to
 the targets by position (first size: the 40-turn targets, second: the 600-turn one), so the
-``--quick`` run's tiny sizes are checked against the same limits.
+``--quick`` run's tiny sizes are checked against the same limits. LiteLLM's proxy, when it
+runs, sits beside each face and size with no target of its own here: the ¼ and ⅙ of its added
+p50 are the gateway scenario's (a rehydrated 40-turn Chat history, ``gateway_table``).
 """
 
 from __future__ import annotations
@@ -23,6 +25,19 @@ PARSE_LIMITS = (20.0, 4.0)
 PASSTHROUGH_LIMIT = 1.5  # at the first size
 HEALTHZ_LIMIT_S = 0.100
 GAP_LIMIT_S = 0.005
+LITELLM_MISSING = ("LiteLLM not installed, rows skipped in the table (pip install "
+                   "'litellm[proxy]' into a venv of its own and set TL_BENCH_LITELLM to its "
+                   "litellm command, or pip install 'thoughtline[bench]')")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Peer:
+    """LiteLLM's proxy on the same face and size: its CPU seconds per request (``/proc``) and
+    its p50 (seconds), timed in the same interleaving as the gateway and the pass-through."""
+
+    cpu: float
+    p50: float
+    body_bytes: int
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -38,6 +53,7 @@ class FaceNumbers:
     passthrough_p50: float
     direct_p50: float
     reps: int
+    litellm: Peer | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -71,6 +87,11 @@ class Numbers:
     faces: dict[tuple[str, int], FaceNumbers] = field(default_factory=dict)
     healthz: Healthz | None = None
     streams: Streams | None = None
+    #: why LiteLLM's rows are not in the table (a row note); "" when it ran or was not asked
+    litellm_missing: str = ""
+    #: face -> what LiteLLM's route answered when it could not serve that face
+    litellm_failed: dict[str, str] = field(default_factory=dict)
+    litellm_version: str = ""
 
 
 def _ms(seconds: float) -> str:
@@ -105,6 +126,43 @@ def _face_rows(face: str, turns: int, position: int, m: FaceNumbers) -> list[Row
             note=f"p50 via gateway {_ms(m.gateway_p50)}, via pass-through "
                  f"{_ms(m.passthrough_p50)}, direct {_ms(m.direct_p50)} (interleaved)"),
     ]
+
+
+def _litellm_rows(face: str, turns: int, m: FaceNumbers, peer: Peer, version: str,
+                  ) -> list[Row]:
+    """Ours beside LiteLLM's proxy, LiteLLM's own distance from the pass-through floor noted."""
+    title, size = TITLES[face], f"{turns} turns"
+    added, peer_added = m.gateway_p50 - m.direct_p50, peer.p50 - m.direct_p50
+    pass_added = m.passthrough_p50 - m.direct_p50
+    cpu_floor, lat_floor = ratio(peer.cpu, m.passthrough_cpu), ratio(peer_added, pass_added)
+    sent = f"LiteLLM {version} got the client's body ({peer.body_bytes / 1024:,.0f} KiB)"
+    return [
+        Row(scenario=SCENARIO, case=f"{title}: gateway CPU per next request ÷ LiteLLM proxy's",
+            size=size, ours=m.gateway_cpu, floor=peer.cpu,
+            floor_kind="LiteLLM proxy's CPU (same face, same emulator, /proc)",
+            ratio=ratio(m.gateway_cpu, peer.cpu), reps=m.reps,
+            note=f"LiteLLM ÷ pass-through {_times(cpu_floor)} (gateway ÷ pass-through "
+                 f"{_times(ratio(m.gateway_cpu, m.passthrough_cpu))}); {sent}"),
+        Row(scenario=SCENARIO, case=f"{title}: added latency p50 vs LiteLLM proxy", size=size,
+            ours=added, floor=peer_added, floor_kind="LiteLLM proxy's added p50",
+            ratio=ratio(added, peer_added), reps=m.reps,
+            note=f"p50 via LiteLLM {_ms(peer.p50)}; LiteLLM's added ÷ pass-through's "
+                 f"{_times(lat_floor)} (interleaved with the rows above)"),
+    ]
+
+
+def _times(value: float | None) -> str:
+    return "—" if value is None else f"{value:.2f}×"
+
+
+def _litellm_notes(numbers: Numbers) -> list[Row]:
+    notes = [Row(scenario=SCENARIO, case=f"LiteLLM proxy beside the floor, {TITLES[face]}",
+                 size="—", ours=None, note=f"LiteLLM's route answered {why}")
+             for face, why in numbers.litellm_failed.items()]
+    if numbers.litellm_missing:
+        notes.append(Row(scenario=SCENARIO, case="LiteLLM proxy beside the floor", size="—",
+                         ours=None, note=numbers.litellm_missing))
+    return notes
 
 
 def _healthz_rows(h: Healthz) -> list[Row]:
@@ -149,6 +207,10 @@ def rows(numbers: Numbers) -> list[Row]:
             measured = numbers.faces.get((face, turns))
             if measured is not None:
                 out += _face_rows(face, turns, position, measured)
+                if measured.litellm is not None:
+                    out += _litellm_rows(face, turns, measured, measured.litellm,
+                                         numbers.litellm_version)
+    out += _litellm_notes(numbers)
     if numbers.healthz is not None:
         out += _healthz_rows(numbers.healthz)
     if numbers.streams is not None:

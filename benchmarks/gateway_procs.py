@@ -23,6 +23,9 @@ from typing import Any
 
 import httpx
 
+from thoughtline.testing.personalities import PERSONALITIES
+
+ROOT = Path(__file__).resolve().parents[1]  # the repository: ``-m benchmarks.…`` runs from it
 KEY_ENV = "TL_BENCH_UPSTREAM_KEY"
 UPSTREAM_KEY = "sk-bench"
 
@@ -51,9 +54,13 @@ class Emulator:
 @contextmanager
 def emulator_process(kind: str = "deepseek", *options: str) -> Iterator[Emulator]:
     """An emulator in its own process: by default the DeepSeek-personality Chat one;
-    ``options``: its command-line options (``--no-auth``, ``--chunk-delay S``)."""
-    process = subprocess.Popen([sys.executable, "-m", "thoughtline.testing", kind, *options],
-                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    ``options``: its command-line options (``--no-auth``, ``--chunk-delay S``). A Chat
+    personality runs as ``benchmarks._emulator``, which keeps no record of the requests (no one
+    here reads it, and long conversations' bodies made it gigabytes)."""
+    module = "benchmarks._emulator" if kind in PERSONALITIES else "thoughtline.testing"
+    process = subprocess.Popen([sys.executable, "-m", module, kind, *options],
+                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                               cwd=ROOT)
     try:
         yield Emulator(url=announced(process, "http://", "the emulator").strip(),
                        pid=process.pid)
@@ -63,8 +70,8 @@ def emulator_process(kind: str = "deepseek", *options: str) -> Iterator[Emulator
 
 def stop(process: subprocess.Popen[str], seconds: float) -> None:
     """Terminate ``process``; kill it if it has not ended within ``seconds`` (an emulator that
-    recorded gigabytes of long-conversation bodies can take longer than that to exit on a
-    loaded machine)."""
+    recorded gigabytes of long-conversation bodies took longer than that to exit on a loaded
+    machine)."""
     process.terminate()
     try:
         process.wait(seconds)
@@ -146,7 +153,7 @@ def passthrough(upstream: str) -> Iterator[Served]:
     """The bare pass-through proxy (``_passthrough``) in front of ``upstream``, its own process."""
     process = subprocess.Popen([sys.executable, "-m", "benchmarks._passthrough", upstream],
                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                               cwd=Path(__file__).resolve().parents[1])
+                               cwd=ROOT)
     try:
         line = announced(process, "listening on", "the pass-through proxy")
         yield Served(url=line.split("listening on ", 1)[1].strip() + "/v1", pid=process.pid)
@@ -168,9 +175,28 @@ LITELLM_MODELS = {"chat": ("ds/deepseek-v4-pro", "openai/deepseek-v4-pro"),
                   "responses": ("dsr/deepseek-v4-pro", "deepseek/deepseek-v4-pro")}
 
 
+#: The ``litellm`` command to start, when it is installed elsewhere than this environment (its
+#: pins conflict with the project's: a venv of its own, ``pip install 'litellm[proxy]'``).
+LITELLM_ENV = "TL_BENCH_LITELLM"
+
+
 def litellm_binary() -> str | None:
-    binary = shutil.which("litellm") or str(Path(sys.executable).with_name("litellm"))
+    """``$TL_BENCH_LITELLM``, else ``litellm`` on the PATH or beside this interpreter."""
+    binary = (os.environ.get(LITELLM_ENV) or shutil.which("litellm")
+              or str(Path(sys.executable).with_name("litellm")))
     return binary if Path(binary).exists() else None
+
+
+def litellm_version(binary: str) -> str:
+    """The version of the LiteLLM that ``binary`` runs (its own environment's), or "?"."""
+    python = Path(binary).with_name("python")
+    try:
+        done = subprocess.run([str(python), "-c", "import importlib.metadata as m; "
+                               "print(m.version('litellm'))"],
+                              capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+    return done.stdout.strip() or "?"
 
 
 def litellm_config(upstream: str) -> str:

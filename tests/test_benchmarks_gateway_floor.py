@@ -24,6 +24,7 @@ from benchmarks import gateway_procs, gateway_stress  # noqa: E402
 from benchmarks.measure import Row  # noqa: E402
 
 from thoughtline.testing import ChatEmulator  # noqa: E402
+from thoughtline.testing.server import Received  # noqa: E402
 
 
 def _face(gateway_ms: float, *, parse_ms: float = 1.0, pass_ms: float = 1.0,
@@ -135,3 +136,40 @@ def test_the_scenario_is_registered() -> None:
     done = subprocess.run([sys.executable, "-m", "benchmarks", "--help"], cwd=ROOT,
                           capture_output=True, text=True, timeout=60)
     assert "gateway-floor" in done.stdout
+
+
+def test_litellm_stands_beside_each_face_and_its_absence_is_a_row_note() -> None:
+    missing = table.Numbers(litellm_missing=table.LITELLM_MISSING)
+    assert [r.note for r in table.rows(missing)] == [table.LITELLM_MISSING]
+    assert "LiteLLM not installed, rows skipped in the table" in table.LITELLM_MISSING
+    peer = table.Peer(cpu=0.020, p50=0.010, body_bytes=80_000)
+    numbers = table.Numbers(litellm_version="1.0", litellm_failed={"responses": "400 no route"})
+    numbers.faces[("chat", 40)] = replace(_face(5.0, pass_ms=2.5), litellm=peer)
+    numbers.faces[("messages", 40)] = _face(5.0)
+    by = _by(numbers)
+    cpu = by[("Chat: gateway CPU per next request ÷ LiteLLM proxy's", "40 turns")]
+    assert cpu.ours == pytest.approx(0.005) and cpu.floor == pytest.approx(0.020)
+    assert cpu.ratio == pytest.approx(0.25) and "LiteLLM ÷ pass-through 8.00×" in cpu.note
+    added = by[("Chat: added latency p50 vs LiteLLM proxy", "40 turns")]
+    # ours adds 6 - 2 = 4 ms, LiteLLM 10 - 2 = 8 ms, the pass-through 3 - 2 = 1 ms
+    assert added.ratio == pytest.approx(0.5) and "8.00×" in added.note
+    assert ("Messages: added latency p50 vs LiteLLM proxy", "40 turns") not in by
+    assert by[("LiteLLM proxy beside the floor, Responses", "—")].note.endswith("400 no route")
+    assert ("LiteLLM proxy beside the floor", "—") not in by
+
+
+def test_the_benchmark_emulator_answers_and_keeps_no_request() -> None:
+    from benchmarks._emulator import Unkept, state
+
+    with gateway_procs.emulator_process() as emu, httpx.Client(timeout=30) as client:
+        answer = client.post(emu.url + "/chat/completions",
+                             headers={"authorization": "Bearer sk-x"},
+                             json={"model": "deepseek-v4-pro",
+                                   "messages": [{"role": "user", "content": "Hi"}]})
+        assert answer.status_code == 200 and answer.json()["choices"][0]["message"]["content"]
+    record = state("deepseek", require_auth=True, chunk_delay=0.0).received
+    assert isinstance(record, Unkept)
+    seen = Received(path="/v1/chat/completions", headers={}, body=None, raw=b"x", status=200)
+    record.append(seen)
+    record.extend([seen, seen])
+    assert len(record) == 0 and record.seen == 3
