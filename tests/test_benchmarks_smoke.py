@@ -178,6 +178,9 @@ def test_gateway_rows_cover_every_face_size_and_target() -> None:
     # LiteLLM adds 8 ms here: Chat's limit is a quarter (2 ms), the other faces' a third.
     chat = by[("Chat: added latency p50, whole", "40 turns")]
     assert chat.ok is True and chat.floor == pytest.approx(0.008) and "2.00 ms" in chat.target
+    # Streamed, Chat's limit is a sixth (issue 45): 1.33 ms, which 1.5 ms misses.
+    streamed = by[("Chat: added latency p50, stream", "40 turns")]
+    assert streamed.ok is False and "1.33 ms (1/6 of" in streamed.target
     messages = by[("Messages: added latency p50, stream", "40 turns")]
     assert messages.ok is True and "2.67 ms" in messages.target
     cpu = by[("Chat: gateway CPU per request, whole", "40 turns")]
