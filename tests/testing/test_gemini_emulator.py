@@ -224,6 +224,25 @@ def test_unknown_fields_are_refused(emu: GeminiEmulator) -> None:
     assert "Unknown name \"extra\" at 'contents[0].parts[0]'" in part.json()["error"]["message"]
 
 
+def test_a_part_with_no_data_is_refused_an_unsigned_empty_text_among_them(
+        emu: GeminiEmulator) -> None:
+    """A part must hold one of ``Part.data`` (the ``Content`` reference); an empty ``text`` is
+    none (router-for-me/CLIProxyAPI#3485, kittors/CliRelay#264), unless it carries a signature:
+    Gemini's own streamed tail goes back as received."""
+    wording = ("* GenerateContentRequest.contents[1].parts[0].data: required oneof field "
+               "'data' must have one initialized field")
+    for empty in ({"text": ""}, {}, {"thought": True, "text": ""}):
+        body = {"contents": [user("hi"), {"role": "model", "parts": [empty]}, user("again")]}
+        refused = post(emu, body)
+        assert refused.status_code == 400, empty
+        assert refused.json()["error"]["message"] == wording
+    chunks = sse_payloads(post(emu, {"contents": [user("hello")]}, stream=True).text)
+    streamed = [p for c in chunks for p in c["candidates"][0]["content"]["parts"]]
+    assert streamed[-1]["text"] == "" and SIG in streamed[-1]
+    replayed = {"contents": [user("hello"), {"role": "model", "parts": streamed}, user("more")]}
+    assert post(emu, replayed).status_code == 200
+
+
 def test_requests_without_a_key_are_refused(emu: GeminiEmulator) -> None:
     response = post(emu, {"contents": [user("hi")]}, headers={})
     assert response.status_code == 403

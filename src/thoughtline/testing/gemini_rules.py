@@ -23,6 +23,18 @@ Owns the request checks of the Gemini personality: the closed request schema (an
   is silently ignored (an incompatible signature "is silently omitted and the request still
   succeeds", the Vertex thought-signatures page above); the emulator records it so tests can see it.
 - Unknown fields: Google's "Invalid JSON payload received. Unknown name …: Cannot find field."
+- A part must hold data: "A ``Content`` message must have at least one ``Part``" and "A ``Part``
+  must contain one of the accepted types in ``Part.data``" (the ``Content`` reference,
+  docs.cloud.google.com/gemini-enterprise-agent-platform/reference/rest/Shared.Types/Content).
+  A part with none is "* GenerateContentRequest.contents[i].parts[j].data: required oneof field
+  'data' must have one initialized field" (router-for-me/CLIProxyAPI#1293, a ``{}`` part); an
+  empty ``text`` counts as none, the front end reading proto3 JSON, where "" is the unset value
+  (router-for-me/CLIProxyAPI#3485, kittors/CliRelay#264, both 2026). Older recordings here
+  (``llm-gemini-gemini3-flash-stream-json-array-thought-signature.i1.request.json``,
+  ``pydantic-ai-gemini3-flash-parallel-calls-first-signature-only.i0.request.json``) were
+  accepted with one: the emulator plays the stricter, later service. An empty text that carries
+  a signature is Gemini's own streamed tail (ai.google.dev/gemini-api/docs/thought-signatures)
+  and goes back as received: accepted (Chevey339/kelivo b9e675b1 keeps it, drops the unsigned).
 - Tool schemas: ``functionDeclarations[i].parameters`` is the OpenAPI-subset ``Schema``, whose
   parser refuses any keyword it has no field for, at any depth (``check_tools``, sources there);
   ``parametersJsonSchema`` takes any JSON Schema; both on one declaration is a 400.
@@ -50,6 +62,9 @@ _TOP_LEVEL = frozenset({"contents", "systemInstruction", "tools", "toolConfig",
                         "generationConfig", "safetySettings", "cachedContent", "labels"})
 _PART = frozenset({"text", "thought", SIG, "functionCall", "functionResponse", "inlineData",
                    "fileData", "executableCode", "codeExecutionResult", "videoMetadata"})
+#: The members of ``Part.data`` (the ``Content`` reference above); the others are metadata.
+_DATA = frozenset({"text", "inlineData", "fileData", "functionCall", "functionResponse",
+                   "executableCode", "codeExecutionResult"})
 _CALL = frozenset({"name", "args", "id"})
 _RESPONSE = frozenset({"name", "response", "id"})
 _CONTENT = frozenset({"role", "parts"})
@@ -161,7 +176,18 @@ def check_schema(body: Mapping[str, Any]) -> Refusal | None:
                                         part["functionResponse"], _RESPONSE)))
             if refused:
                 return refused
+            if not _holds_data(part):
+                return error(400, f"* GenerateContentRequest.{where}.data: required oneof field "
+                                  "'data' must have one initialized field")
     return None
+
+
+def _holds_data(part: Mapping[str, Any]) -> bool:
+    """Is one of ``Part.data`` set? An unsigned empty text is not (see the module's list)."""
+    if any(name in part for name in _DATA if name != "text"):
+        return True
+    text = part.get("text")
+    return isinstance(text, str) and (text != "" or SIG in part)
 
 
 def _unknown_names(found: Sequence[tuple[str, str]]) -> Refusal:

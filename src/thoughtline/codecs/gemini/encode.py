@@ -10,6 +10,14 @@ Rules (ai.google.dev/gemini-api/docs/thought-signatures; the Vertex thought-sign
   of the step carries the documented dummy signature, or — once the route rejected the dummy —
   its calls and their results travel as plain text;
 - tool results answer their call by name (and by id when Gemini issued one);
+- no part goes without data: "A ``Part`` must contain one of the accepted types in
+  ``Part.data``" (the ``Content`` reference,
+  docs.cloud.google.com/gemini-enterprise-agent-platform/reference/rest/Shared.Types/Content), and
+  an empty ``text`` is none ("required oneof field 'data' must have one initialized field":
+  router-for-me/CLIProxyAPI#3485, kittors/CliRelay#264). An unsigned empty text or thought stays
+  home; a signed one is Gemini's streamed tail and goes back as received. A model turn left with
+  nothing (only other APIs' items with no readable form, such as Codex's ``configuration_update``,
+  or another provider's reasoning alone) is no content, as Chat, Anthropic and Bedrock leave it;
 - each tool's JSON Schema goes verbatim (key order kept) as ``parametersJsonSchema``, never
   ``parameters`` (``wire.PARAMETERS``: the OpenAPI subset 400s on JSON Schema keywords).
 
@@ -124,14 +132,22 @@ def _call(call: ToolCall) -> dict[str, Any]:
     return wire
 
 
+def _said(part: dict[str, Any]) -> bool:
+    """Does a text or thought part hold data? Not an empty one without a signature."""
+    return bool(part["text"]) or SIG in part
+
+
 def _own_parts(message: Message, sign_every: bool) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     for part in message.parts:
         if isinstance(part, Reasoning):
-            parts.append(_signed({"text": part.summary or part.text or "", THOUGHT: True},
-                                 part.native))
+            wire = _signed({"text": part.summary or part.text or "", THOUGHT: True}, part.native)
+            if _said(wire):
+                parts.append(wire)
         elif isinstance(part, Text):
-            parts.append(_signed({"text": part.text}, part.native))
+            wire = _signed({"text": part.text}, part.native)
+            if _said(wire):
+                parts.append(wire)
         elif isinstance(part, ToolCall):
             wire = _signed({FC: _call(part)}, part.native)
             if sign_every and SIG not in wire:
@@ -167,14 +183,15 @@ def _foreign_parts(message: Message, profile: GeminiProfile,
 
 
 def model_turn(message: Message, plan: ReplayPlan,
-               sign_every: bool) -> tuple[dict[str, Any], bool]:
-    """A model turn's ``contents`` entry, and whether it went back whole (``own_turn``)."""
+               sign_every: bool) -> tuple[dict[str, Any] | None, bool]:
+    """A model turn's ``contents`` entry (None: it has nothing to send), and whether it went
+    back whole (``own_turn``)."""
     own = own_turn(message, plan)
     if own:
         parts = _own_parts(message, sign_every)
     else:
         parts = _foreign_parts(message, profile_of(plan, GeminiProfile), sign_every)
-    return {"role": "model", "parts": parts or [{"text": ""}]}, own
+    return ({"role": "model", "parts": parts} if parts else None), own
 
 
 def user_turn(message: Message,

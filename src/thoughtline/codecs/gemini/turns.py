@@ -197,9 +197,10 @@ class Sent:
                     dummies += after.dummies
                     thoughts += after.thoughts
                     as_text += after.calls_as_text
+            model_turns = sum(1 for f, sent in zip(self._facts, self._turns, strict=True)
+                              if f.role == "assistant" and sent)  # (one left out: not sent)
             self._totals = Totals(signatures=signatures, dummies=dummies, thoughts=thoughts,
-                                  model_turns=sum(1 for f in self._facts
-                                                  if f.role == "assistant"), as_text=as_text)
+                                  model_turns=model_turns, as_text=as_text)
         return self._totals
 
     @property
@@ -220,7 +221,9 @@ class GeminiTurns:
     """The Gemini ``TurnEncoder``."""
 
     #: Bump when a turn's bytes or its after facts change: older stored forms are not found.
-    version = "gemini-turns-4"
+    #: 5: a model turn with nothing to send is no content, and an unsigned empty text or thought
+    #: is no part (4 sent them as ``{"text": ""}``).
+    version = "gemini-turns-5"
     flat = False
     extra_type = None
     after_type = TurnSent
@@ -265,6 +268,8 @@ class GeminiTurns:
     def _model(message: Message, plan: ReplayPlan,
                sign_every: bool) -> tuple[bytes, TurnSent]:
         wire, own = model_turn(message, plan, sign_every)
+        if wire is None:  # (then it has no call to answer either: a call is always sent)
+            return b"", NOTHING
         parts = wire["parts"]
         # An interrupted turn's calls never ran: nothing can answer them.
         names = () if message.incomplete else tuple(
