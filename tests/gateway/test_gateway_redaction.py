@@ -1,5 +1,7 @@
 """Issue 23 item 4: the upstream's key is redacted from the whole text before anything cuts it,
-and a start of the key (8 characters or more) is redacted like the key itself."""
+and a start of the key (8 characters or more) is redacted like the key itself. A key shorter
+than that is no real key: it is redacted where it stands alone, never inside other words (a key
+of one letter replaced every such letter of an error message)."""
 
 from __future__ import annotations
 
@@ -41,6 +43,36 @@ def test_starts_of_the_key_are_redacted_shorter_ones_and_other_text_kept() -> No
     assert redact(f"{KEY} then {KEY[:MIN_PREFIX]}!", [KEY]) == "*** then ***!"
     assert redact(f"short {KEY[:MIN_PREFIX - 1]}", [KEY]) == f"short {KEY[:MIN_PREFIX - 1]}"
     assert redact("nothing secret here", [KEY, ""]) == "nothing secret here"
+
+
+@pytest.mark.parametrize("key", ["e", "r", "ab", "k3y!", "1234567"])
+def test_a_short_key_is_redacted_where_it_stands_alone_and_nothing_else_is_touched(
+        key: str) -> None:
+    text = "the upstream reported an error: rate limit exceeded (try 1234567890 later)"
+    assert redact(text, [key]) == text
+    for quoted in ("bad key {}", "x-api-key: {}", "Bearer {}\n", "?key={}&alt=sse",
+                   '{{"api_key":"{}"}}', "{}", "({})"):
+        assert redact(quoted.format(key), [key]) == quoted.format("***"), quoted
+
+
+def test_a_key_of_min_prefix_characters_or_more_is_redacted_anywhere() -> None:
+    key = KEY[:MIN_PREFIX]
+    assert redact(f"token{key}tail", [key]) == "token***tail"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_one_letter_key_leaves_the_error_message_readable(
+        deepseek: ChatEmulator, tmp_path: Path, stream: bool,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TL_GATEWAY_TEST_UPSTREAM_KEY", "e")
+    said = "Rate limit exceeded for the key e; see the error page"
+    deepseek.fail_next(400, said)
+    with running_gateway(deepseek, tmp_path) as gw:
+        answer = httpx.post(gw.base_url + "/chat/completions", timeout=30, json={
+            "model": MODEL, "stream": stream, "messages": [{"role": "user", "content": "hi"}]})
+    assert answer.status_code == 400
+    message = answer.json()["error"]["message"]
+    assert "Rate limit exceeded for the key ***; see the error page" in message, message
 
 
 @pytest.mark.parametrize("stream", [False, True])
