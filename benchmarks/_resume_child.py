@@ -1,10 +1,12 @@
 """Child process of the resume scenario: run by path, so nothing but thoughtline gets imported.
 
-Times (inside this fresh process) importing thoughtline, then opening ``state.db``, resuming the
-session, building its next request and serializing it, and, outside that total, the request after
-it; then the floors: reading every row the session has stored (canonical history and wire forms)
-with bare ``sqlite3`` and serializing the same body, and reading only the rows a spliced resume
-reads (entries and wire forms) and serializing the body. Prints one JSON object.
+Times (inside this fresh process) importing thoughtline, then (given ``warm DB SID``) resuming a
+small session of the same API and building its request — the first use, whatever the history —
+then opening ``state.db``, resuming the session, building its next request and serializing it,
+and, outside that total, the request after it; then the floors: reading every row the session
+has stored (canonical history and wire forms) with bare ``sqlite3`` and serializing the same body,
+and reading only the rows a spliced resume reads (entries and wire forms) and serializing the
+body. Prints one JSON object.
 """
 
 import sys
@@ -50,6 +52,13 @@ def main() -> None:
         Session.resume(store, session_id).request_bytes([user("And the next step?")], stream=True)
         store.close()
         return
+    w0 = time.perf_counter()
+    if sys.argv[3:4] == ["warm"]:  # the first use: imports and tables any history needs
+        warm_path = Path(sys.argv[4])
+        warm = open_store(warm_path, warm_path.parent)
+        Session.resume(warm, sys.argv[5]).request_bytes([user("Warm up.")], stream=True)
+        warm.close()
+    w1 = time.perf_counter()
     c0 = time.process_time()
     t0 = time.perf_counter()
     store = open_store(path, path.parent)
@@ -88,7 +97,7 @@ def main() -> None:
     orjson.dumps(body)
     s1 = time.perf_counter()
     print(orjson.dumps({
-        "import_s": imported - started, "open_s": t1 - t0, "load_s": t2 - t1,
+        "import_s": imported - started, "warm_s": w1 - w0, "open_s": t1 - t0, "load_s": t2 - t1,
         "build_s": t3 - t2, "dumps_s": t4 - t3, "inproc_s": t4 - t0, "cpu_s": c4 - c0,
         "next_s": n1 - n0,
         "floor_s": f1 - f0, "read_floor_s": r1 - r0, "serialize_s": s1 - s0,

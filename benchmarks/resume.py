@@ -6,10 +6,14 @@ The parent writes one session of N synthetic turns through the store API, then r
 before ``open_store`` to the request bytes (what the target is about; the floor beside it is bare
 ``sqlite3`` reading every row the session stored — its canonical history and its wire forms —
 plus ``orjson.dumps`` of the same body), and the child's whole-process wall time (the floor beside
-it: ``python -c pass``, the interpreter start alone). Sessions are written as a session writes the
-turns it answers, so each turn also has its stored wire form (issue 17). A spliced resume reads
-only the entries and the forms (the canonical rows are verified when decoded), so one more row
-sets it against a bare read of just those rows: the stricter floor.
+it: ``python -c pass``, the interpreter start alone). Before the in-process clock starts, the child
+resumes a small session of the same API from another file and builds its request (as
+``benchmarks.instructions`` does): what a process pays once whatever the history (importing the
+API's codec, its route tables) is that warm-up's time, in the row's note, not in the row; the
+whole-process row counts it (on both sides of its difference). Sessions are written as a session
+writes the turns it answers, so each turn also has its stored wire form (issue 17). A spliced
+resume reads only the entries and the forms (the canonical rows are verified when decoded), so one
+more row sets it against a bare read of just those rows: the stricter floor.
 
 Children run with bytecode written and read (``measure.child_env``), as an installed package does.
 """
@@ -34,10 +38,11 @@ CHILD = Path(__file__).with_name("_resume_child.py")
 SIZES = (0, 100, 1_000, 5_000)
 QUICK_SIZES = (0, 100)
 TARGET_N = 1_000
-READ_TARGET = 2.0  # resume in process ≤ 2× the bare read of the same rows
-PROCESS_TARGET = 3.0  # what the history adds to a chat -r process ≤ 3× a bare reader's cost
+READ_TARGET = 1.5  # resume in process ≤ 1.5× the bare read of the same rows, every API (issue 44)
+PROCESS_TARGET = 2.0  # what the history adds to a chat -r process ≤ 2× a bare reader's (issue 44)
 BUILD_TARGET = 2.0  # the first (cold) request build ≤ 2× serializing the same body
 MEMORY_TARGET = 10 * 1024  # bytes kept per stored turn in a resumed process
+WARM_TURNS = 10  # the warm-up session resumed first in each child (imports, route tables)
 RUNS = 7
 QUICK_RUNS = 3
 
@@ -57,10 +62,17 @@ def write_session(home: Path, n: int) -> str:
 
 def _other_apis(turns: int = TARGET_N) -> list[tuple[str, Any, list[Any]]]:
     """(label, provider, history) of a ``turns``-turn session on each other API with rows here:
-    Responses, Gemini, Bedrock and Anthropic, each spliced from its stored wire forms."""
+    Responses, Gemini, Bedrock, Anthropic and Interactions, each spliced from its stored wire
+    forms."""
     from dataclasses import replace
 
-    from benchmarks import anthropic_rows, bedrock_rows, gemini_rows, responses_rows
+    from benchmarks import (
+        anthropic_rows,
+        bedrock_rows,
+        gemini_rows,
+        interactions_rows,
+        responses_rows,
+    )
     from thoughtline import config
 
     presets = config.presets()
@@ -73,6 +85,8 @@ def _other_apis(turns: int = TARGET_N) -> list[tuple[str, Any, list[Any]]]:
         ("bedrock claude (spliced)", bedrock, bedrock_rows.history(bedrock.model, turns)),
         ("anthropic (spliced)", anthropic,
          list(anthropic_rows.history(turns, 50))),
+        ("interactions gemini, stateless (spliced)", interactions_rows.provider(),
+         interactions_rows.history(turns)),
     ]
 
 
@@ -88,20 +102,25 @@ def write_other(home: Path, provider: Any, history: list[Any]) -> str:
 
 def other_rows(tmp: str, runs: int) -> list[Row]:
     rows: list[Row] = []
+    warm_sessions = {label: (provider, history) for label, provider, history
+                     in _other_apis(WARM_TURNS)}
     for label, provider, history in _other_apis():
         home = Path(tmp, label.split()[0])
         session_id = write_other(home, provider, history)
-        run_child(home / "state.db", session_id)  # warm the page cache and bytecode
-        samples = [run_child(home / "state.db", session_id)[0] for _ in range(runs)]
+        warm_home = Path(tmp, "warm-" + label.split()[0])
+        warm = (warm_home / "state.db", write_other(warm_home, *warm_sessions[label]))
+        run_child(home / "state.db", session_id, warm)  # warm the page cache and bytecode
+        samples = [run_child(home / "state.db", session_id, warm)[0] for _ in range(runs)]
         inproc = statistics.median(s["inproc_s"] for s in samples)
         floor = statistics.median(s["floor_s"] for s in samples)
         rows.append(Row(scenario=SCENARIO, case=f"open → load → first request bytes (in process), "
                         f"{label}", size=f"N={TARGET_N:,}", ours=inproc, floor=floor,
                         floor_kind="sqlite3 read of the session's rows + orjson.dumps",
-                        ratio=ratio(inproc, floor), reps=runs,
+                        ratio=ratio(inproc, floor), target=f"≤ {READ_TARGET:g}× floor",
+                        ok=at_most(ratio(inproc, floor), READ_TARGET), reps=runs,
                         note=_breakdown({k: statistics.median(s[k] for s in samples)
-                                         for k in ("open_s", "load_s", "build_s", "dumps_s",
-                                                   "cpu_s", "next_s")}),
+                                         for k in ("warm_s", "open_s", "load_s", "build_s",
+                                                   "dumps_s", "cpu_s", "next_s")}),
                         extra={"turns": TARGET_N, "same_bytes": samples[0]["same_bytes"]}))
     return rows
 
@@ -111,10 +130,14 @@ def child_memory(db: Path, session_id: str) -> dict[str, Any]:
                                "memory"]).stdout)
 
 
-def run_child(db: Path, session_id: str) -> tuple[dict[str, Any], float]:
-    """The child's own numbers (its floors read after the resume, in the same process), with the
-    whole-process wall and CPU seconds of a child that only resumes and builds (no floors)."""
-    numbers = json.loads(process([sys.executable, str(CHILD), str(db), session_id]).stdout)
+def run_child(db: Path, session_id: str, warm: tuple[Path, str] | None = None,
+              ) -> tuple[dict[str, Any], float]:
+    """The child's own numbers (its floors read after the resume, in the same process; ``warm``:
+    the session it resumes first, before its clock), with the whole-process wall and CPU seconds
+    of a child that only resumes and builds (no floors, no warm-up)."""
+    first = ["warm", str(warm[0]), warm[1]] if warm else []
+    numbers = json.loads(process([sys.executable, str(CHILD), str(db), session_id,
+                                  *first]).stdout)
     done = process([sys.executable, str(CHILD), str(db), session_id, "process"])
     numbers["process_cpu_s"] = done.cpu
     return numbers, done.wall
@@ -126,11 +149,12 @@ def run(*, quick: bool) -> list[Row]:
     rows: list[Row] = []
     walls: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="tl-bench-resume-") as tmp:
+        warm = (Path(tmp, "warm", "state.db"), write_session(Path(tmp, "warm"), WARM_TURNS))
         for n in sizes:
             home = Path(tmp, str(n))
             session_id = write_session(home, n)
-            run_child(home / "state.db", session_id)  # warm the page cache and bytecode
-            samples = [run_child(home / "state.db", session_id) for _ in range(runs)]
+            run_child(home / "state.db", session_id, warm)  # warm the page cache and bytecode
+            samples = [run_child(home / "state.db", session_id, warm) for _ in range(runs)]
             walls[n] = statistics.median(w for _, w in samples)
             if n == 0:
                 continue  # the empty session is the baseline of "what the history adds"
@@ -149,8 +173,8 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
     inproc, floor, read_floor = med("inproc_s"), med("floor_s"), med("read_floor_s")
     wall = statistics.median(w for _, w in samples)
     targeted = n == TARGET_N
-    breakdown = {k: med(k) for k in ("import_s", "open_s", "load_s", "build_s", "dumps_s",
-                                      "cpu_s", "next_s")}
+    breakdown = {k: med(k) for k in ("import_s", "warm_s", "open_s", "load_s", "build_s",
+                                      "dumps_s", "cpu_s", "next_s")}
     first = samples[0][0]
     extra = {"turns": n, "bytes": first["bytes"], "same_bytes": first["same_bytes"],
              **breakdown}
@@ -203,4 +227,5 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
 def _breakdown(seconds: dict[str, float]) -> str:
     ms = {k: v * 1e3 for k, v in seconds.items()}
     return ("open {open_s:.1f} + load {load_s:.1f} + build {build_s:.1f} + dumps {dumps_s:.1f} ms;"
-            " CPU time {cpu_s:.1f} ms; the next request's build {next_s:.1f} ms").format(**ms)
+            " CPU time {cpu_s:.1f} ms; the next request's build {next_s:.1f} ms; before the clock,"
+            " the first use (a small session resumed and built) {warm_s:.1f} ms").format(**ms)

@@ -118,6 +118,22 @@ def test_resume_child_sends_the_same_bytes_as_its_floor(tmp_path: Path) -> None:
     assert numbers["bytes"] > 0
 
 
+def test_every_api_resume_row_times_its_request_after_a_warm_up(tmp_path: Path) -> None:
+    """Each API's resume row (Interactions included) times the request its session sends, after
+    the warm-up resume of another session of the same API."""
+    apis = resume._other_apis(2)
+    assert [label.split()[0] for label, _, _ in apis] == [
+        "responses", "gemini", "bedrock", "anthropic", "interactions"]
+    for label, provider, history in apis:
+        home, warm_home = tmp_path / label.split()[0], tmp_path / ("warm-" + label.split()[0])
+        session_id = resume.write_other(home, provider, history)
+        warm = (warm_home / "state.db", resume.write_other(warm_home, provider, history[:3]))
+        numbers, _ = resume.run_child(home / "state.db", session_id, warm)
+        assert numbers["same_bytes"] is True, label
+        assert numbers["turns"] == len(history), label
+        assert numbers["warm_s"] > 0, label
+
+
 def test_openai_format_history_keeps_every_turn() -> None:
     history = synth.history(N)
     messages = synth.openai_messages(history)
