@@ -5,11 +5,23 @@ A request body from ``HEAVY_BYTES`` up is parsed, matched against the store (its
 and its upstream request built in a worker thread (``anyio``'s pool); a smaller one runs inline,
 where a thread hop would cost more than the work. Python threads share the interpreter lock, but
 the loop gets it back every switch interval (5 ms), so it goes on answering meanwhile.
+
+Except during a garbage collection: the cyclic collector holds the lock for a whole pass over
+every tracked object. An 8 MB ``count_tokens`` body of 40,000 messages grows the heap from ~60,000
+tracked objects to ~300,000 (the parsed body, the memo's items, the walk), and as it grows the
+collector's full pass fires each time the heap has grown by a quarter: five or six passes over
+three such requests, each 25-120 ms on the shared 2-core machine, and each one a stall of
+``/healthz`` as long (``benchmarks/gateway_stress.py``; seen with ``gc.callbacks``). So a heavy
+call runs with the collector paused, and what is alive when it ends is frozen (out of the
+collector's generations, as ``store.engine`` does after loading a history), so no later pass
+rescans the memo's items either.
 """
 
 from __future__ import annotations
 
 import functools
+import gc
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -21,9 +33,43 @@ T = TypeVar("T")
 #: and matching on the loop: below it the hop costs more than it saves.
 HEAVY_BYTES = 256 * 1024
 
+#: Frozen objects past which a heavy call's end undoes the freeze instead (every frozen object
+#: goes back to the oldest generation, whose next pass rescans them). Frozen objects are freed
+#: by their reference counts as usual, but one that ends in a cycle (an exception's traceback
+#: holding a request's frames) waits for this to be collected: so at most this many do.
+FROZEN_CAP = 1_000_000
+
+_LOCK = threading.Lock()
+#: Heavy calls running now, and whether the first of them found the collector enabled (the
+#: collector is the process's: the last one to end restores it).
+_state = {"running": 0, "paused": False}
+
 
 async def off_loop(heavy: bool, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``fn(*args, **kwargs)``, in a worker thread when ``heavy``."""
+    """``fn(*args, **kwargs)``, in a worker thread when ``heavy`` (the collector paused)."""
     if not heavy:
         return fn(*args, **kwargs)
-    return await anyio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+    return await anyio.to_thread.run_sync(functools.partial(collector_paused, fn, *args,
+                                                            **kwargs))
+
+
+def collector_paused(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``fn(*args, **kwargs)`` with the cyclic collector off; when the last such call ends,
+    what is alive is frozen (up to ``FROZEN_CAP``) and the collector back on. A collector
+    someone else turned off stays off."""
+    with _LOCK:
+        if not _state["running"]:
+            _state["paused"] = gc.isenabled()
+            gc.disable()
+        _state["running"] += 1
+    try:
+        return fn(*args, **kwargs)
+    finally:
+        with _LOCK:
+            _state["running"] -= 1
+            if not _state["running"] and _state["paused"]:
+                if gc.get_freeze_count() > FROZEN_CAP:
+                    gc.unfreeze()
+                else:
+                    gc.freeze()
+                gc.enable()
