@@ -14,6 +14,7 @@ p50 are the gateway scenario's (a rehydrated 40-turn Chat history, ``gateway_tab
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 
 from benchmarks.gateway_faces import TITLES
@@ -64,6 +65,9 @@ class Healthz:
     p50: float
     priced: float  # wall seconds of the slowest count_tokens request
     tokens: int
+    posts: int = 1
+    gateway_cpu: float = 0.0  # CPU seconds of the gateway process over all the posts
+    load: float = 0.0  # the machine's 1-minute load average after them
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -78,6 +82,8 @@ class Streams:
     gap_p50: float
     direct_gap_p50: float
     chunk_delay: float
+    gateway_cpu: float = 0.0  # CPU seconds of the gateway process over the streams
+    load: float = 0.0  # the machine's 1-minute load average after them
     nofile: str
 
 
@@ -92,6 +98,12 @@ class Numbers:
     #: face -> what LiteLLM's route answered when it could not serve that face
     litellm_failed: dict[str, str] = field(default_factory=dict)
     litellm_version: str = ""
+
+
+def _load(load: float) -> str:
+    """The machine's load beside a stress row: on a shared machine the row measures it too (a
+    gateway thread waiting for a core, not working, is most of a loaded run's gap)."""
+    return f"1-min load {load:.1f} on {os.cpu_count()} cores"
 
 
 def _ms(seconds: float) -> str:
@@ -173,7 +185,8 @@ def _healthz_rows(h: Healthz) -> list[Row]:
                 reps=h.polls,
                 note=f"GET /healthz every 10 ms from another connection; p50 {_ms(h.p50)}; "
                      f"slowest POST /v1/messages/count_tokens {_ms(h.priced)} "
-                     f"({h.tokens:,} tokens)")]
+                     f"({h.tokens:,} tokens); gateway CPU {h.gateway_cpu:.2f} s for "
+                     f"{h.posts} posts; {_load(h.load)}")]
 
 
 def _stream_rows(s: Streams) -> list[Row]:
@@ -195,7 +208,9 @@ def _stream_rows(s: Streams) -> list[Row]:
             floor_kind="gap p99 of the same streams straight from the emulator",
             target=f"≤ {_ms(GAP_LIMIT_S)}", ok=at_most(added, GAP_LIMIT_S),
             note=f"gap p99 via gateway {_ms(s.gap_p99)}; p50 {_ms(s.gap_p50)} via gateway, "
-                 f"{_ms(s.direct_gap_p50)} direct"),
+                 f"{_ms(s.direct_gap_p50)} direct; gateway CPU {s.gateway_cpu:.2f} s for the "
+                 f"{s.streams} streams ({_ms(s.gateway_cpu / max(1, s.streams))} each); "
+                 f"{_load(s.load)}"),
     ]
 
 

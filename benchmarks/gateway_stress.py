@@ -11,11 +11,30 @@ must not stall another's requests, and one process must carry many streams.
   Per stream the text frames (reasoning, content or tool-call fragments) and their arrival
   times are kept: a frame lost is one the direct stream had and the gateway's did not; the gap
   p99 is over every pair of consecutive text frames of every stream.
+
+Both rows note the gateway process's CPU and the machine's load. What profiling them showed
+(per-thread CPU and run-queue wait from ``/proc/<pid>/task/*/schedstat``, ``gc.callbacks`` and
+py-spy in the served process; issue 45):
+
+- ``healthz``: each slow poll was the loop thread waiting for the interpreter lock while the
+  worker held it through a full garbage collection (the heap the 8 MB body builds), or, on a
+  loaded machine, while the worker waited for a core holding it. Not the switch interval: at
+  0.5 ms the worst poll stayed the same. Hence ``gateway.offload``'s paused collector.
+- ``streams``: on the shared machine the gateway's loop thread spends 75-90% of the run
+  runnable but not running (Linux's autogroup scheduling gives each session an equal share of
+  the cores, so the helpers' other sessions take most of them). Given its share (the run's
+  session reniced), the added p99 was -8, 28 and 34 ms in three runs, the direct streams' own
+  p99 moving by 19 ms between runs; what delays frames then is the setup of 512 requests at
+  once (loop stalls of 100-470 ms, before most first frames) and collections over the streams'
+  objects (35-38 ms passes as the first frames flow, one of 186 ms). Its CPU goes to relaying
+  frames (~40%), httpcore's pool scanning every connection on each request's start and end
+  (~15%), request setup (~7%).
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import resource
 import statistics
 import threading
@@ -83,6 +102,7 @@ def healthz(home: Path, sizes: Sizes) -> Healthz:
         client.post(url, content=small).raise_for_status()  # warm: imports, route tables
         polls: list[float] = []
         slowest, tokens = 0.0, 0
+        cpu = gateway_procs.cpu_seconds(served.pid)
         for _ in range(sizes.healthz_posts):
             stop = threading.Event()
             poller = threading.Thread(target=_poll, args=(probe, stop, polls))
@@ -96,8 +116,10 @@ def healthz(home: Path, sizes: Sizes) -> Healthz:
             poller.join()
             answer.raise_for_status()
             tokens = int(answer.json()["input_tokens"])
+        cpu = gateway_procs.cpu_seconds(served.pid) - cpu
     return Healthz(body_bytes=len(body), polls=len(polls), worst=max(polls),
-                   p50=statistics.median(polls), priced=slowest, tokens=tokens)
+                   p50=statistics.median(polls), priced=slowest, tokens=tokens,
+                   posts=sizes.healthz_posts, gateway_cpu=cpu, load=os.getloadavg()[0])
 
 
 # --- many concurrent streams ----------------------------------------------------------------------
@@ -200,8 +222,10 @@ def streams(home: Path, sizes: Sizes) -> Streams:
         asyncio.run(_all(served.url + "/chat/completions", _bodies(MODEL, 2)))
         direct, _ = asyncio.run(_all(emu.url + "/chat/completions",
                                      _bodies(UPSTREAM_MODEL, sizes.streams)))
+        cpu = gateway_procs.cpu_seconds(served.pid)
         via, peak = asyncio.run(_all(served.url + "/chat/completions",
                                      _bodies(MODEL, sizes.streams)))
+        cpu = gateway_procs.cpu_seconds(served.pid) - cpu
     if any(d.error or not d.done for d in direct):
         raise RuntimeError("the emulator's own streams did not finish: "
                            + next(d.error for d in direct if d.error or not d.done))
@@ -211,4 +235,4 @@ def streams(home: Path, sizes: Sizes) -> Streams:
                    frames_lost=lost, bad_streams=bad, gap_p99=quantile(ours, 0.99),
                    direct_gap_p99=quantile(floor, 0.99), gap_p50=statistics.median(ours),
                    direct_gap_p50=statistics.median(floor), chunk_delay=sizes.chunk_delay,
-                   nofile=nofile)
+                   nofile=nofile, gateway_cpu=cpu, load=os.getloadavg()[0])
