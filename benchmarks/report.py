@@ -15,6 +15,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from benchmarks import gateway_procs
 from benchmarks.measure import Row
 
 HEADER = ("scenario", "size", "ours", "floor/peer", "ratio", "target", "ok?")
@@ -38,6 +39,16 @@ def _version(dist: str) -> str | None:
         return None
 
 
+def _litellm() -> str | None:
+    """LiteLLM's version: this environment's, else that of the one ``TL_BENCH_LITELLM`` names
+    (the LiteLLM the gateway scenarios start)."""
+    found = _version("litellm")
+    if found is not None or not os.environ.get(gateway_procs.LITELLM_ENV):
+        return found
+    binary = gateway_procs.litellm_binary()
+    return gateway_procs.litellm_version(binary) if binary is not None else None
+
+
 def _commit() -> str | None:
     try:
         done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
@@ -53,7 +64,7 @@ def machine(load_before: tuple[float, float, float]) -> dict[str, Any]:
         "cpu": cpu_model(), "cores": os.cpu_count(),
         "python": platform.python_version(), "platform": platform.platform(),
         "thoughtline": _version("thoughtline"), "orjson": _version("orjson"),
-        "litellm": _version("litellm"), "commit": _commit(),
+        "litellm": _litellm(), "commit": _commit(),
         "loadavg_before": [round(x, 2) for x in load_before],
         "loadavg_after": [round(x, 2) for x in os.getloadavg()],
     }
