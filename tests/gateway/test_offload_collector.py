@@ -6,12 +6,19 @@ from __future__ import annotations
 
 import gc
 import threading
+import tomllib
 from collections.abc import Iterator
+from pathlib import Path
 
 import anyio
 import pytest
 
+from thoughtline.gateway import app as app_module
 from thoughtline.gateway import offload
+from thoughtline.gateway.app import Gateway
+from thoughtline.gateway.config import parse
+from thoughtline.store import SQLiteStore
+from thoughtline.testing import ChatEmulator
 
 
 @pytest.fixture(autouse=True)
@@ -95,3 +102,28 @@ def test_past_the_cap_the_freeze_is_undone_so_cyclic_garbage_is_collected_again(
     offload.collector_paused(_made)
     assert gc.get_freeze_count() == 0
     assert gc.isenabled()
+
+
+def test_settling_freezes_what_start_up_left_alive() -> None:
+    offload.settle()
+    assert gc.get_freeze_count() > 0
+    assert gc.isenabled()
+
+
+def test_settling_leaves_a_collector_someone_else_turned_off_alone() -> None:
+    gc.disable()
+    offload.settle()
+    assert gc.get_freeze_count() == 0
+
+
+def test_a_warmed_gateway_has_settled(tmp_path: Path, deepseek: ChatEmulator,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    settled: list[bool] = []
+    monkeypatch.setattr(app_module, "settle", lambda: settled.append(True))
+    config = parse(tomllib.loads(
+        f'[[upstream]]\nname = "ds"\nprovider = "deepseek"\nbase_url = "{deepseek.base_url}"\n'
+        'api_key_env = "TL_SETTLE_KEY"\n'))
+    gateway = Gateway(config, SQLiteStore(tmp_path / "state.db"),
+                      environ={"TL_SETTLE_KEY": "sk-settle"})
+    anyio.run(gateway.warm)
+    assert settled == [True]

@@ -59,7 +59,7 @@ from thoughtline.gateway.front import Front
 from thoughtline.gateway.hints import Hints
 from thoughtline.gateway.metrics import CONTENT_TYPE, Metrics, RequestLogTee
 from thoughtline.gateway.mint import KEY_NAME, Minter
-from thoughtline.gateway.offload import HEAVY_BYTES, off_loop
+from thoughtline.gateway.offload import HEAVY_BYTES, off_loop, settle
 from thoughtline.gateway.overflow import recovering
 from thoughtline.gateway.request import (
     HttpError,
@@ -136,6 +136,7 @@ class Gateway:
             self.access.write({"event": "warm_skipped", "step": step})
         with contextlib.suppress(StoreError):  # /readyz and the requests say it
             await self.store.call(self.store.store.latest_session, tenant="thoughtline-warm")
+        settle()  # start-up's objects out of the collector's passes
 
     # --- routes -------------------------------------------------------------------------------
 
