@@ -3,8 +3,8 @@
 ``python -m benchmarks.instructions [API ...]`` (needs ``valgrind``; about a minute per API).
 Wall-clock rows on a shared 2-core machine move by 20-50% between runs of the same code; an
 instruction count moves by well under 1%, so two commits compare here even when the machine is
-busy. Per API (Chat deepseek, Responses, Gemini, Bedrock Claude, Anthropic; the 1,000-turn
-sessions of ``benchmarks.resume``) it prints, in millions of instructions:
+busy. Per API (Chat deepseek, Responses, Gemini, Bedrock Claude, Anthropic, Interactions; the
+1,000-turn sessions of ``benchmarks.resume``) it prints, in millions of instructions:
 
 - **resume**: ``Session.resume`` of the stored session (after a warm-up resume of a small one in
   the same process, so lazy imports and module caches are not counted);
@@ -32,7 +32,7 @@ from thoughtline.messages import Message
 from thoughtline.wirecache import WireCache
 
 CHILD = Path(__file__).with_name("_instructions_child.py")
-APIS = ("chat", "responses", "gemini", "bedrock", "anthropic")
+APIS = ("chat", "responses", "gemini", "bedrock", "anthropic", "interactions")
 TURNS = 1_000
 
 
@@ -63,7 +63,14 @@ class _Build:
 
 
 def _build_of(api: str) -> _Build:
-    from benchmarks import anthropic_rows, bedrock_rows, gemini_rows, responses_rows, synth
+    from benchmarks import (
+        anthropic_rows,
+        bedrock_rows,
+        gemini_rows,
+        interactions_rows,
+        responses_rows,
+        synth,
+    )
     from benchmarks.request_build import ROUTES, request_bytes
     from thoughtline import config
 
@@ -77,6 +84,8 @@ def _build_of(api: str) -> _Build:
         model = config.presets()["bedrock"].model
         return _Build(bedrock_rows.history(model, TURNS),
                       lambda h, c: bedrock_rows._bytes(h, model, c))
+    if api == "interactions":
+        return _Build(interactions_rows.history(TURNS), interactions_rows.request_bytes)
     return _Build(anthropic_rows.history(TURNS, 50), anthropic_rows.request_bytes)
 
 
