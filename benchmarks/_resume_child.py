@@ -76,6 +76,7 @@ def main() -> None:
     session.request_bytes([user("And the next step?")], stream=True)
     n1 = time.perf_counter()
     store.close()
+    fc0 = time.process_time()
     f0 = time.perf_counter()
     conn = sqlite3.connect(path)
     rows = conn.execute("SELECT skeleton FROM messages").fetchall()
@@ -85,6 +86,7 @@ def main() -> None:
     conn.close()
     floor_data = orjson.dumps(body)
     f1 = time.perf_counter()
+    fc1 = time.process_time()
     # A second, stricter floor: only the rows a spliced resume reads (entries and forms).
     r0 = time.perf_counter()
     conn = sqlite3.connect(path)
@@ -100,7 +102,8 @@ def main() -> None:
         "import_s": imported - started, "warm_s": w1 - w0, "open_s": t1 - t0, "load_s": t2 - t1,
         "build_s": t3 - t2, "dumps_s": t4 - t3, "inproc_s": t4 - t0, "cpu_s": c4 - c0,
         "next_s": n1 - n0,
-        "floor_s": f1 - f0, "read_floor_s": r1 - r0, "serialize_s": s1 - s0,
+        "floor_s": f1 - f0, "floor_cpu_s": fc1 - fc0, "read_floor_s": r1 - r0,
+        "serialize_s": s1 - s0,
         "bytes": len(data), "same_bytes": data == floor_data, "rows": len(rows),
         "read_rows": len(read), "turns": turns,
     }).decode())

@@ -120,7 +120,8 @@ def other_rows(tmp: str, runs: int) -> list[Row]:
                         ok=at_most(ratio(inproc, floor), READ_TARGET), reps=runs,
                         note=_breakdown({k: statistics.median(s[k] for s in samples)
                                          for k in ("warm_s", "open_s", "load_s", "build_s",
-                                                   "dumps_s", "cpu_s", "next_s")}),
+                                                   "dumps_s", "cpu_s", "floor_cpu_s",
+                                                   "next_s")}),
                         extra={"turns": TARGET_N, "same_bytes": samples[0]["same_bytes"]}))
     return rows
 
@@ -174,7 +175,7 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
     wall = statistics.median(w for _, w in samples)
     targeted = n == TARGET_N
     breakdown = {k: med(k) for k in ("import_s", "warm_s", "open_s", "load_s", "build_s",
-                                      "dumps_s", "cpu_s", "next_s")}
+                                      "dumps_s", "cpu_s", "floor_cpu_s", "next_s")}
     first = samples[0][0]
     extra = {"turns": n, "bytes": first["bytes"], "same_bytes": first["same_bytes"],
              **breakdown}
@@ -226,6 +227,9 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
 
 def _breakdown(seconds: dict[str, float]) -> str:
     ms = {k: v * 1e3 for k, v in seconds.items()}
+    ms["cpu_ratio"] = ratio(seconds["cpu_s"], seconds["floor_cpu_s"]) or 0.0
     return ("open {open_s:.1f} + load {load_s:.1f} + build {build_s:.1f} + dumps {dumps_s:.1f} ms;"
-            " CPU time {cpu_s:.1f} ms; the next request's build {next_s:.1f} ms; before the clock,"
-            " the first use (a small session resumed and built) {warm_s:.1f} ms").format(**ms)
+            " CPU time {cpu_s:.1f} ms (the floor's {floor_cpu_s:.1f} ms: {cpu_ratio:.2f}×, what to"
+            " read when the load average is above the core count); the next request's build"
+            " {next_s:.1f} ms; before the clock, the first use (a small session resumed and built)"
+            " {warm_s:.1f} ms").format(**ms)
