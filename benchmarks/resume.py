@@ -149,6 +149,7 @@ def run(*, quick: bool) -> list[Row]:
     bare, _ = processes([sys.executable, "-c", "pass"], runs)
     rows: list[Row] = []
     walls: dict[int, float] = {}
+    cpus: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="tl-bench-resume-") as tmp:
         warm = (Path(tmp, "warm", "state.db"), write_session(Path(tmp, "warm"), WARM_TURNS))
         for n in sizes:
@@ -157,17 +158,20 @@ def run(*, quick: bool) -> list[Row]:
             run_child(home / "state.db", session_id, warm)  # warm the page cache and bytecode
             samples = [run_child(home / "state.db", session_id, warm) for _ in range(runs)]
             walls[n] = statistics.median(w for _, w in samples)
+            cpus[n] = statistics.median(s["process_cpu_s"] for s, _ in samples)
             if n == 0:
                 continue  # the empty session is the baseline of "what the history adds"
             memory = child_memory(home / "state.db", session_id)
-            rows.extend(_rows(n, samples, bare, runs, walls[0], memory))
+            rows.extend(_rows(n, samples, bare, runs, (walls[0], cpus[0]), memory))
         if not quick:
             rows.extend(other_rows(tmp, runs))
     return rows
 
 
 def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs: int,
-          empty_wall: float, memory: dict[str, Any]) -> list[Row]:
+          empty: tuple[float, float], memory: dict[str, Any]) -> list[Row]:
+    """The rows of one size; ``empty``: the wall and CPU seconds of the empty session's
+    process."""
     def med(key: str) -> float:
         return statistics.median(s[key] for s, _ in samples)
 
@@ -180,7 +184,9 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
     extra = {"turns": n, "bytes": first["bytes"], "same_bytes": first["same_bytes"],
              **breakdown}
     size = f"N={n:,}"
+    empty_wall, empty_cpu = empty
     added = max(wall - empty_wall, 0.0)
+    added_cpu = med("process_cpu_s") - empty_cpu
     build, serialize = med("build_s"), med("serialize_s")
     per_turn = memory["kept_bytes"] / max(n, 1)
 
@@ -206,7 +212,8 @@ def _rows(n: int, samples: list[tuple[dict[str, Any], float]], bare: float, runs
             ratio=ratio(added, floor), target=proc_t, ok=proc_ok, reps=runs,
             note=f"process wall {wall * 1e3:.0f} ms − the same process on an empty session "
                  f"{empty_wall * 1e3:.0f} ms (python -c pass: {bare * 1e3:.0f} ms; imports "
-                 f"{breakdown['import_s'] * 1e3:.0f} ms; CPU {med('process_cpu_s') * 1e3:.0f} ms)",
+                 f"{breakdown['import_s'] * 1e3:.0f} ms); in CPU time {added_cpu * 1e3:.0f} ms "
+                 f"added, {ratio(added_cpu, med('floor_cpu_s')) or 0:.2f}× the floor's",
             extra={"turns": n, "wall_s": wall, "empty_wall_s": empty_wall}),
         Row(scenario=SCENARIO, case="cold build: first request after resume (spliced)",
             size=size, ours=build, floor=serialize, floor_kind="orjson.dumps of the same body",
