@@ -15,11 +15,13 @@ import orjson
 #: writes only 255; real replies and requests nest a few dozen at most).
 MAX_DEPTH = 128
 
-def deeper_than(value: Any, limit: int = MAX_DEPTH, *, raw: bytes | str | None = None) -> bool:
+def deeper_than(value: Any, limit: int = MAX_DEPTH, *, raw: bytes | str | None = None,
+                skip: object = None) -> bool:
     """True when ``value`` nests more than ``limit`` arrays/objects deep (iterative).
 
     ``raw``, the text ``value`` was parsed from, skips the walk when it holds fewer brackets
-    than ``limit`` (the common case, checked in C).
+    than ``limit`` (the common case, checked in C). ``skip``: an array or object inside
+    ``value`` (that very object) left out of the walk, with all it holds: the caller checks it.
     """
     if raw is not None:
         opening = (b"[", b"{") if isinstance(raw, bytes | bytearray) else ("[", "{")
@@ -34,7 +36,8 @@ def deeper_than(value: Any, limit: int = MAX_DEPTH, *, raw: bytes | str | None =
         for item in level:
             children = item.values() if type(item) is dict or isinstance(item, Mapping) \
                 else item
-            below += [child for child in children if type(child) not in _FLAT and _nests(child)]
+            below += [child for child in children
+                      if type(child) not in _FLAT and child is not skip and _nests(child)]
         level = below
         depth += 1
     return False

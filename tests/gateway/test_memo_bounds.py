@@ -110,3 +110,24 @@ def test_messages_tool_changes_and_own_blocks_seen_in_a_resumed_prefix() -> None
     assert resumed.dropped_to("openai-chat") == whole.dropped_to("openai-chat")
     assert "image blocks" in resumed.dropped_to("openai-chat")
     assert resumed == whole
+
+
+def test_only_the_prefixes_the_memo_holds_are_digested() -> None:
+    """Each item is hashed once; a prefix's digest is made only for the item counts the tenant
+    has entries of (and kept track of as entries go)."""
+    memos = Memos(entries=2)
+    memo = memos.items("alice")
+    assert memo is not None
+    for count in (2, 4, 6):
+        memo.walk(_items(count), _counting([]))
+    assert memos._counts == {"alice": {4: 1, 6: 1}}  # the entry of 2 went first
+    seen: Seen = []
+    fresh = memos.items("alice")
+    assert fresh is not None
+    fresh.walk(_items(7), _counting(seen))
+    assert seen == [6] and fresh._prefixes is not None
+    assert sorted(fresh._prefixes.made) == [6, 7]  # the hit, and the entry kept
+    assert memos._counts == {"alice": {6: 1, 7: 1}}
+    other = memos.items("bob")
+    assert other is not None and other.seen(_items(7)) == 0
+    assert other._prefixes is not None and not other._prefixes.made  # nothing of bob's held

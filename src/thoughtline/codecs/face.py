@@ -66,18 +66,21 @@ class Walked:
     """A face's client items converted so far: its loop's whole state. ``minted`` counts its
     ``Minted.message`` in ``messages``; ``unread`` names what no upstream receives, ``own``
     what only an upstream of the face's own API receives (each name once); ``tool_changes``:
-    the items' changes to the tools on offer, in order, as the face reads them."""
+    the items' changes to the tools on offer, in order, as the face reads them; ``held``: what
+    the face read that is no message yet (e.g. items that join the next ones into one turn), an
+    immutable value of the face's own, finished by its parse after the walk (None: nothing)."""
 
     messages: list[Message] = field(default_factory=list)
     minted: list[Minted] = field(default_factory=list)
     unread: list[str] = field(default_factory=list)
     own: list[str] = field(default_factory=list)
     tool_changes: list[Any] = field(default_factory=list)
+    held: Any = None
 
     def copy(self) -> Walked:
         return Walked(messages=list(self.messages), minted=list(self.minted),
                       unread=list(self.unread), own=list(self.own),
-                      tool_changes=list(self.tool_changes))
+                      tool_changes=list(self.tool_changes), held=self.held)
 
 
 #: A face's conversion of ``items[start:]`` onto ``walked`` (in place: it appends, and may

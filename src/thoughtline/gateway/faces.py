@@ -78,6 +78,10 @@ class Face(Protocol):
         """Its client's smallest request (the gateway parses one at start to warm up)."""
         ...
 
+    def items(self, body: Any) -> list[Any] | None:
+        """The parsed body's conversation items, a top-level array (None: none)."""
+        ...
+
     def new_id(self) -> str: ...
 
     def whole(self, done: Done, reply: Reply) -> Mapping[str, Any]: ...
@@ -125,6 +129,9 @@ class ChatFace:
     def smallest_request(self, model: str) -> Mapping[str, Any]:
         return chat_client.smallest_request(model)
 
+    def items(self, body: Any) -> list[Any] | None:
+        return chat_client.items_of(body)
+
     def new_id(self) -> str:
         return "chatcmpl-" + uuid.uuid4().hex
 
@@ -160,6 +167,9 @@ class MessagesFace:
 
     def smallest_request(self, model: str) -> Mapping[str, Any]:
         return messages_client.smallest_request(model)
+
+    def items(self, body: Any) -> list[Any] | None:
+        return messages_client.items_of(body)
 
     def new_id(self) -> str:
         return "msg_" + uuid.uuid4().hex
@@ -200,12 +210,13 @@ class ResponsesFace:
 
     def parse(self, body: Any, headers: Mapping[str, str],
               memo: ItemMemo | None = None) -> ClientRequest:
-        """(``memo`` unused: input items fold into messages across items, e.g. reasoning and
-        calls into one turn; this face converts all of them every time.)"""
-        return responses_client.parse_request(body, headers)
+        return responses_client.parse_request(body, headers, memo)
 
     def smallest_request(self, model: str) -> Mapping[str, Any]:
         return responses_client.smallest_request(model)
+
+    def items(self, body: Any) -> list[Any] | None:
+        return responses_client.items_of(body)
 
     def new_id(self) -> str:
         return "resp_" + uuid.uuid4().hex

@@ -22,6 +22,7 @@ from thoughtline.codecs.face import ClientRequest, ClientRequestError, ItemMemo
 from thoughtline.errors import StoreError
 from thoughtline.gateway.faces import CHAT, Face
 from thoughtline.gateway.hints import Hints
+from thoughtline.gateway.memo import ItemsMemo
 
 
 class TooLarge(Exception):
@@ -92,12 +93,25 @@ def client_request(raw: bytes, face: Face = CHAT, headers: Mapping[str, str] | N
     except orjson.JSONDecodeError as exc:
         raise HttpError(400, f"the request body is not valid JSON: {exc}",
                         code="invalid_json") from None
-    if shape.deeper_than(body, raw=raw):
+    if _too_deep(body, raw, face, memo):
         raise HttpError(400, shape.too_deep("the request body"), code="too_deep")
     try:
         return face.parse(body, headers or {}, memo)
     except ClientRequestError as exc:
         raise HttpError(400, str(exc), param=exc.param) from None
+
+
+def _too_deep(body: Any, raw: bytes, face: Face, memo: ItemMemo | None) -> bool:
+    """Whether ``body`` nests deeper than the bound. With the items memo, the conversation
+    items an earlier request of the tenant sent are left out: they were checked then
+    (``ItemsMemo.seen``); the rest of the body and every item after them are walked."""
+    items = face.items(body) if isinstance(memo, ItemsMemo) else None
+    if items is None or not isinstance(memo, ItemsMemo):
+        return shape.deeper_than(body, raw=raw)
+    fresh = items[memo.seen(items):]
+    # the items are a top-level array of the body: each item one level further down
+    return shape.deeper_than(body, raw=raw, skip=items) or \
+        shape.deeper_than(fresh, shape.MAX_DEPTH - 1)
 
 
 async def read_body(request: Request, limit: int) -> bytes:

@@ -93,7 +93,7 @@ CLIENT_API = API
 SESSION_HEADER = "x-claude-code-session-id"
 
 __all__ = ["CLIENT_API", "MINT_PREFIX", "SESSION_HEADER", "MessageStreamWriter", "asks_models",
-           "count_tokens_json", "error_frame", "error_json", "error_type", "is_minted",
+           "count_tokens_json", "error_frame", "error_json", "error_type", "is_minted", "items_of",
            "message_json", "models_json", "parse_request"]
 
 #: Body keys the face turns into canonical values itself (every other key is a parameter).
@@ -112,6 +112,13 @@ _NEUTRAL_FOR: Mapping[str, frozenset[str]] = {
 
 
 # --- the request ----------------------------------------------------------------------------------
+
+
+def items_of(body: Any) -> list[Any] | None:
+    """The body's conversation items: the top-level array its parse converts item by item
+    (None: the body has none). The gateway checks their nesting apart (``memo``)."""
+    items = body.get("messages") if isinstance(body, Mapping) else None
+    return items if isinstance(items, list) else None
 
 
 def smallest_request(model: str) -> dict[str, Any]:

@@ -45,7 +45,7 @@ from thoughtline.messages import (
 CLIENT_API = API
 
 __all__ = ["CLIENT_API", "ChunkWriter", "ClientRequest", "ClientRequestError", "completion_json",
-           "error_frame", "error_json", "finish_reason", "message_json", "models_json",
+           "error_frame", "error_json", "finish_reason", "items_of", "message_json", "models_json",
            "parse_request", "usage_json"]
 
 #: Request keys the gateway interprets itself; every other key is passed to a Chat upstream.
@@ -53,6 +53,13 @@ _HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", 
 
 
 # --- parsing ------------------------------------------------------------------------------------
+
+
+def items_of(body: Any) -> list[Any] | None:
+    """The body's conversation items: the top-level array its parse converts item by item
+    (None: the body has none). The gateway checks their nesting apart (``memo``)."""
+    items = body.get("messages") if isinstance(body, Mapping) else None
+    return items if isinstance(items, list) else None
 
 
 def smallest_request(model: str) -> dict[str, Any]:

@@ -41,7 +41,7 @@ docs/codex.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -51,8 +51,11 @@ from thoughtline.codecs.face import (
     MINT_PREFIX,
     ClientRequest,
     ClientRequestError,
+    ItemMemo,
     Minted,
+    Walked,
     is_minted,
+    walk,
 )
 from thoughtline.codecs.openai_responses import agents
 from thoughtline.codecs.openai_responses.agents import AGENT_MESSAGE
@@ -99,7 +102,7 @@ COMPACTION, COMPACTION_TRIGGER = "compaction", "compaction_trigger"
 
 __all__ = ["CLIENT_API", "COMPACTION", "COMPACTION_TRIGGER", "CUSTOM_INPUT", "MINT_PREFIX",
            "SESSION_HEADERS",
-           "ResponsesRequest", "is_minted", "own_compaction", "parse_request",
+           "ResponsesRequest", "is_minted", "items_of", "own_compaction", "parse_request",
            "user_items"]
 
 #: Body keys the face turns into canonical values itself (every other key is a parameter).
@@ -145,15 +148,24 @@ class ResponsesRequest(ClientRequest):
 # --- the request ----------------------------------------------------------------------------------
 
 
+def items_of(body: Any) -> list[Any] | None:
+    """The body's conversation items: the top-level array its parse converts item by item
+    (None: the body has none). The gateway checks their nesting apart (``memo``)."""
+    items = body.get("input") if isinstance(body, Mapping) else None
+    return items if isinstance(items, list) else None
+
+
 def smallest_request(model: str) -> dict[str, Any]:
     """The smallest request a Responses client sends (a one-line input): what a server parses
     at start to load this face before its first real request."""
     return {"model": model, "input": "hi"}
 
 
-def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> ResponsesRequest:
+def parse_request(body: Any, headers: Mapping[str, str] | None = None,
+                  memo: ItemMemo | None = None) -> ResponsesRequest:
     """Read a parsed JSON body and the request headers (any case); raises
-    ``ClientRequestError`` naming what is wrong."""
+    ``ClientRequestError`` naming what is wrong. ``memo``: continues the input items'
+    conversion from an earlier request's (``face.walk``)."""
     if not isinstance(body, Mapping):
         raise ClientRequestError("the request body must be a JSON object")
     model = body.get("model")
@@ -173,25 +185,26 @@ def parse_request(body: Any, headers: Mapping[str, str] | None = None) -> Respon
     if instructions is not None and not isinstance(instructions, str):
         raise ClientRequestError("`instructions` must be a string", param="instructions")
     lead = [Message(role="system", parts=(Text(text=instructions),))] if instructions else []
-    walk = _Walk(len(lead))
-    for index, item in enumerate(raw):
-        walk.item(item, f"input[{index}]")
-    walk.end()
-    tools = read_tools(body.get("tools"), walk.tool_lists)
+    walked = walk(raw, _convert, memo)  # a copy when remembered: ``end`` may change it
+    ended = _Walk(walked)
+    ended.end()
+    tools = read_tools(body.get("tools"), walked.tool_changes)
     params = {k: v for k, v in body.items() if k not in _HANDLED}
-    unread = tuple(dict.fromkeys((*tools.builtins, *walk.dropped)))
+    unread = tuple(dict.fromkeys((*tools.builtins, *walked.own)))
     params_for, dropped_for = _params_for(params, unread)
     previous = body.get("previous_response_id")
     if previous is not None and not isinstance(previous, str):
         raise ClientRequestError("`previous_response_id` must be a string",
                                  param="previous_response_id")
+    offset = len(lead)
     return ResponsesRequest(
-        model=model, messages=(*lead, *walk.messages), tools=tools.specs, params=params,
+        model=model, messages=(*lead, *walked.messages), tools=tools.specs, params=params,
         stream=body.get("stream") is True, api=API, params_for=params_for,
         dropped_for=dropped_for, session_hint=_session(lowered, body.get("prompt_cache_key")),
-        minted=tuple(walk.minted), tool_names=tools.names, compact=compact,
-        previous_response_id=previous or "", checkpoint=walk.checkpoint,
-        checkpoint_at=walk.checkpoint_at)
+        minted=tuple(Minted(message=m.message + offset, value=m.value) for m in walked.minted),
+        tool_names=tools.names, compact=compact, previous_response_id=previous or "",
+        checkpoint=ended.checkpoint,
+        checkpoint_at=ended.checkpoint_at + offset if ended.checkpoint else -1)
 
 
 def _session(headers: Mapping[str, str], cache_key: Any) -> str:
@@ -202,30 +215,62 @@ def _session(headers: Mapping[str, str], cache_key: Any) -> str:
     return text_of(cache_key).strip()
 
 
-class _Walk:
-    """Input items → canonical messages, grouping assistant items into turns."""
+def _convert(raw: Sequence[Any], start: int, walked: Walked) -> None:
+    """``raw[start:]`` onto ``walked`` (``face.Convert``): consecutive assistant items join one
+    turn and consecutive outputs one tool turn, so the turn still open stays in ``held``."""
+    walking = _Walk(walked)
+    for index in range(start, len(raw)):
+        walking.item(raw[index], f"input[{index}]")
+    walking.hold(walked)
 
-    def __init__(self, offset: int) -> None:
-        self.offset = offset
-        self.messages: list[Message] = []
-        self.minted: list[Minted] = []
-        self.checkpoint = ""
-        self.checkpoint_at = -1
+
+@dataclass(frozen=True, slots=True)
+class _Held:
+    """What ``_Walk`` holds between items (``Walked.held``): the open turn's parts, and the
+    ``additional_tools`` items no message has carried yet."""
+
+    assistant: tuple[Part, ...] = ()
+    minted: str = ""
+    results: tuple[Part, ...] = ()
+    outputs: tuple[Mapping[str, Any], ...] = ()
+    pending: tuple[Mapping[str, Any], ...] = ()
+    checkpoint: str = ""
+    checkpoint_at: int = -1
+
+
+class _Walk:
+    """Input items → canonical messages, grouping assistant items into turns, on ``walked``'s
+    lists (``Minted.message`` and ``checkpoint_at`` count from its first message)."""
+
+    def __init__(self, walked: Walked) -> None:
+        held = walked.held if isinstance(walked.held, _Held) else _Held()
+        self.messages = walked.messages
+        self.minted = walked.minted
+        self.checkpoint = held.checkpoint
+        self.checkpoint_at = held.checkpoint_at
         #: Each ``additional_tools`` item's tool list, with its place (for errors).
-        self.tool_lists: list[tuple[Any, str]] = []
-        self._assistant: list[Part] = []
-        self._minted = ""
-        self._results: list[Part] = []
-        self._outputs: list[Mapping[str, Any]] = []
-        self._pending: list[Mapping[str, Any]] = []  # additional_tools items awaiting a message
+        self.tool_lists: list[tuple[Any, str]] = walked.tool_changes
+        self._assistant: list[Part] = list(held.assistant)
+        self._minted = held.minted
+        self._results: list[Part] = list(held.results)
+        self._outputs: list[Mapping[str, Any]] = list(held.outputs)
+        #: additional_tools items awaiting a message
+        self._pending: list[Mapping[str, Any]] = list(held.pending)
         #: What only a Responses upstream reads (``kinds.OWN``), as the request log names it.
-        self.dropped: list[str] = []
+        self.dropped: list[str] = walked.own
+
+    def hold(self, walked: Walked) -> None:
+        """What is not a message yet, into ``walked.held`` (each dropped name kept once)."""
+        walked.held = _Held(assistant=tuple(self._assistant), minted=self._minted,
+                            results=tuple(self._results), outputs=tuple(self._outputs),
+                            pending=tuple(self._pending), checkpoint=self.checkpoint,
+                            checkpoint_at=self.checkpoint_at)
+        self.dropped[:] = dict.fromkeys(self.dropped)
 
     def flush(self) -> None:
         if self._assistant:
             if self._minted:
-                self.minted.append(Minted(message=self.offset + len(self.messages),
-                                          value=self._minted))
+                self.minted.append(Minted(message=len(self.messages), value=self._minted))
             self.messages.append(Message(role="assistant", parts=tuple(self._assistant)))
         if self._results:
             self._add(Message(role="tool", parts=tuple(self._results),
@@ -325,7 +370,7 @@ class _Walk:
                                      param=where)
         self.flush()
         self.checkpoint = value
-        self.checkpoint_at = self.offset + len(self.messages)
+        self.checkpoint_at = len(self.messages)
 
 
 def _parts(content: Any, where: str, dropped: list[str]) -> list[Part]:
