@@ -266,9 +266,12 @@ class Message:
     #: Set on load when a stored payload of this turn failed verification and was left out: the
     #: turn is not what the model saw, and replay policies may treat it as such.
     damaged: bool = False
+    #: ``tool_calls``, made once: the gateway asks it of every resent turn on every request.
+    _calls: tuple[ToolCall, ...] = field(init=False, repr=False, compare=False, default=())
 
     def __post_init__(self) -> None:
         _frozen_native(self)
+        object.__setattr__(self, "_calls", tuple(p for p in self.parts if isinstance(p, ToolCall)))
 
     @property
     def text(self) -> str:
@@ -280,7 +283,7 @@ class Message:
 
     @property
     def tool_calls(self) -> tuple[ToolCall, ...]:
-        return tuple(p for p in self.parts if isinstance(p, ToolCall))
+        return self._calls
 
     @property
     def tool_results(self) -> tuple[ToolResult, ...]:

@@ -46,3 +46,27 @@ def test_references_are_checked() -> None:
         Minter(KEY).mint("", "bad ref with spaces")
     with pytest.raises(ValueError):
         Minter(b"short")
+
+
+def test_a_value_checked_once_is_remembered_per_tenant_and_a_long_one_is_not(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A client resends every minted value on every request: each is checked once (issue 45),
+    and what is remembered is the answer for that tenant, forgeries included."""
+    minter = Minter(KEY)
+    value = minter.mint("gw:alice", "msg_0123456789abcdef")
+    forged = value[:-1] + ("A" if value[-1] != "A" else "B")
+    macs: list[str] = []
+    mac = Minter._mac
+
+    def counted(self: Minter, tenant: str, ref: str) -> str:
+        macs.append(tenant)
+        return mac(self, tenant, ref)
+
+    monkeypatch.setattr(Minter, "_mac", counted)
+    for _ in range(3):
+        assert minter.verify("gw:alice", value) == "msg_0123456789abcdef"
+        assert minter.verify("gw:bob", value) is None
+        assert minter.verify("gw:alice", forged) is None
+    assert macs == ["gw:alice", "gw:bob", "gw:alice"]  # one MAC each, the first time
+    assert minter.verify("gw:alice", value + "x" * 10_000) is None
+    assert len(minter._known) == 3  # a value longer than any minted one is not kept

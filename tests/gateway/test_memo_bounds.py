@@ -12,6 +12,7 @@ from thoughtline.codecs.anthropic.client import parse_request as messages_reques
 from thoughtline.codecs.face import Walked, walk
 from thoughtline.codecs.openai_chat.client import parse_request
 from thoughtline.gateway.memo import Memos
+from thoughtline.messages import Message, Reasoning, Text
 
 Seen = list[int]
 
@@ -110,6 +111,19 @@ def test_messages_tool_changes_and_own_blocks_seen_in_a_resumed_prefix() -> None
     assert resumed.dropped_to("openai-chat") == whole.dropped_to("openai-chat")
     assert "image blocks" in resumed.dropped_to("openai-chat")
     assert resumed == whole
+
+
+def test_a_message_without_its_reasoning_is_made_once() -> None:
+    """The reasoning a client carried beside a minted value is left out of every resent turn
+    on every request: the same object comes back, so its chain digests are remembered too."""
+    turn = Message(role="assistant", parts=(Reasoning(kind="summary", summary="mine"),
+                                            Text(text="Sunny.")))
+    memos = Memos()
+    first = memos.unreasoned(turn)
+    assert first.parts == (Text(text="Sunny."),) and memos.unreasoned(turn) is first
+    assert memos.element(first) is memos.element(memos.unreasoned(turn))
+    off = Memos(entries=0)
+    assert off.unreasoned(turn) == first and off.unreasoned(turn) is not off.unreasoned(turn)
 
 
 def test_only_the_prefixes_the_memo_holds_are_digested() -> None:

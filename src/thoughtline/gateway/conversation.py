@@ -35,7 +35,7 @@ from thoughtline.gateway.config import GatewayConfig, Upstream
 from thoughtline.gateway.memo import ItemsMemo, Memos
 from thoughtline.gateway.offload import off_loop
 from thoughtline.gateway.storage import AsyncStore
-from thoughtline.messages import Message, Reasoning
+from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig, merge
 from thoughtline.persist import TurnWrite, Written, default_rescue_dir, write_turn
 from thoughtline.store.base import SessionRecord, Store, new_session_id
@@ -256,7 +256,7 @@ class Conversations:
         chain is computed off the event loop."""
         provider = _with_headers(upstream.for_model(model), request)
         codec = registry.codec(provider.api)
-        messages, digests = await off_loop(heavy, _digested, request, self.memos.element)
+        messages, digests = await off_loop(heavy, _digested, request, self.memos)
         ask = _Ask(ref=session_ref, hint=request.session_hint,
                    minted={i: mint.index_key(r) for i, r in (minted or {}).items()})
         found = await self.store.call(_lookups, self.store.store, tenant, messages, ask,
@@ -337,23 +337,25 @@ def _with_headers(provider: ProviderConfig, request: ClientRequest) -> ProviderC
     return replace(provider, headers={**(provider.headers or {}), **given})
 
 
-def _digested(request: ClientRequest, elements: Callable[[Message], rehydrate.Element],
+def _digested(request: ClientRequest, memos: Memos,
               ) -> tuple[tuple[Message, ...], rehydrate.Chain]:
     """The client's messages (``_unminted``) and their digest chain, computed once: for the
     lookups and the answer's place. The chain is taken of the messages as parsed (the objects
-    ``elements`` remembers): it is the same, as it digests no reasoning."""
-    return _unminted(request), rehydrate.chain(request.messages, elements)
+    ``memos.element`` remembers): it is the same, as it digests no reasoning."""
+    return _unminted(request, memos.unreasoned), rehydrate.chain(request.messages,
+                                                                  memos.element)
 
 
-def _unminted(request: ClientRequest) -> tuple[Message, ...]:
+def _unminted(request: ClientRequest, unreasoned: Callable[[Message], Message],
+              ) -> tuple[Message, ...]:
     """The client's messages without the reasoning it carried next to a minted value: that text
     is the gateway's own copy of a stored turn (swapped back in when the value verifies), never
-    the client's to send — a forged or foreign value leaves the turn without reasoning."""
+    the client's to send — a forged or foreign value leaves the turn without reasoning.
+    (``unreasoned``: a message without its reasoning parts, ``Memos.unreasoned``.)"""
     if not request.minted:
         return request.messages
     carried = {m.message for m in request.minted}
-    return tuple(replace(m, parts=tuple(p for p in m.parts if not isinstance(p, Reasoning)))
-                 if i in carried else m for i, m in enumerate(request.messages))
+    return tuple(unreasoned(m) if i in carried else m for i, m in enumerate(request.messages))
 
 
 def _merge_lessons(prepared: Prepared, lessons: Sequence[Lesson]) -> Any:

@@ -16,7 +16,8 @@ An agent resends its whole conversation on every request. Two things are remembe
 * ``Memos.element``: each converted message's digests in a rehydration chain
   (``rehydrate.Element``), by the message object (the items memo hands the same objects back
   for a resent prefix), so a request's chain is extended over what it resends, not recomputed.
-  A digest depends only on the message's content, never on the tenant.
+  A digest depends only on the message's content, never on the tenant. ``Memos.unreasoned``
+  likewise: a message without the reasoning the client carried beside a minted value.
 
 Neither is a source of truth, and what a memo returns equals what computing it again would, so
 a restart, an eviction or ``Memos(entries=0)`` (off) changes no request the upstream receives,
@@ -28,7 +29,7 @@ Bounds (shared by all tenants, least recently used out first; safe from worker t
 ``entries`` remembered conversions (256) holding at most ``max_bytes`` of serialized items
 (256 MiB, counted per entry, so items shared by entries of one conversation count once per
 entry: the memory held is below it), and as many checked prefixes (their digests only);
-``digests``: 65,536 messages (first in, first out).
+``digests``: 65,536 messages for each per-message memo (first in, first out).
 """
 
 from __future__ import annotations
@@ -38,14 +39,14 @@ import itertools
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import orjson
 
 from thoughtline.codecs.face import Convert, Walked
 from thoughtline.gateway import rehydrate
-from thoughtline.messages import Message
+from thoughtline.messages import Message, Reasoning
 
 ENTRIES = 256
 MAX_BYTES = 256 * 1024 * 1024
@@ -67,6 +68,7 @@ class Memos:
         self._walks: OrderedDict[tuple[str, str, int, bytes], _Entry] = OrderedDict()
         self._bytes = 0
         self._digests: dict[int, tuple[Message, rehydrate.Element]] = {}
+        self._unreasoned: dict[int, tuple[Message, Message]] = {}
         self._digests_max = digests if entries else 0
         #: (tenant, item count, prefix digest) of items whose nesting a request checked
         self._checked: OrderedDict[tuple[str, int, bytes], None] = OrderedDict()
@@ -86,6 +88,17 @@ class Memos:
             return found[1]
         computed = rehydrate.element(message)
         self._remember(self._digests, message, computed)
+        return computed
+
+    def unreasoned(self, message: Message) -> Message:
+        """``message`` without its reasoning parts, remembered by the message object: a resent
+        message gives the same object back each time (so its ``element`` is remembered too)."""
+        found = self._unreasoned.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        computed = replace(message, parts=tuple(p for p in message.parts
+                                                if not isinstance(p, Reasoning)))
+        self._remember(self._unreasoned, message, computed)
         return computed
 
     def _remember(self, memo: dict[int, tuple[Message, Any]], message: Message,

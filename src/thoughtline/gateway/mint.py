@@ -28,17 +28,23 @@ KEY_NAME = "gateway-mint-v1"
 
 _REF = re.compile(r"[A-Za-z0-9_-]{8,64}")
 _MAC_CHARS = 32  # 192 bits of the MAC, base64url
+_LONGEST = len(MINT_PREFIX) + 64 + 1 + _MAC_CHARS  # the longest value ``mint`` makes
+#: Values a ``Minter`` remembers having checked (each at most ``_LONGEST`` characters).
+KNOWN = 65_536
 
 
 class Minter:
     """Mints and verifies values with one key (the store's, see ``KEY_NAME``)."""
 
-    __slots__ = ("_key",)
+    __slots__ = ("_key", "_known")
 
     def __init__(self, key: bytes) -> None:
         if len(key) < 16:
             raise ValueError("a minting key needs at least 16 bytes")
         self._key = key
+        #: (tenant, value) -> what ``verify`` answered: a client resends every minted value of
+        #: its conversation on every request, and the answer depends only on these and the key.
+        self._known: dict[tuple[str, str], str | None] = {}
 
     def _mac(self, tenant: str, ref: str) -> str:
         message = b"thoughtline-mint-v1\0" + tenant.encode() + b"\0" + ref.encode()
@@ -52,7 +58,20 @@ class Minter:
         return f"{MINT_PREFIX}{ref}.{self._mac(tenant, ref)}"
 
     def verify(self, tenant: str, value: str) -> str | None:
-        """The reference ``value`` names when this gateway minted it for ``tenant``, else None."""
+        """The reference ``value`` names when this gateway minted it for ``tenant``, else None
+        (remembered: the ``KNOWN`` latest values checked, then forgotten all at once)."""
+        if len(value) > _LONGEST:  # (never minted: not remembered either)
+            return None
+        asked = (tenant, value)
+        if asked in self._known:
+            return self._known[asked]
+        found = self._verify(tenant, value)
+        if len(self._known) >= KNOWN:
+            self._known.clear()
+        self._known[asked] = found
+        return found
+
+    def _verify(self, tenant: str, value: str) -> str | None:
         if not value.startswith(MINT_PREFIX):
             return None
         ref, dot, mac = value[len(MINT_PREFIX):].partition(".")
