@@ -97,3 +97,13 @@ def test_items_parsed_without_the_check_are_not_taken_as_checked() -> None:
     client_request(orjson.dumps(_chat(4)), CHAT, {}, memos.items("alice"))
     again = memos.items("alice")
     assert again is not None and again.seen(_chat(5)["messages"]) == 4
+
+
+def test_an_item_nested_past_what_a_digest_can_serialize_is_a_400() -> None:
+    """orjson parses 1,024 levels but writes 255: the memo digests items as serialized, and such
+    an item is still the bound's 400, not a server error."""
+    body = (b'{"model": "m", "messages": [{"role": "user", "content": "x", "m": '
+            + b"[" * 300 + b"]" * 300 + b"}]}")
+    with pytest.raises(HttpError) as refused:
+        client_request(body, CHAT, {}, Memos().items("alice"))
+    assert refused.value.status == 400 and refused.value.code == "too_deep"

@@ -108,7 +108,10 @@ def _too_deep(body: Any, raw: bytes, face: Face, memo: ItemMemo | None) -> bool:
     items = face.items(body) if isinstance(memo, ItemsMemo) else None
     if items is None or not isinstance(memo, ItemsMemo):
         return shape.deeper_than(body, raw=raw)
-    fresh = items[memo.seen(items):]
+    try:
+        fresh = items[memo.seen(items):]
+    except orjson.JSONEncodeError:  # (an item nested past the 255 levels orjson writes)
+        return True
     # the items are a top-level array of the body: each item one level further down
     return shape.deeper_than(body, raw=raw, skip=items) or \
         shape.deeper_than(fresh, shape.MAX_DEPTH - 1)
