@@ -1,6 +1,7 @@
-"""A heavy request's work runs with the cyclic collector paused, and what it leaves alive is frozen
-when it ends (issue 45 item 2: full collections over a large body's objects held ``/healthz``
-for as long as each pass took). Observed through ``gc``, never timed."""
+"""A heavy request's work runs with the cyclic collector paused, and nothing it leaves alive is
+frozen (issue 45 item 2: full collections over a large body's objects held ``/healthz`` for as
+long as each pass took; a freeze per request doubled a 600-turn request's CPU). Observed through
+``gc``, never timed."""
 
 from __future__ import annotations
 
@@ -40,11 +41,11 @@ def _made() -> tuple[bool, list[dict[str, int]]]:
     return gc.isenabled(), [{"n": n} for n in range(1000)]
 
 
-def test_a_heavy_call_runs_with_the_collector_paused_and_freezes_what_it_made() -> None:
-    collecting, kept = anyio.run(offload.off_loop, True, _made)
+def test_a_heavy_call_runs_with_the_collector_paused_and_freezes_nothing() -> None:
+    collecting, _ = anyio.run(offload.off_loop, True, _made)
     assert collecting is False
     assert gc.isenabled()
-    assert gc.get_freeze_count() >= len(kept)
+    assert gc.get_freeze_count() == 0
 
 
 def test_a_light_call_leaves_the_collector_alone() -> None:
@@ -90,17 +91,6 @@ def test_the_collector_comes_back_when_the_call_raises() -> None:
 
     with pytest.raises(ValueError, match="bad body"):
         offload.collector_paused(fails)
-    assert gc.isenabled()
-
-
-def test_past_the_cap_the_freeze_is_undone_so_cyclic_garbage_is_collected_again(
-        monkeypatch: pytest.MonkeyPatch) -> None:
-    offload.collector_paused(_made)
-    frozen = gc.get_freeze_count()
-    assert frozen > 0
-    monkeypatch.setattr(offload, "FROZEN_CAP", frozen - 1)
-    offload.collector_paused(_made)
-    assert gc.get_freeze_count() == 0
     assert gc.isenabled()
 
 

@@ -12,9 +12,13 @@ tracked objects to ~300,000 (the parsed body, the memo's items, the walk), and a
 collector's full pass fires each time the heap has grown by a quarter: five or six passes over
 three such requests, each 25-120 ms on the shared 2-core machine, and each one a stall of
 ``/healthz`` as long (``benchmarks/gateway_stress.py``; seen with ``gc.callbacks``). So a heavy
-call runs with the collector paused, and what is alive when it ends is frozen (out of the
-collector's generations, as ``store.engine`` does after loading a history), so no later pass
-rescans the memo's items either.
+call runs with the collector paused.
+
+What a call leaves alive is not frozen after it: that was tried, and a 600-turn Chat request
+(822 KiB, heavy) then cost the gateway 31.5-33 ms of CPU against 12-15.5 ms without it (A/B,
+interleaved, same emulator) — every request froze the memo's new items, the cap undid the freeze,
+and the next full pass rescanned all of them — while ``/healthz`` beside the 8 MB body moved
+within noise (worst poll 137-268 ms frozen, 144-253 ms paused only, at loads of 5-8).
 """
 
 from __future__ import annotations
@@ -33,12 +37,6 @@ T = TypeVar("T")
 #: and matching on the loop: below it the hop costs more than it saves.
 HEAVY_BYTES = 256 * 1024
 
-#: Frozen objects past which a heavy call's end undoes the freeze instead (every frozen object
-#: goes back to the oldest generation, whose next pass rescans them). Frozen objects are freed
-#: by their reference counts as usual, but one that ends in a cycle (an exception's traceback
-#: holding a request's frames) waits for this to be collected: so at most this many do.
-FROZEN_CAP = 1_000_000
-
 _LOCK = threading.Lock()
 #: Heavy calls running now, and whether the first of them found the collector enabled (the
 #: collector is the process's: the last one to end restores it).
@@ -55,7 +53,7 @@ async def off_loop(heavy: bool, fn: Callable[..., T], *args: Any, **kwargs: Any)
 
 def collector_paused(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     """``fn(*args, **kwargs)`` with the cyclic collector off; when the last such call ends,
-    what is alive is frozen (up to ``FROZEN_CAP``) and the collector back on. A collector
+    the collector is back on. A collector
     someone else turned off stays off."""
     with _LOCK:
         if not _state["running"]:
@@ -68,10 +66,6 @@ def collector_paused(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         with _LOCK:
             _state["running"] -= 1
             if not _state["running"] and _state["paused"]:
-                if gc.get_freeze_count() > FROZEN_CAP:
-                    gc.unfreeze()
-                else:
-                    gc.freeze()
                 gc.enable()
 
 
