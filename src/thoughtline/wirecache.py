@@ -22,11 +22,13 @@ without a turn encoder is encoded as a whole by its own ``encode_request`` with 
 from __future__ import annotations
 
 import bisect
+import contextlib
+import functools
 import itertools
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any, overload
 
 import orjson
 
@@ -53,6 +55,7 @@ __all__ = ["WireCache", "encode"]
 _CHUNKS = 32
 #: What a history may be followed by on its next request (``WireCache.forms``).
 _NEXT_USER = Message(role="user", parts=(Text(text="…"),))
+_DATA = operator.itemgetter(0)  # (a stored form's bytes: its (data, meta)'s first)
 #: The state after a stored turn a checkpoint does not hold (only the last one's is stored).
 _UNKNOWN = object()
 
@@ -63,7 +66,7 @@ class _Remembered:
 
     tokens: list[object]  # per turn: its stored message id, or the message itself
     start: object
-    facts: list[TurnFacts]
+    facts: _Facts
     states: list[object]  # the state after each turn (non-flat encoders only; or ``_UNKNOWN``)
     turns: list[bytes]
     afters: list[Any]
@@ -83,6 +86,65 @@ class _Into:
     afters: list[Any]
     contexts: list[Context]
     states: list[object]
+
+
+class _Facts(Sequence[TurnFacts]):
+    """Every turn's facts of one walk, each made on first read: the first ``split`` turns'
+    (a resumed history's stored turns) from ``stored``, all at once, the others' from their
+    messages (``of``). A flat walk's encoder may never read them (a Chat request does not); a
+    walk that reads them all gets a plain list (``all``); a walk that goes on from this one
+    keeps what it made (``kept``)."""
+
+    __slots__ = ("_made", "_of", "_split", "_stored", "_tokens")
+
+    def __init__(self, tokens: list[Any], of: Callable[[Message], TurnFacts], split: int,
+                 stored: Callable[[], Sequence[TurnFacts]] | None,
+                 made: list[TurnFacts | None] | None = None) -> None:
+        self._tokens, self._of, self._split, self._stored = tokens, of, split, stored
+        self._made: list[TurnFacts | None] = [None] * len(tokens) if made is None else made
+
+    def kept(self, count: int, tokens: list[Any], split: int,
+             stored: Callable[[], Sequence[TurnFacts]] | None) -> _Facts:
+        """The facts of a walk over ``tokens`` whose first ``count`` turns are this walk's."""
+        made = self._made[:count]
+        made += itertools.repeat(None, len(tokens) - count)
+        return _Facts(tokens, self._of, split, stored, made)
+
+    def __len__(self) -> int:
+        return len(self._made)
+
+    @overload
+    def __getitem__(self, index: int) -> TurnFacts: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[TurnFacts]: ...
+
+    def __getitem__(self, index: int | slice) -> TurnFacts | list[TurnFacts]:
+        if isinstance(index, slice):
+            return self.all()[index]
+        found = self._made[index]
+        if found is None:
+            if index < 0:
+                index += len(self._made)
+            found = self._made[index] = (self._of(self._tokens[index]) if index >= self._split
+                                         else self._stored_list()[index])
+        return found
+
+    def _stored_list(self) -> Sequence[TurnFacts]:
+        assert self._stored is not None  # (a stored turn's walk has its stored source)
+        return self._stored()
+
+    def all(self) -> list[TurnFacts]:
+        """Every turn's facts, as a list (made now where they are not yet)."""
+        made, split = self._made, self._split
+        if None in made:
+            if None in made[:split]:
+                made[:split] = self._stored_list()
+            tokens, of = self._tokens, self._of
+            for index in range(made.index(None) if None in made else len(made), len(made)):
+                if made[index] is None:
+                    made[index] = of(tokens[index])
+        return made  # type: ignore[return-value]
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
@@ -160,15 +222,14 @@ class WireCache:
             history)
         last = self._last.get((codec.api, digest))
         kept = _common(last.tokens, tokens) if last is not None else 0
-        facts = last.facts[:kept] if last is not None and kept else []
-        if stored is not None and kept < split:
+        if stored is not None and kept < split and stored.plan != digest:
             # (forms stored under another plan digest may be another API's: decoded)
-            read = self._stored_facts(encoder, stored, digest) if stored.plan == digest else None
-            if read is None:
-                return self._decoded(codec, history, plan, spec)
-            facts += read[kept:]
-        facts += map(encoder.facts, cast("list[Message]", tokens[len(facts):]))
+            return self._decoded(codec, history, plan, spec)
+        source = None if stored is None else self._stored_source(encoder, stored, digest)
+        facts = (last.facts.kept(kept, tokens, split, source) if last is not None and kept
+                 else _Facts(tokens, encoder.facts, split, source))
         start = encoder.start(plan, spec, facts)
+        read: Sequence[TurnFacts] = facts if encoder.flat else facts.all()
         # (a flat walk's turns do not depend on its state: it goes on whatever the start)
         if last is None or (not encoder.flat and (
                 start != last.start or (kept and last.states[kept - 1] is _UNKNOWN))):
@@ -176,7 +237,7 @@ class WireCache:
         ends: list[int] = []
         chunks: list[Any] = []
         if stored is not None and kept < split:
-            into = self._resumed(encoder, stored, digest, facts, start)
+            into = self._resumed(encoder, stored, digest, read, start)
             if into is None:
                 return self._decoded(codec, history, plan, spec)
             first, kept = split, 0
@@ -190,7 +251,7 @@ class WireCache:
         else:
             into = _Into(state=start, turns=[], afters=[], contexts=[], states=[])
             first = 0
-        self._encoded(encoder, digest, tokens, facts, first, plan, into)
+        self._encoded(encoder, digest, tokens, read, first, plan, into)
         # This walk's turns, stored forms included, one piece each: joined into one chunk only
         # if a later walk reuses them (``_reused``), so a resume's first request copies its
         # stored bytes once, into the body, and not into a joined chunk first.
@@ -198,16 +259,30 @@ class WireCache:
         self._last[(codec.api, digest)] = _Remembered(
             tokens=tokens, start=start, facts=facts, states=into.states, turns=into.turns,
             afters=into.afters, contexts=into.contexts, chunks=chunks, ends=ends)
-        return Walk(state=into.state, turns=into.turns, fragments=chunks, facts=facts,
+        return Walk(state=into.state, turns=into.turns, fragments=chunks, facts=read,
                     afters=into.afters, contexts=into.contexts, history=history)
 
-    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                      digest: str) -> list[TurnFacts] | None:
-        """The facts of the stored turns: from their last walk, else from their forms' metas
-        (None: a turn without a readable one: the history is decoded)."""
-        point = self._point(encoder, stored, digest)
-        if point is not None:
-            return point.facts
+    def _stored_source(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                       digest: str) -> Callable[[], list[TurnFacts]]:
+        """How the stored turns' facts are read, once, when a walk first needs them: from their
+        last walk, else from their forms' metas, else from their messages (decoded)."""
+
+        @functools.cache
+        def read() -> list[TurnFacts]:
+            found = self._point(encoder, stored, digest) if stored.plan == digest else None
+            facts = found.facts() if found is not None else None
+            if facts is None and stored.plan == digest:
+                facts = self._meta_facts(encoder, stored)
+            if facts is None:
+                facts = list(map(encoder.facts, stored[:len(stored.ids)]))
+            return facts
+
+        return read
+
+    def _meta_facts(self, encoder: TurnEncoder[Any, Any],
+                    stored: StoredHistory) -> list[TurnFacts] | None:
+        """The facts of the stored turns from their forms' metas (None: a turn has no readable
+        one)."""
         out = []
         for row in stored.rows():
             read = self._meta(encoder, next(iter(row.values()))[1]) if row else None
@@ -217,24 +292,26 @@ class WireCache:
         return out
 
     def _resumed(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory, digest: str,
-                 facts: list[TurnFacts], start: object) -> _Into | None:
+                 facts: Sequence[TurnFacts], start: object) -> _Into | None:
         """The stored turns of a walk from ``start``, nothing decoded: the stored last walk's
         view that starts there, each form picked by the context it names; else walked on their
         forms (``_on_forms``). None: a turn has no form for its context."""
         point = self._point(encoder, stored, digest)
         view = point.view(encoder, start) if point is not None else None
         rows = stored.rows()
-        if view is not None:
-            picked = list(map(dict.get, rows, view.contexts))
-            if None not in picked:
-                return _Into(state=view.end, turns=[form[0] for form in picked if form],
-                             afters=list(view.afters), contexts=list(view.contexts),
-                             states=[] if encoder.flat else [
-                                 *itertools.repeat(_UNKNOWN, len(rows) - 1), view.end])
+        picked = None
+        # (at C speed: a resume's first request picks every stored turn's form here; a turn
+        # without the form its context names leaves ``picked`` None)
+        with contextlib.suppress(KeyError, TypeError):
+            picked = list(map(operator.getitem, rows, view.contexts)) if view else None
+        if view is not None and picked is not None:
+            return _Into(state=view.end, turns=list(map(_DATA, picked)), afters=view.afters,
+                         contexts=list(view.contexts), states=[] if encoder.flat else [
+                             *itertools.repeat(_UNKNOWN, len(rows) - 1), view.end])
         return self._on_forms(encoder, rows, facts, start)
 
     def _on_forms(self, encoder: TurnEncoder[Any, Any], rows: list[dict[str, tuple[bytes, str]]],
-                  facts: list[TurnFacts], start: object) -> _Into | None:
+                  facts: Sequence[TurnFacts], start: object) -> _Into | None:
         """The stored turns walked as any walk is (``context``, ``advance``), each turn's form
         found under its context and its after facts read from the form's meta: where a walk
         starts in a state no stored view started in (e.g. a new system turn, or a resumed
@@ -269,8 +346,8 @@ class WireCache:
                  spec: RequestSpec) -> Walk[Any, Any]:
         """The ordinary load: the stored history decoded (once, verified), then walked."""
         stored = _stored_of(history)
-        assert stored is not None
-        list(stored)  # (decodes it: from now on its messages are what is walked)
+        if stored is not None:  # (reading its facts may have decoded it already)
+            list(stored)  # (decodes it: from now on its messages are what is walked)
         return self.walk(codec, history, plan, spec)
 
     def _point(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,

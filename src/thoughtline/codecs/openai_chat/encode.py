@@ -123,8 +123,9 @@ def _nothing_to_say(message: Message) -> bool:
     """An assistant turn made only of other APIs' items with no readable form (Codex's
     ``configuration_update``, a sealed compaction item): Chat has no place for any of it, and an
     empty assistant message would end the conversation the model sees on the assistant."""
-    return bool(message.parts) and all(isinstance(p, Opaque) for p in message.parts) \
-        and not foreign.shown(message, API).text
+    parts = message.parts  # (the first part first: most turns stop there, no generator made)
+    return bool(parts) and isinstance(parts[0], Opaque) and all(
+        isinstance(p, Opaque) for p in parts) and not foreign.shown(message, API).text
 
 
 def counts_of(wire: Iterable[Mapping[str, Any]]) -> Counts:
