@@ -47,9 +47,9 @@ from thoughtline.persist import (
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, ProblemKind, SessionRecord, Store
-from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
+from thoughtline.wire.stored import StoredHistory
 
 if TYPE_CHECKING:
     from thoughtline.transport import HttpTransport

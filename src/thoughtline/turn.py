@@ -32,9 +32,9 @@ from thoughtline.messages import Message, Origin
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.requestlog import RecordWriter
 from thoughtline.routes.resolve import Route, is_local_endpoint
-from thoughtline.stored import StoredHistory
 from thoughtline.verdicts import Verdict
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
+from thoughtline.wire.stored import StoredHistory
 
 if TYPE_CHECKING:
     from thoughtline.transport import Target

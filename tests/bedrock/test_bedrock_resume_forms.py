@@ -33,9 +33,9 @@ from thoughtline.codecs.bedrock.policy import fingerprint_of
 from thoughtline.codecs.bedrock.wire import REASONING, REASONING_TEXT, REDACTED, SIGNATURE
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import ReplayPlan, answered
-from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
 from thoughtline.verdicts import Verdict
+from thoughtline.wire.stored import Joined
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,

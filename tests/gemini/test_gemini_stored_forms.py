@@ -39,8 +39,8 @@ from thoughtline import Session, open_store
 from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import answered
-from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
+from thoughtline.wire.stored import Joined
 
 PENDING = user("and the next step?")
 SETTINGS = settings(max_examples=300, deadline=None,

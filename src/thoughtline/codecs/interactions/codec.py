@@ -63,7 +63,7 @@ class Interactions(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn's steps stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn's steps stored and spliced by the core (``wire.cache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = api_table(API).match(provider, base_url)

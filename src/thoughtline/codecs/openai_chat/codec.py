@@ -31,7 +31,7 @@ class OpenAIChat(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wire.cache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         return resolve_chat(provider, base_url, model)

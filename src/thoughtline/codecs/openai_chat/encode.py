@@ -2,7 +2,7 @@
 route, keep-thinking body fields — and nothing of ours on the wire.
 
 A turn's wire messages depend on the turn and the plan only, so the API's turn encoder (``TURNS``,
-``codecs.base.TurnEncoder``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
+``codecs.base.TurnEncoder``) is flat: the core's wire cache (``thoughtline.wire.cache``) encodes
 each turn once, stores it, splices it into later requests and reuses the walk of a history that
 only grew. A turn's after facts are the request log's counts of it (``Counts``).
 """

@@ -40,7 +40,7 @@ class OpenAIResponses(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wire.cache``)
 
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         return native_problem(value) if namespace == NS else None

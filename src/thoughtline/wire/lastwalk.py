@@ -1,6 +1,6 @@
 """The last walk of a stored history, stored beside its turns' wire forms (issue 44).
 
-A walk over a history under a plan (``wirecache``) ends in a state; what a resumed session needs to
+A walk over a history under a plan (``wire.cache``) ends in a state; what a resumed session needs to
 go on from there without decoding a turn, or asking a codec rule of one, is what the walk found:
 
 - every turn's ``TurnFacts`` (context-free: one list for every view);
@@ -30,7 +30,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.base import Context, Named, TurnEncoder, TurnFacts, context_key
-from thoughtline.facts import UNREADABLE
+from thoughtline.wire.facts import UNREADABLE
 
 __all__ = ["LastWalk", "View", "dump", "read_meta", "start_key"]
 

@@ -43,11 +43,11 @@ from thoughtline.codecs.base import (
     Walk,
     context_key,
 )
-from thoughtline.lastwalk import LastWalk, dump, read_meta
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.store.wireforms import WireForm, walk_form, walk_key
-from thoughtline.stored import Joined, StoredHistory
+from thoughtline.wire.lastwalk import LastWalk, dump, read_meta
+from thoughtline.wire.stored import Joined, StoredHistory
 
 __all__ = ["WireCache", "encode"]
 
