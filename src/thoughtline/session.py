@@ -228,11 +228,9 @@ class Session:
         return self._config.provider
 
     @property
-    def wire_cache(self) -> WireCache | Any:
-        """The memo of this session's turns' wire forms (the estimator shares it). LEGACY: a
-        codec without a turn encoder gets its own memo (what its ``encode_request`` takes)."""
-        codec = self.codec
-        return self._cache if codec.turns is not None else self._cache.legacy(codec)
+    def wire_cache(self) -> WireCache:
+        """The memo of this session's turns' wire forms (the estimator shares it)."""
+        return self._cache
 
     @property
     def codec(self) -> Codec:

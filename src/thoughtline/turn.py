@@ -568,5 +568,4 @@ async def _built(turn: TurnInput, options: TurnOptions, config: ModelConfig, *,
 
 def _summary(turn: TurnInput, encoded: Encoded) -> dict[str, Any]:
     """The request log's summary of the request's wire form (its codec's)."""
-    cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
-    return turn.codec.summary(encoded, cache)
+    return turn.codec.summary(encoded)

@@ -77,7 +77,7 @@ def built(session: Session, history: list[Message] | None,
     the same config and lessons: a plain list and a new cache."""
     turn = session._turn(pending)
     if history is not None:
-        turn = replace(turn, history=list(history), cache=session.codec.new_cache())
+        turn = replace(turn, history=list(history), cache=None)
     return TurnEngine.build(turn, stream=True)
 
 

@@ -23,7 +23,18 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, Profile, RequestSpec
+from thoughtline.codecs.base import (
+    CodecBase,
+    Context,
+    Encoded,
+    Endpoint,
+    Lesson,
+    Named,
+    Profile,
+    RequestSpec,
+    TurnFacts,
+    Walk,
+)
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Origin, Reasoning, Text, Usage, fingerprint
@@ -63,9 +74,56 @@ class StubProfile(Profile):
         return ["sealed values go back verbatim"]
 
 
-class _Cache:
-    def __len__(self) -> int:
-        return 0
+@dataclass(frozen=True, slots=True)
+class Sent(Named):
+    """A turn's after facts: the sealed value it carried ("": none)."""
+
+    sealed: str = ""
+
+
+class StubTurns:
+    """The stub API's turn encoder, as a new API's would be: each turn is one element of the
+    flat ``turns`` array (no context, no walk state); its after facts name the sealed value it
+    carried, which ``classify`` reads back from the request's index."""
+
+    version = "stub-1"
+    flat = True
+    extra_type = None
+    after_type = Sent
+
+    def facts(self, message: Message) -> TurnFacts:
+        return TurnFacts.of(message)
+
+    def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> None:
+        return None
+
+    def context(self, state: None, index: int, facts: TurnFacts) -> Context:
+        return ""
+
+    def encode_turn(self, message: Message, plan: ReplayPlan,
+                    context: Context) -> tuple[bytes, Sent]:
+        turn: dict[str, Any] = {"role": message.role, "text": message.text}
+        for part in message.reasoning:
+            if (part.signature and part.complete and plan.may_replay(part.origin)
+                    and not plan.rejected(fingerprint("sealed", part.signature))):
+                turn["sealed"] = part.signature
+        return orjson.dumps(turn), Sent(sealed=turn.get("sealed", ""))
+
+    def advance(self, state: None, facts: TurnFacts, context: Context, after: Sent) -> None:
+        return None
+
+    def state_json(self, state: None) -> None:
+        return None
+
+    def state_of(self, value: Any) -> None:
+        return None
+
+    def assemble(self, walk: Walk[None, Sent], spec: RequestSpec, plan: ReplayPlan) -> Encoded:
+        body: dict[str, Any] = {"model": spec.model, "turns": list(walk.fragments)}
+        if spec.stream:
+            body["stream"] = True
+        return Encoded(raw=orjson.dumps(body),
+                       index=[after.sealed or None for after in walk.afters])
 
 
 class StubFold:
@@ -109,11 +167,12 @@ def _message(text: str, sealed: str | None, origin: Origin, complete: bool = Tru
 
 
 class StubCodec(CodecBase):
-    """A whole-request codec: no turn encoder, so the core stores none of its turns; every
-    optional hook keeps its no-op default (``CodecBase``)."""
+    """A turn-by-turn codec (``StubTurns``): the core's wire cache encodes, stores and splices
+    its turns; every optional hook keeps its no-op default (``CodecBase``)."""
 
     api = API
     owned = frozenset({"model", "turns"})
+    turns = StubTurns()
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         from thoughtline.routes.resolve import hostname_of
@@ -121,27 +180,6 @@ class StubCodec(CodecBase):
         row = TABLE.match(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.lower(), host=hostname_of(base_url),
                      model=model, profile=StubProfile(**row.profile), explain=row.explain)
-
-    def new_cache(self) -> _Cache:
-        return _Cache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: Any = None) -> Encoded:
-        turns: list[dict[str, Any]] = []
-        index: list[str | None] = []
-        for message in history:
-            turn: dict[str, Any] = {"role": message.role, "text": message.text}
-            sent = None
-            for part in message.reasoning:
-                if (part.signature and part.complete and plan.may_replay(part.origin)
-                        and not plan.rejected(fingerprint("sealed", part.signature))):
-                    turn["sealed"] = sent = part.signature
-            turns.append(turn)
-            index.append(sent)
-        body: dict[str, Any] = {"model": spec.model, "turns": turns}
-        if spec.stream:
-            body["stream"] = True
-        return Encoded(body=body, index=index)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return Done(message=_message(body["text"], body.get("sealed"), origin), usage=Usage(),
@@ -157,7 +195,7 @@ class StubCodec(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or "x-api-key"
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         return {"sealed": sum(1 for t in encoded.body["turns"] if "sealed" in t)}
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

@@ -159,12 +159,6 @@ class Lesson:
     wording: str = ""
 
 
-class WireCache(Protocol):
-    """A codec's per-session memo of stored turns' wire forms (turns are immutable)."""
-
-    def __len__(self) -> int: ...
-
-
 class StreamFold(Protocol):
     """Accumulates one streamed response; ``add_event`` returns the deltas to show."""
 
@@ -194,10 +188,8 @@ class Codec(Protocol):
         must-echo option is the profile's ``with_echo``, applied by ``codecs.registry``)."""
         ...
 
-    def new_cache(self) -> WireCache: ...
-
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded: ...
+                       cache: TurnCache | None = None) -> Encoded: ...
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         """A whole response. ``seed`` makes synthetic ids unique per request (pure otherwise)."""
@@ -209,7 +201,7 @@ class Codec(Protocol):
 
     def auth_scheme(self, provider: ProviderConfig) -> AuthScheme: ...
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         """What the request log records about the reasoning a request carried."""
         ...
 
@@ -220,8 +212,8 @@ class Codec(Protocol):
 
     # --- the optional hooks (no-op defaults in ``CodecBase``) --------------------------------
 
-    #: The API's turn encoder; None: ``encode_request`` encodes a request as a whole.
-    turns: TurnEncoder[Any, Any] | None
+    #: The API's turn encoder: a request is encoded turn by turn (``TurnEncoder``).
+    turns: TurnEncoder[Any, Any]
 
     def stamp(self, done: Done, encoded: Encoded) -> Done: ...
 
@@ -391,23 +383,17 @@ class CodecBase:
     """The optional hooks the core calls on every codec, with their no-op defaults: a codec
     inherits this and overrides what its API needs. The core never probes a codec for a hook."""
 
-    #: The API's turn encoder (None: the codec encodes a request as a whole, and nothing of it
-    #: is stored; ``encode_request`` is then the codec's own).
-    turns: ClassVar[TurnEncoder[Any, Any] | None] = None
+    #: The API's turn encoder (every codec has one: the core's wire cache encodes, stores and
+    #: splices its turns).
+    turns: ClassVar[TurnEncoder[Any, Any]]
 
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
                        cache: TurnCache | None = None) -> Encoded:
-        """A codec with a turn encoder: through the core's wire cache when one is given
-        (``thoughtline.wire.cache``), else every turn encoded here."""
-        if self.turns is None:
-            raise NotImplementedError("a codec without a turn encoder encodes its own requests")
+        """Through the core's wire cache when one is given (``thoughtline.wire.cache``), else
+        every turn encoded here."""
         if cache is not None:
             return cache.encode(self, history, plan, spec)  # type: ignore[arg-type]
         return walk_turns(self.turns, history, plan, spec)
-
-    def new_cache(self) -> Any:
-        """A codec's own per-session memo (only a codec without a turn encoder has one)."""
-        return None
 
     def stamp(self, done: Done, encoded: Encoded) -> Done:
         """The answer with what the codec must know later about the request that produced it

@@ -15,8 +15,7 @@ cache walks the history once per request and remembers the walk. A request's wal
 
 The codec's one duty to the cache is ``context``: what a turn's bytes depend on. Write-through
 (``forms``): the bytes that went into a request are stored once the turn is appended, under its
-context (and the contexts a later request may put it in), with the walk's checkpoint. A codec
-without a turn encoder is encoded as a whole by its own ``encode_request`` with its own memo.
+context (and the contexts a later request may put it in), with the walk's checkpoint.
 """
 
 from __future__ import annotations
@@ -149,8 +148,8 @@ class _Facts(Sequence[TurnFacts]):
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
            cache: WireCache | None) -> Encoded:
-    """The request for ``history``: through ``cache`` when there is one (which gives a codec
-    without a turn encoder its own memo, from its ``new_cache``)."""
+    """The request for ``history``: through ``cache`` when there is one, else every turn encoded
+    (``Codec.encode_request``)."""
     if not isinstance(cache, WireCache):
         return codec.encode_request(history, plan, spec, cache)
     return cache.encode(codec, history, plan, spec)
@@ -169,7 +168,6 @@ class WireCache:
         self._metas: dict[type, dict[str, tuple[TurnFacts, Any] | None]] = {}
         #: Per (stored history, plan digest): its stored last walk, read once (None: none).
         self._points: dict[tuple[int, str], tuple[StoredHistory, LastWalk | None]] = {}
-        self._legacy: dict[str, Any] = {}
         #: (message id, plan digest, context) of every form known to be stored.
         self._written: set[tuple[str, str, str]] = set()
         #: Per plan digest: the (message id, key) of the last walk stored for this session's
@@ -181,21 +179,13 @@ class WireCache:
         self.last: tuple[object, object] | None = None
 
     def __len__(self) -> int:
-        return (sum(len(m) for m in self._memo.values())
-                + sum(len(c) for c in self._legacy.values() if c is not None))
+        return sum(len(m) for m in self._memo.values())
 
     # --- requests -----------------------------------------------------------------------------
-
-    def legacy(self, codec: Codec) -> Any:
-        """The memo of a codec without a turn encoder (its own ``new_cache``)."""
-        if codec.api not in self._legacy:
-            self._legacy[codec.api] = codec.new_cache()
-        return self._legacy[codec.api]
 
     def digest(self, codec: Codec, plan: ReplayPlan) -> str:
         """The plan digest a turn encoder's stored forms are keyed by."""
         encoder = codec.turns
-        assert encoder is not None
         key = (codec.api, encoder.version, plan.key)
         found = self._digests.get(key)
         if found is None:
@@ -205,16 +195,12 @@ class WireCache:
 
     def encode(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
                spec: RequestSpec) -> Encoded:
-        encoder = codec.turns
-        if encoder is None:
-            return codec.encode_request(history, plan, spec, self.legacy(codec))
-        return encoder.assemble(self.walk(codec, history, plan, spec), spec, plan)
+        return codec.turns.assemble(self.walk(codec, history, plan, spec), spec, plan)
 
     def walk(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
              spec: RequestSpec) -> Walk[Any, Any]:
         """The walk of ``history`` under ``plan`` (each turn's bytes and facts)."""
         encoder = codec.turns
-        assert encoder is not None
         digest = self.digest(codec, plan)
         stored = _stored_of(history)
         split = len(stored.ids) if stored is not None else 0
@@ -406,7 +392,7 @@ class WireCache:
         user turn, so the next request finds its forms and its view whichever kind of turn it
         sends."""
         encoder = codec.turns
-        if encoder is None or len(ids) != len(history) or not ids:
+        if len(ids) != len(history) or not ids:
             return []
         digest = self.digest(codec, plan)
         views = [history] if encoder.flat else [history, Joined(history, [_NEXT_USER])]

@@ -49,7 +49,7 @@ class OpenAIChat(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         if isinstance(encoded.index, ChatIndex):
             return encoded.index.summary()
         return wire_summary(encoded.body)

@@ -61,7 +61,7 @@ class OpenAIResponses(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         index = encoded.index
         if isinstance(index, ResponsesIndex):
             return index.summary()
