@@ -23,18 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from thoughtline.codecs.base import (
-    CodecBase,
-    Context,
-    Encoded,
-    Endpoint,
-    Lesson,
-    Named,
-    Profile,
-    RequestSpec,
-    TurnFacts,
-    Walk,
-)
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, Profile, RequestSpec, Walk
+from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Origin, Reasoning, Text, Usage, fingerprint
@@ -74,56 +64,29 @@ class StubProfile(Profile):
         return ["sealed values go back verbatim"]
 
 
-@dataclass(frozen=True, slots=True)
-class Sent(Named):
-    """A turn's after facts: the sealed value it carried ("": none)."""
+def _turn(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    """A turn's one element of the ``turns`` array (its sealed value where it may go back)."""
+    turn: dict[str, Any] = {"role": message.role, "text": message.text}
+    for part in message.reasoning:
+        if (part.signature and part.complete and plan.may_replay(part.origin)
+                and not plan.rejected(fingerprint("sealed", part.signature))):
+            turn["sealed"] = part.signature
+    return [turn]
 
-    sealed: str = ""
 
+class StubTurns(FlatTurns):
+    """The stub API's turn encoder, as a new API's would be: its request is one flat array of
+    per-turn elements (``codecs.flat``), so the core stores and splices each turn's bytes."""
 
-class StubTurns:
-    """The stub API's turn encoder, as a new API's would be: each turn is one element of the
-    flat ``turns`` array (no context, no walk state); its after facts name the sealed value it
-    carried, which ``classify`` reads back from the request's index."""
+    def __init__(self) -> None:
+        super().__init__(version="stub-1", items=_turn, count=lambda items: NOTHING)
 
-    version = "stub-1"
-    flat = True
-    extra_type = None
-    after_type = Sent
-
-    def facts(self, message: Message) -> TurnFacts:
-        return TurnFacts.of(message)
-
-    def start(self, plan: ReplayPlan, spec: RequestSpec, facts: Sequence[TurnFacts]) -> None:
-        return None
-
-    def context(self, state: None, index: int, facts: TurnFacts) -> Context:
-        return ""
-
-    def encode_turn(self, message: Message, plan: ReplayPlan,
-                    context: Context) -> tuple[bytes, Sent]:
-        turn: dict[str, Any] = {"role": message.role, "text": message.text}
-        for part in message.reasoning:
-            if (part.signature and part.complete and plan.may_replay(part.origin)
-                    and not plan.rejected(fingerprint("sealed", part.signature))):
-                turn["sealed"] = part.signature
-        return orjson.dumps(turn), Sent(sealed=turn.get("sealed", ""))
-
-    def advance(self, state: None, facts: TurnFacts, context: Context, after: Sent) -> None:
-        return None
-
-    def state_json(self, state: None) -> None:
-        return None
-
-    def state_of(self, value: Any) -> None:
-        return None
-
-    def assemble(self, walk: Walk[None, Sent], spec: RequestSpec, plan: ReplayPlan) -> Encoded:
+    def assemble(self, walk: Walk[None, Counts], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
         body: dict[str, Any] = {"model": spec.model, "turns": list(walk.fragments)}
         if spec.stream:
             body["stream"] = True
-        return Encoded(raw=orjson.dumps(body),
-                       index=[after.sealed or None for after in walk.afters])
+        return Encoded(raw=orjson.dumps(body))
 
 
 class StubFold:
@@ -203,7 +166,7 @@ class StubCodec(CodecBase):
         error = orjson.loads(body).get("error", {})
         if error.get("code") != "bad_seal":
             return None
-        sealed = encoded.index[error["turn"]]
+        sealed = encoded.body["turns"][error["turn"]].get("sealed")
         if sealed is None:
             return None
         return Lesson(notice=f"turn {error['turn']}'s sealed value was rejected — retrying "

@@ -13,7 +13,7 @@ import itertools
 import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, overload
+from typing import Any
 
 import orjson
 
@@ -54,13 +54,7 @@ class Facts(Sequence[TurnFacts]):
     def __len__(self) -> int:
         return len(self._made)
 
-    @overload
-    def __getitem__(self, index: int) -> TurnFacts: ...
-
-    @overload
-    def __getitem__(self, index: slice) -> list[TurnFacts]: ...
-
-    def __getitem__(self, index: int | slice) -> TurnFacts | list[TurnFacts]:
+    def __getitem__(self, index: Any) -> Any:  # (an int: a TurnFacts; a slice: a list)
         if isinstance(index, slice):
             return self.all()[index]
         found = self._made[index]
