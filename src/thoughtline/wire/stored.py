@@ -27,11 +27,6 @@ Shape = tuple[str, Sequence[str], Sequence[str], bool]
 Forms = dict[str, tuple[bytes, str]]
 
 
-def facts_of_meta(meta: str) -> TurnFacts | None:
-    """The neutral facts a stored form's meta holds (None: it holds none: decode the turn)."""
-    return read_facts(meta)
-
-
 def shape_of(m: Message) -> Shape:
     """(role, tool-call ids, tool-result ids, incomplete): what the unanswered-call scan reads."""
     calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
@@ -151,7 +146,7 @@ class StoredHistory(_TwoParts):
             stored = len(self._ids)
             forms = self._forms.get(self._ids[index]) if index < stored else None
             if forms:
-                known = facts_of_meta(next(iter(forms.values()))[1])
+                known = read_facts(next(iter(forms.values()))[1])
             if known is None:
                 known = TurnFacts.of(self[index])
             self._facts[index] = known
