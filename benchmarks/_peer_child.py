@@ -18,7 +18,7 @@ from typing import Any
 
 from benchmarks import anthropic_rows, synth
 from benchmarks.measure import FULL, QUICK, paired
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 ANTHROPIC_MODEL = "claude-sonnet-4-5-20250929"
 

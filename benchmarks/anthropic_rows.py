@@ -30,7 +30,7 @@ from thoughtline.codecs.anthropic import CODEC
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.events import Done
 from thoughtline.messages import Message, Origin, Reasoning, ToolCall
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 MODEL = "claude-opus-4-5"
 ORIGIN = Origin(api="anthropic", provider="anthropic", host="api.anthropic.com", model=MODEL)

@@ -32,7 +32,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
 
 SCENARIO = "bedrock"
 SIZES = (100, 1_000)

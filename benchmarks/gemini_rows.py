@@ -42,7 +42,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
 
 MODEL = "gemini-3-pro-preview"
 ORIGIN = Origin(api="gemini", provider="gemini", host="generativelanguage.googleapis.com",

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from thoughtline.messages import Message
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 CHILD = Path(__file__).with_name("_instructions_child.py")
 APIS = ("chat", "responses", "gemini", "bedrock", "anthropic", "interactions")

@@ -273,7 +273,7 @@ MUTANTS: tuple[Mutant, ...] = (
            tests=("tests/session/test_session_transport.py", "tests/core/test_turn_and_session_integrity.py",
                   "tests/fallback_e2e/test_fallback_e2e_session.py"),
            what="an unanswered call is not repaired before the next message"),
-    Mutant(id="M91", area="replay", file="facts.py",
+    Mutant(id="M91", area="replay", file="wire/facts.py",
            old="role == \"user\" and len(results) < len(parts), extra))",
            new="role == \"user\", extra))",
            tests=(INV + "test_anthropic_loop.py",),

@@ -26,7 +26,7 @@ from thoughtline.codecs import registry
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.codecs.openai_responses import StreamFold, classify, encode_request
 from thoughtline.messages import Message, Origin, ToolResult, tool_results, user
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 API = "openai-responses"
 SIZES = (10, 100, 1_000)

@@ -34,7 +34,7 @@ from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.packaged import packaged_text
 from thoughtline.routes.resolve import Route
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
 
 __all__ = ["CALIBRATION", "PLAUSIBLE", "SAMPLE_FLOOR", "Calibration", "Estimator", "ModelFacts",
            "calibration_of", "context_window", "model_facts", "observe", "plausible",

@@ -23,8 +23,8 @@ import orjson
 
 from thoughtline.messages import Message, Opaque, Origin, ToolResult, tool_results
 from thoughtline.routes.resolve import Profile, Route
-from thoughtline.stored import Joined, StoredHistory, shape_of
 from thoughtline.verdicts import Verdict
+from thoughtline.wire.stored import Joined, StoredHistory, shape_of
 
 __all__ = ["ReplayPlan", "Verdict", "answered", "applicable", "loop_start", "plan", "plan_digest"]
 

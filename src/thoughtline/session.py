@@ -47,9 +47,9 @@ from thoughtline.persist import (
 from thoughtline.requestlog import RequestLog
 from thoughtline.routes.resolve import Route
 from thoughtline.store.base import LoadProblem, ProblemKind, SessionRecord, Store
-from thoughtline.stored import StoredHistory
 from thoughtline.turn import TurnEngine, TurnInput, TurnOptions
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
+from thoughtline.wire.stored import StoredHistory
 
 if TYPE_CHECKING:
     from thoughtline.transport import HttpTransport
@@ -228,11 +228,9 @@ class Session:
         return self._config.provider
 
     @property
-    def wire_cache(self) -> WireCache | Any:
-        """The memo of this session's turns' wire forms (the estimator shares it). LEGACY: a
-        codec without a turn encoder gets its own memo (what its ``encode_request`` takes)."""
-        codec = self.codec
-        return self._cache if codec.turns is not None else self._cache.legacy(codec)
+    def wire_cache(self) -> WireCache:
+        """The memo of this session's turns' wire forms (the estimator shares it)."""
+        return self._cache
 
     @property
     def codec(self) -> Codec:

@@ -32,9 +32,9 @@ from thoughtline.messages import Message, Origin
 from thoughtline.modelconfig import ModelConfig
 from thoughtline.requestlog import RecordWriter
 from thoughtline.routes.resolve import Route, is_local_endpoint
-from thoughtline.stored import StoredHistory
 from thoughtline.verdicts import Verdict
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
+from thoughtline.wire.stored import StoredHistory
 
 if TYPE_CHECKING:
     from thoughtline.transport import Target
@@ -568,5 +568,4 @@ async def _built(turn: TurnInput, options: TurnOptions, config: ModelConfig, *,
 
 def _summary(turn: TurnInput, encoded: Encoded) -> dict[str, Any]:
     """The request log's summary of the request's wire form (its codec's)."""
-    cache = turn.cache.legacy(turn.codec) if turn.cache is not None else None
-    return turn.codec.summary(encoded, cache)
+    return turn.codec.summary(encoded)

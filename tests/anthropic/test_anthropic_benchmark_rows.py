@@ -15,7 +15,7 @@ if str(ROOT) not in sys.path:
 from benchmarks import anthropic_rows  # noqa: E402
 
 from thoughtline.messages import Reasoning  # noqa: E402
-from thoughtline.wirecache import WireCache  # noqa: E402
+from thoughtline.wire.cache import WireCache  # noqa: E402
 
 
 def test_the_history_replays_signed_and_redacted_blocks_and_the_cache_changes_nothing() -> None:

@@ -47,8 +47,8 @@ from thoughtline.messages import (
     user,
 )
 from thoughtline.replay import answered
-from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
+from thoughtline.wire.stored import Joined
 
 TOOLS = (ToolSpec(name="f", description="a tool", parameters={"type": "object"}),)
 PENDING = user("and the next step?")

@@ -33,9 +33,9 @@ from thoughtline.codecs.bedrock.policy import fingerprint_of
 from thoughtline.codecs.bedrock.wire import REASONING, REASONING_TEXT, REDACTED, SIGNATURE
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import ReplayPlan, answered
-from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
 from thoughtline.verdicts import Verdict
+from thoughtline.wire.stored import Joined
 
 SETTINGS = settings(max_examples=60, deadline=None,
                     suppress_health_check=[HealthCheck.too_slow,
@@ -77,7 +77,7 @@ def built(session: Session, history: list[Message] | None,
     the same config and lessons: a plain list and a new cache."""
     turn = session._turn(pending)
     if history is not None:
-        turn = replace(turn, history=list(history), cache=session.codec.new_cache())
+        turn = replace(turn, history=list(history), cache=None)
     return TurnEngine.build(turn, stream=True)
 
 

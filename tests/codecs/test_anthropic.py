@@ -45,7 +45,7 @@ from thoughtline.messages import (
     ToolResult,
     ToolSpec,
 )
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 ERRORS = Path(__file__).resolve().parents[1] / "fixtures" / "errors"

@@ -37,7 +37,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 FIXTURES = Path(__file__).parents[1] / "fixtures"
 BEDROCK = FIXTURES / "bedrock"

@@ -48,7 +48,7 @@ from thoughtline.messages import (
 )
 from thoughtline.transport.http import _ArrayElements, _json_array
 from thoughtline.verdicts import Verdict
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 DIR = FIXTURES / "gemini"
 SIG = "thoughtSignature"

@@ -32,7 +32,7 @@ from thoughtline.codecs import registry
 from thoughtline.codecs.base import RequestSpec
 from thoughtline.codecs.gemini.profile import GeminiProfile
 from thoughtline.messages import Message, Origin, Text, ToolCall, ToolResult, tool_results, user
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 ERROR_TEXT = "lookup failed: no such city 'Atlantis'"
 CALL_ID = "call_weather_1"

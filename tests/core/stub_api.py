@@ -23,7 +23,8 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route as HttpRoute
 
-from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, Profile, RequestSpec
+from thoughtline.codecs.base import CodecBase, Encoded, Endpoint, Lesson, Profile, RequestSpec, Walk
+from thoughtline.codecs.flat import NOTHING, Counts, FlatTurns
 from thoughtline.config import ProviderConfig
 from thoughtline.events import Done, Event, ReasoningDelta, TextDelta
 from thoughtline.messages import Message, Origin, Reasoning, Text, Usage, fingerprint
@@ -63,9 +64,29 @@ class StubProfile(Profile):
         return ["sealed values go back verbatim"]
 
 
-class _Cache:
-    def __len__(self) -> int:
-        return 0
+def _turn(message: Message, plan: ReplayPlan) -> list[dict[str, Any]]:
+    """A turn's one element of the ``turns`` array (its sealed value where it may go back)."""
+    turn: dict[str, Any] = {"role": message.role, "text": message.text}
+    for part in message.reasoning:
+        if (part.signature and part.complete and plan.may_replay(part.origin)
+                and not plan.rejected(fingerprint("sealed", part.signature))):
+            turn["sealed"] = part.signature
+    return [turn]
+
+
+class StubTurns(FlatTurns):
+    """The stub API's turn encoder, as a new API's would be: its request is one flat array of
+    per-turn elements (``codecs.flat``), so the core stores and splices each turn's bytes."""
+
+    def __init__(self) -> None:
+        super().__init__(version="stub-1", items=_turn, count=lambda items: NOTHING)
+
+    def assemble(self, walk: Walk[None, Counts], spec: RequestSpec,
+                 plan: ReplayPlan) -> Encoded:
+        body: dict[str, Any] = {"model": spec.model, "turns": list(walk.fragments)}
+        if spec.stream:
+            body["stream"] = True
+        return Encoded(raw=orjson.dumps(body))
 
 
 class StubFold:
@@ -109,11 +130,12 @@ def _message(text: str, sealed: str | None, origin: Origin, complete: bool = Tru
 
 
 class StubCodec(CodecBase):
-    """A whole-request codec: no turn encoder, so the core stores none of its turns; every
-    optional hook keeps its no-op default (``CodecBase``)."""
+    """A turn-by-turn codec (``StubTurns``): the core's wire cache encodes, stores and splices
+    its turns; every optional hook keeps its no-op default (``CodecBase``)."""
 
     api = API
     owned = frozenset({"model", "turns"})
+    turns = StubTurns()
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         from thoughtline.routes.resolve import hostname_of
@@ -121,27 +143,6 @@ class StubCodec(CodecBase):
         row = TABLE.match(provider, base_url)
         return Route(row=row.id, api=API, provider=provider.lower(), host=hostname_of(base_url),
                      model=model, profile=StubProfile(**row.profile), explain=row.explain)
-
-    def new_cache(self) -> _Cache:
-        return _Cache()
-
-    def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: Any = None) -> Encoded:
-        turns: list[dict[str, Any]] = []
-        index: list[str | None] = []
-        for message in history:
-            turn: dict[str, Any] = {"role": message.role, "text": message.text}
-            sent = None
-            for part in message.reasoning:
-                if (part.signature and part.complete and plan.may_replay(part.origin)
-                        and not plan.rejected(fingerprint("sealed", part.signature))):
-                    turn["sealed"] = sent = part.signature
-            turns.append(turn)
-            index.append(sent)
-        body: dict[str, Any] = {"model": spec.model, "turns": turns}
-        if spec.stream:
-            body["stream"] = True
-        return Encoded(body=body, index=index)
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         return Done(message=_message(body["text"], body.get("sealed"), origin), usage=Usage(),
@@ -157,7 +158,7 @@ class StubCodec(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or "x-api-key"
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         return {"sealed": sum(1 for t in encoded.body["turns"] if "sealed" in t)}
 
     def classify(self, status: int | None, body: str, encoded: Encoded,
@@ -165,7 +166,7 @@ class StubCodec(CodecBase):
         error = orjson.loads(body).get("error", {})
         if error.get("code") != "bad_seal":
             return None
-        sealed = encoded.index[error["turn"]]
+        sealed = encoded.body["turns"][error["turn"]].get("sealed")
         if sealed is None:
             return None
         return Lesson(notice=f"turn {error['turn']}'s sealed value was rejected — retrying "

@@ -102,13 +102,14 @@ def test_sigv4_signs_every_attempt_anew(monkeypatch: Any) -> None:
 
 
 def test_every_registered_codec_has_the_protocol_surface() -> None:
-    wanted = ("resolve", "new_cache", "encode_request", "decode_response", "new_fold",
-              "endpoint", "auth_scheme", "summary", "classify")
+    wanted = ("resolve", "encode_request", "decode_response", "new_fold", "endpoint",
+              "auth_scheme", "summary", "classify")
     for api in registry.apis():
         codec = registry.codec(api)
         assert codec.api == api
         missing = [name for name in wanted if not callable(getattr(codec, name, None))]
         assert missing == [], (api, missing)
+        assert codec.turns is not None  # (every API is encoded turn by turn: ``TurnEncoder``)
         route = codec.resolve("custom", "http://127.0.0.1:1/v1", "m")
         assert route.api == api
         assert set(route.to_json()) >= {"route", "api", "carriers", "must_echo", "body_extras",

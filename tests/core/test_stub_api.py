@@ -95,7 +95,7 @@ def test_a_rejected_opaque_value_is_repaired_once_and_never_resent(
                   origin=stub_api._message("x", None, _origin(stub)).origin),
         Text(text="forged")), origin=_origin(stub))
 
-    async def scenario() -> Session:
+    async def scenario() -> tuple[Session, list[Message]]:
         with open_store(tmp_path / "state.db", tmp_path) as store:
             session = Session.create(store, _provider(stub))
             session._append([Message(role="user", parts=(Text(text="q"),)), tampered])
@@ -106,15 +106,17 @@ def test_a_rejected_opaque_value_is_repaired_once_and_never_resent(
             await resumed.send("after resume", TurnOptions(stream=False))
             await session.aclose()
             await resumed.aclose()
-            return resumed
+            # (read while the store is open: the resumed request was spliced from the stored
+            # turns' forms, so nothing was decoded yet)
+            return resumed, list(resumed.history)
 
-    resumed = asyncio.run(scenario())
+    resumed, history = asyncio.run(scenario())
     assert stub.statuses == [400, 200, 200]  # one rejection, one retry, no second rejection
     assert fingerprint("sealed", "0" * 64) in resumed.fingerprints
     assert "sealed" not in stub.received[1][1]["turns"][1]
     assert "sealed" not in stub.received[2][1]["turns"][1]
     # Stored history keeps the rejected value exactly: only requests leave it out.
-    assert resumed.history[1].reasoning[0].signature == "0" * 64
+    assert history[1].reasoning[0].signature == "0" * 64
 
 
 def test_routes_json_reports_the_stub_api(stub: StubEmulator) -> None:

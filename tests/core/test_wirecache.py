@@ -1,4 +1,4 @@
-"""Issue 24: the core's one wire cache (``thoughtline.wirecache``) over a ``TurnEncoder``.
+"""Issue 24: the core's one wire cache (``thoughtline.wire.cache``) over a ``TurnEncoder``.
 
 - each turn is encoded once: the request's bytes and the stored form are the same bytes (the
   write-through after an append encodes only the answer, which the next request then reuses);
@@ -32,7 +32,7 @@ from thoughtline.codecs.openai_chat.encode import TURNS, ChatTurns, encode_messa
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import ReplayPlan, answered
 from thoughtline.store.db import Database
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 PENDING = user("and the next step?")
 DEEPSEEK = ProviderConfig(id="deepseek", base_url="https://api.deepseek.com",

@@ -43,9 +43,6 @@ def test_a_resent_history_is_not_encoded_again(deepseek: ChatEmulator, tmp_path:
 class _Codec:
     api = "fake"
 
-    def new_cache(self) -> Any:
-        return object()
-
 
 def test_caches_are_per_tenant_and_the_least_recently_used_go(
         deepseek: ChatEmulator, tmp_path: Path, monkeypatch: Any) -> None:

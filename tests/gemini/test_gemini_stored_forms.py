@@ -39,8 +39,8 @@ from thoughtline import Session, open_store
 from thoughtline.codecs.gemini.turns import Sent
 from thoughtline.messages import Message, Reasoning, Text, ToolCall, ToolResult, tool_results, user
 from thoughtline.replay import answered
-from thoughtline.stored import Joined
 from thoughtline.turn import TurnEngine
+from thoughtline.wire.stored import Joined
 
 PENDING = user("and the next step?")
 SETTINGS = settings(max_examples=300, deadline=None,
@@ -51,8 +51,7 @@ SETTINGS = settings(max_examples=300, deadline=None,
 def fresh(session: Session, history: list[Message]) -> bytes:
     """What the session's next request is when its history is encoded anew (a plain list, a new
     cache, the same model config and lessons)."""
-    turn = replace(session._turn([PENDING]), history=list(history),
-                   cache=session.codec.new_cache())
+    turn = replace(session._turn([PENDING]), history=list(history), cache=None)
     return TurnEngine.build(turn, stream=True)[0].raw
 
 
@@ -289,12 +288,12 @@ def test_summary_and_rejections_of_a_spliced_request_are_those_of_the_unspliced_
         spliced, plan = TurnEngine.build(resumed._turn([PENDING]), stream=True)
         assert isinstance(spliced.index, Sent)  # what the request carried, read from its turns
         codec = resumed.codec
-        summary = codec.summary(spliced, resumed.wire_cache)
+        summary = codec.summary(spliced)
         assert spliced._body is None  # the log's counts came from the metas, not the body
         plain, _ = TurnEngine.build(replace(resumed._turn([PENDING]), history=history,
-                                            cache=codec.new_cache()), stream=True)
+                                            cache=None), stream=True)
         assert spliced.raw == plain.raw
-        assert summary == codec.summary(plain, None)
+        assert summary == codec.summary(plain)
         assert summary["carriers"] or setup.name != "pro+none"
         assert resumed._history.decoded is False
         body = REJECTIONS[wording]

@@ -23,7 +23,7 @@ from thoughtline.codecs import registry
 from thoughtline.codecs.base import RequestSpec, walk_turns
 from thoughtline.messages import Message, fingerprint, user
 from thoughtline.verdicts import Verdict
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 BODIES = (
     '{"error":{"code":400,"message":"Corrupted thought signature.","status":"INVALID_ARGUMENT"}}',

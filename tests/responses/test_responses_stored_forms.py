@@ -1,5 +1,5 @@
 """Issue 17 on the Responses API: a resumed session's input items are spliced from their stored
-wire forms (``thoughtline.wirecache``), nothing decoded, byte-identical to what the ordinary load
+wire forms (``thoughtline.wire.cache``), nothing decoded, byte-identical to what the ordinary load
 builds — and a rejection of a spliced request is still repaired with one retry that drops only
 the offending item (the rejected body is read back from its bytes)."""
 

@@ -29,7 +29,7 @@ from thoughtline.codecs.openai_chat.profile import resolve_chat
 from thoughtline.messages import Message, user
 from thoughtline.replay import answered
 from thoughtline.replay import plan as make_plan
-from thoughtline.stored import Joined
+from thoughtline.wire.stored import Joined
 
 PROVIDERS = st.sampled_from([
     ProviderConfig(id="deepseek", base_url="https://api.deepseek.com", model="deepseek-reasoner"),

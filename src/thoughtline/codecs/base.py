@@ -13,7 +13,7 @@ adding an API is one codec package, its route data, an emulator personality and 
 The turn encoder (``TurnEncoder``, stored wire forms)
 -----------------------------------------------------
 An API whose request carries one wire form per turn encodes a request turn by turn, so the core's
-one wire cache (``thoughtline.wirecache``) can store each turn's bytes and splice them into later
+one wire cache (``thoughtline.wire.cache``) can store each turn's bytes and splice them into later
 requests (a resumed session decodes nothing). A turn's bytes are a pure function of
 (the turn, the plan's digest, its *context*): the context is everything else they depend on,
 computed from the walk state without decoding the turn (``""`` for Chat and Responses; the loop
@@ -26,9 +26,10 @@ state for Bedrock; keep/chain/stale for Anthropic; call names and text mode for 
         state = advance(state, facts[index], context, after)
     encoded = assemble(Walk(state, turns, facts, afters, contexts, history), spec, plan)
 
-The cache remembers a walk, and stores it with the turns it walked (``thoughtline.lastwalk``): a
-resumed session continues it as a live session continues its last one, so a codec's rules are
-asked of the turns it encodes and of nothing else; its one duty to the cache is ``context``.
+The cache remembers a walk, and stores it with the turns it walked
+(``thoughtline.wire.lastwalk``): a resumed session continues it as a live session continues its
+last one, so a codec's rules are asked of the turns it encodes and of nothing else; its one duty
+to the cache is ``context``.
 
 ``TurnFacts`` are context-free (the same under every plan); ``after`` facts are what the walk (and
 the request log, and ``classify``) needs to know about the turn as sent. Both are frozen values of
@@ -56,16 +57,16 @@ from typing import (
 import orjson
 
 from thoughtline.events import Done, Event
-from thoughtline.facts import Named as Named  # re-exported: the codecs' seam
-from thoughtline.facts import TurnFacts as TurnFacts
-from thoughtline.facts import maker as maker
-from thoughtline.facts import sharer as sharer
-from thoughtline.facts import with_role as with_role
 from thoughtline.messages import Message, Origin, ToolSpec, freeze
 from thoughtline.routes.resolve import Echo as Echo  # re-exported: the codecs' seam
 from thoughtline.routes.resolve import Profile as Profile
 from thoughtline.routes.resolve import Route
 from thoughtline.verdicts import Verdict
+from thoughtline.wire.facts import Named as Named  # re-exported: the codecs' seam
+from thoughtline.wire.facts import TurnFacts as TurnFacts
+from thoughtline.wire.facts import maker as maker
+from thoughtline.wire.facts import sharer as sharer
+from thoughtline.wire.facts import with_role as with_role
 
 if TYPE_CHECKING:
     from thoughtline.config import ProviderConfig
@@ -158,12 +159,6 @@ class Lesson:
     wording: str = ""
 
 
-class WireCache(Protocol):
-    """A codec's per-session memo of stored turns' wire forms (turns are immutable)."""
-
-    def __len__(self) -> int: ...
-
-
 class StreamFold(Protocol):
     """Accumulates one streamed response; ``add_event`` returns the deltas to show."""
 
@@ -193,10 +188,8 @@ class Codec(Protocol):
         must-echo option is the profile's ``with_echo``, applied by ``codecs.registry``)."""
         ...
 
-    def new_cache(self) -> WireCache: ...
-
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
-                       cache: WireCache | None = None) -> Encoded: ...
+                       cache: TurnCache | None = None) -> Encoded: ...
 
     def decode_response(self, body: Any, origin: Origin, *, seed: str = "") -> Done:
         """A whole response. ``seed`` makes synthetic ids unique per request (pure otherwise)."""
@@ -208,7 +201,7 @@ class Codec(Protocol):
 
     def auth_scheme(self, provider: ProviderConfig) -> AuthScheme: ...
 
-    def summary(self, encoded: Encoded, cache: WireCache | None = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         """What the request log records about the reasoning a request carried."""
         ...
 
@@ -219,8 +212,8 @@ class Codec(Protocol):
 
     # --- the optional hooks (no-op defaults in ``CodecBase``) --------------------------------
 
-    #: The API's turn encoder; None: ``encode_request`` encodes a request as a whole.
-    turns: TurnEncoder[Any, Any] | None
+    #: The API's turn encoder: a request is encoded turn by turn (``TurnEncoder``).
+    turns: TurnEncoder[Any, Any]
 
     def stamp(self, done: Done, encoded: Encoded) -> Done: ...
 
@@ -380,7 +373,7 @@ def walk_turns(encoder: TurnEncoder[Any, Any], history: Sequence[Message], plan:
 
 
 class TurnCache(Protocol):
-    """The core's wire cache as a codec may be handed it (``thoughtline.wirecache.WireCache``)."""
+    """The core's wire cache as a codec may be handed it (``thoughtline.wire.cache.WireCache``)."""
 
     def encode(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
                spec: RequestSpec) -> Encoded: ...
@@ -390,23 +383,17 @@ class CodecBase:
     """The optional hooks the core calls on every codec, with their no-op defaults: a codec
     inherits this and overrides what its API needs. The core never probes a codec for a hook."""
 
-    #: The API's turn encoder (None: the codec encodes a request as a whole, and nothing of it
-    #: is stored; ``encode_request`` is then the codec's own).
-    turns: ClassVar[TurnEncoder[Any, Any] | None] = None
+    #: The API's turn encoder (every codec has one: the core's wire cache encodes, stores and
+    #: splices its turns).
+    turns: ClassVar[TurnEncoder[Any, Any]]
 
     def encode_request(self, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
                        cache: TurnCache | None = None) -> Encoded:
-        """A codec with a turn encoder: through the core's wire cache when one is given
-        (``thoughtline.wirecache``), else every turn encoded here."""
-        if self.turns is None:
-            raise NotImplementedError("a codec without a turn encoder encodes its own requests")
+        """Through the core's wire cache when one is given (``thoughtline.wire.cache``), else
+        every turn encoded here."""
         if cache is not None:
             return cache.encode(self, history, plan, spec)  # type: ignore[arg-type]
         return walk_turns(self.turns, history, plan, spec)
-
-    def new_cache(self) -> Any:
-        """A codec's own per-session memo (only a codec without a turn encoder has one)."""
-        return None
 
     def stamp(self, done: Done, encoded: Encoded) -> Done:
         """The answer with what the codec must know later about the request that produced it

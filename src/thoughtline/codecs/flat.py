@@ -95,8 +95,8 @@ class FlatTurns:
 
 
 def WireCache() -> Any:  # what callers made before: the core's one cache now
-    """A session's wire cache (``thoughtline.wirecache.WireCache``)."""
-    from thoughtline.wirecache import WireCache as Cache
+    """A session's wire cache (``thoughtline.wire.cache.WireCache``)."""
+    from thoughtline.wire.cache import WireCache as Cache
 
     return Cache()
 

@@ -14,7 +14,7 @@ from thoughtline.estimate import Estimator
 from thoughtline.events import Done, TextDelta
 from thoughtline.messages import Message
 from thoughtline.modelconfig import ModelConfig
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 if TYPE_CHECKING:
     from thoughtline.session import Session

@@ -42,7 +42,7 @@ from thoughtline.store.base import SessionRecord, Store, new_session_id
 from thoughtline.store.rehydration import NAMED, IndexKey, Rehydrated
 from thoughtline.turn import TurnInput
 from thoughtline.verdicts import Verdict
-from thoughtline.wirecache import WireCache
+from thoughtline.wire.cache import WireCache
 
 
 class UnknownSession(NotFound):

@@ -15,7 +15,7 @@ visible message id in order, so it is found only for exactly that history (any b
 holding it) and collected with that message. A resume reads it instead of every turn's ``meta``.
 And one more: the checkpoint of the wire cache's last walk over exactly that history under one
 plan (``lastwalk``), keyed by the history's last message and ``walk:`` plus a digest of the plan
-and every visible message id in order.
+and of the ids' digest the scan's key is made of (a resume hashes its ids once, for both).
 """
 
 from __future__ import annotations
@@ -63,9 +63,16 @@ def form_digest(meta: str, data: bytes, context: str = "") -> str:
     return f"sha256:{hashed.hexdigest()}"
 
 
-def scan_key(ids: Sequence[str]) -> str:
-    """The key of the scan of the visible history ``ids`` (in order)."""
-    return "scan:" + sha256("\n".join(ids).encode()).hexdigest()[:40]
+def _listed(ids: Sequence[str]) -> str:
+    """The digest of the visible history ``ids`` (in order) both keys below are made of: a
+    resume hashes its ids once for both rows."""
+    return sha256("\n".join(ids).encode()).hexdigest()
+
+
+def scan_key(ids: Sequence[str], listed: str = "") -> str:
+    """The key of the scan of the visible history ``ids`` (in order; ``listed``: their
+    ``_listed`` digest, when known)."""
+    return "scan:" + (listed or _listed(ids))[:40]
 
 
 def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
@@ -73,9 +80,9 @@ def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
     return WireForm(message_id=ids[-1], plan=scan_key(ids), meta="", data=data)
 
 
-def walk_key(plan: str, ids: Sequence[str]) -> str:
+def walk_key(plan: str, ids: Sequence[str], listed: str = "") -> str:
     """The key of the last walk over the visible history ``ids`` (in order) under ``plan``."""
-    return "walk:" + sha256("\n".join([plan, *ids]).encode()).hexdigest()[:40]
+    return "walk:" + sha256(f"{plan}\n{listed or _listed(ids)}".encode()).hexdigest()[:40]
 
 
 def walk_form(plan: str, ids: Sequence[str], data: bytes) -> WireForm:
@@ -139,9 +146,10 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
             if mid not in problems:  # (bytes(): PostgreSQL gives memoryview)
                 problems.append(mid)
     ids = list(map(operator.itemgetter(1), entries))
+    listed = _listed(ids) if ids else ""
     return StoredForms(entries=tuple(entries), forms=forms, problems=tuple(problems),
-                       scan=_keyed(tx, ids, scan_key(ids)) if ids else None,
-                       walk=_keyed(tx, ids, walk_key(plan, ids)) if ids else None)
+                       scan=_keyed(tx, ids, scan_key(ids, listed)) if ids else None,
+                       walk=_keyed(tx, ids, walk_key(plan, ids, listed)) if ids else None)
 
 
 def _keyed(tx: Tx, ids: list[str], key: str) -> bytes | None:

@@ -146,7 +146,7 @@ class Anthropic(CodecBase):
         endpoint = profile_for(provider.route_id, provider.base_url).endpoint
         return provider.auth or platforms.facts(endpoint).auth
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         return wire_summary(_index(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

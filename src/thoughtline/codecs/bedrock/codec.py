@@ -66,7 +66,7 @@ class Bedrock(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         carried = _carried(encoded)
         return summary_of(carried.assistant_turns, carried.carriers, carried.extras)
 

@@ -83,7 +83,7 @@ class Gemini(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(platform_of(provider)).auth
 
-    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         return summary(_sent(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

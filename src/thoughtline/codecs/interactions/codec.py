@@ -63,7 +63,7 @@ class Interactions(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn's steps stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn's steps stored and spliced by the core (``wire.cache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         row = api_table(API).match(provider, base_url)
@@ -83,7 +83,7 @@ class Interactions(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(platform_of(provider)).auth
 
-    def summary(self, encoded: Encoded, cache: object = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         return summary(_sent(encoded))
 
     def classify(self, status: int | None, body: str, encoded: Encoded,

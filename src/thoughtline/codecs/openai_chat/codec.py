@@ -31,7 +31,7 @@ class OpenAIChat(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wire.cache``)
 
     def resolve(self, provider: str, base_url: str | None, model: str) -> Route:
         return resolve_chat(provider, base_url, model)
@@ -49,7 +49,7 @@ class OpenAIChat(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         if isinstance(encoded.index, ChatIndex):
             return encoded.index.summary()
         return wire_summary(encoded.body)

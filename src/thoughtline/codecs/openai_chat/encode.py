@@ -2,7 +2,7 @@
 route, keep-thinking body fields — and nothing of ours on the wire.
 
 A turn's wire messages depend on the turn and the plan only, so the API's turn encoder (``TURNS``,
-``codecs.base.TurnEncoder``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
+``codecs.base.TurnEncoder``) is flat: the core's wire cache (``thoughtline.wire.cache``) encodes
 each turn once, stores it, splices it into later requests and reuses the walk of a history that
 only grew. A turn's after facts are the request log's counts of it (``Counts``).
 """
@@ -123,8 +123,9 @@ def _nothing_to_say(message: Message) -> bool:
     """An assistant turn made only of other APIs' items with no readable form (Codex's
     ``configuration_update``, a sealed compaction item): Chat has no place for any of it, and an
     empty assistant message would end the conversation the model sees on the assistant."""
-    return bool(message.parts) and all(isinstance(p, Opaque) for p in message.parts) \
-        and not foreign.shown(message, API).text
+    parts = message.parts  # (the first part first: most turns stop there, no generator made)
+    return bool(parts) and isinstance(parts[0], Opaque) and all(
+        isinstance(p, Opaque) for p in parts) and not foreign.shown(message, API).text
 
 
 def counts_of(wire: Iterable[Mapping[str, Any]]) -> Counts:

@@ -40,7 +40,7 @@ class OpenAIResponses(CodecBase):
 
     api = API
     owned = OWNED
-    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wirecache``)
+    turns = TURNS  # each turn encoded once, stored and spliced by the core (``wire.cache``)
 
     def native_problem(self, namespace: str, value: Mapping[str, Any]) -> tuple[str, str] | None:
         return native_problem(value) if namespace == NS else None
@@ -61,7 +61,7 @@ class OpenAIResponses(CodecBase):
     def auth_scheme(self, provider: ProviderConfig) -> str:
         return provider.auth or platforms.facts(PLATFORM).auth
 
-    def summary(self, encoded: Encoded, cache: Any = None) -> dict[str, Any]:
+    def summary(self, encoded: Encoded) -> dict[str, Any]:
         index = encoded.index
         if isinstance(index, ResponsesIndex):
             return index.summary()

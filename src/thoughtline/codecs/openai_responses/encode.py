@@ -18,7 +18,7 @@ kept) goes only to a route that is OpenAI's own API (``openai_sealed``); any oth
 not at all. Another API's blocks arrive as their readable text (``codecs.foreign``).
 
 A turn's input items depend on the turn and the plan only, so the API's turn encoder
-(``TURNS``, ``codecs.flat``) is flat: the core's wire cache (``thoughtline.wirecache``) encodes
+(``TURNS``, ``codecs.flat``) is flat: the core's wire cache (``thoughtline.wire.cache``) encodes
 each turn once, stores it and splices it into later requests.
 """
 

@@ -3,7 +3,7 @@
 ``StoredHistory`` is the ``Sequence[Message]`` a resumed session holds: it knows each visible
 message's content id and, for the plan the session was last sent with, the verified wire forms of
 each message (per context: ``codecs.base.TurnEncoder``) with their ``meta`` (the turn's
-``TurnFacts`` and after facts, under named fields). The core's wire cache (``wirecache``) splices
+``TurnFacts`` and after facts, under named fields). The core's wire cache (``wire.cache``) splices
 those bytes into the next request without decoding anything; the canonical messages are decoded
 (and verified) only when something needs them — a plan change, ``sessions show``, export,
 compaction — all at once, through the store's ordinary load.
@@ -18,18 +18,13 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
-from thoughtline.facts import TurnFacts, read_facts
 from thoughtline.messages import Message, ToolCall, ToolResult
+from thoughtline.wire.facts import TurnFacts, read_facts
 
 Shape = tuple[str, Sequence[str], Sequence[str], bool]
 #: Each context's (data, meta) of one stored message (a dict: a resumed walk looks its rows up
 #: at C speed, ``dict.get`` over all of them).
 Forms = dict[str, tuple[bytes, str]]
-
-
-def facts_of_meta(meta: str) -> TurnFacts | None:
-    """The neutral facts a stored form's meta holds (None: it holds none: decode the turn)."""
-    return read_facts(meta)
 
 
 def shape_of(m: Message) -> Shape:
@@ -151,7 +146,7 @@ class StoredHistory(_TwoParts):
             stored = len(self._ids)
             forms = self._forms.get(self._ids[index]) if index < stored else None
             if forms:
-                known = facts_of_meta(next(iter(forms.values()))[1])
+                known = read_facts(next(iter(forms.values()))[1])
             if known is None:
                 known = TurnFacts.of(self[index])
             self._facts[index] = known

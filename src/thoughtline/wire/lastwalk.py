@@ -1,6 +1,6 @@
 """The last walk of a stored history, stored beside its turns' wire forms (issue 44).
 
-A walk over a history under a plan (``wirecache``) ends in a state; what a resumed session needs to
+A walk over a history under a plan (``wire.cache``) ends in a state; what a resumed session needs to
 go on from there without decoding a turn, or asking a codec rule of one, is what the walk found:
 
 - every turn's ``TurnFacts`` (context-free: one list for every view);
@@ -13,8 +13,10 @@ order and the plan digest), the request starts in the view's start state, and ea
 is picked by the context the view names. Encoder states are stored as the plain JSON values the
 encoder makes of them (``TurnEncoder.state_json``/``state_of``).
 
-Only the wire cache writes and reads this format; facts and after facts that repeat are stored
-once and referred to by position.
+Only the wire cache writes and reads this format: two compact JSON documents on two lines, the
+views first and the facts (by column) after, so a walk that never asks for a stored turn's facts
+(a flat encoder's) parses only the first; after facts that repeat are stored once and referred
+to by position.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from typing import Any
 import orjson
 
 from thoughtline.codecs.base import Context, Named, TurnEncoder, TurnFacts, context_key
-from thoughtline.facts import UNREADABLE
+from thoughtline.wire.facts import UNREADABLE
 
 __all__ = ["LastWalk", "View", "dump", "read_meta", "start_key"]
 
@@ -42,35 +44,57 @@ class View:
     end: Any  # the encoder's state after the last stored turn
 
 
-@dataclass(frozen=True, kw_only=True, slots=True)
 class LastWalk:
-    """A stored last walk, read: the stored turns' facts and each view by its start key."""
+    """A stored last walk, read: each view by its start key, the stored turns' facts read from
+    their columns on first need (``facts``: a flat encoder's walk may never ask for them)."""
 
-    facts: list[TurnFacts]
-    views: dict[str, Any]  # start key -> the view's JSON (read when it applies: ``view``)
-    afters: list[Any]  # the after facts' JSON, each once
+    __slots__ = ("_extra", "_facts", "_raw", "_size", "afters", "views")
+
+    def __init__(self, raw: memoryview, size: int, extra: type[Named] | None,
+                 views: dict[str, Any], afters: list[Any]) -> None:
+        self._raw, self._size, self._extra = raw, size, extra
+        self._facts: list[TurnFacts] | None = None
+        self.views = views  # start key -> the view's JSON (read when it applies: ``view``)
+        self.afters = afters  # the after facts' JSON, each once
 
     @classmethod
     def read(cls, encoder: TurnEncoder[Any, Any], raw: bytes, size: int) -> LastWalk | None:
         """The last walk ``raw`` holds for ``size`` stored turns (None: not one this cache wrote
-        for them, or not this encoder's: the ordinary load runs)."""
-        # (thousands of small values that live as long as the session and form no cycles: the
-        # cyclic collector would rescan them while they are made, as in ``store.engine``)
-        collecting = gc.isenabled()
-        gc.disable()
+        for them, or not this encoder's: the ordinary load runs). Its views are read now, its
+        facts on first need (``facts``)."""
+        cut = raw.find(b"\n")  # (``dump``: the views, a newline, the facts)
+        if cut < 0:
+            return None
         try:
-            doc = orjson.loads(raw)
-            facts = _facts_of(doc["facts"], encoder.extra_type)
+            doc = orjson.loads(memoryview(raw)[:cut])
             views, afters = doc["views"], doc["afters"]
         except (*UNREADABLE, IndexError):
             return None
-        finally:
-            if collecting:
-                gc.freeze()
-                gc.enable()
-        if len(facts) != size or type(views) is not dict or type(afters) is not list:
+        if doc.get("size") != size or type(views) is not dict or type(
+                afters) is not list:
             return None
-        return cls(facts=facts, views=views, afters=afters)
+        return cls(memoryview(raw)[cut + 1:], size, encoder.extra_type, views, afters)
+
+    def facts(self) -> list[TurnFacts] | None:
+        """The stored turns' facts (None: they do not read: the turns are decoded for them)."""
+        if self._facts is None:
+            # (thousands of small values that live as long as the session and form no cycles:
+            # the cyclic collector would rescan them while they are made, as in
+            # ``store.engine``)
+            collecting = gc.isenabled()
+            gc.disable()
+            try:
+                facts = _facts_of(orjson.loads(self._raw), self._extra)
+            except (*UNREADABLE, IndexError):
+                return None
+            finally:
+                if collecting:
+                    gc.freeze()
+                    gc.enable()
+            if len(facts) != self._size:
+                return None
+            self._facts = facts
+        return self._facts
 
     def view(self, encoder: TurnEncoder[Any, Any], start: object) -> View | None:
         """The view that starts in ``start`` (None: no walk of these turns started there); any
@@ -86,7 +110,7 @@ class LastWalk:
             end = start if encoder.flat else encoder.state_of(found["end"])
         except (*UNREADABLE, IndexError):
             return None
-        if type(contexts) is not list or not len(contexts) == len(afters) == len(self.facts):
+        if type(contexts) is not list or not len(contexts) == len(afters) == self._size:
             return None
         return View(contexts=contexts, afters=afters, end=end)
 
@@ -126,8 +150,8 @@ def dump(encoder: TurnEncoder[Any, Any], facts: Sequence[TurnFacts],
                "results": [f.results for f in facts],
                "incomplete": [f.incomplete for f in facts], "opens": [f.opens for f in facts],
                "extra": [None if f.extra is None else f.extra.to_json() for f in facts]}
-    return orjson.dumps({"facts": columns, "afters": [_json(a) for a in after_table],
-                         "views": out})
+    return b"%b\n%b" % (orjson.dumps({"size": len(facts), "views": out, "afters": [
+        _json(a) for a in after_table]}), orjson.dumps(columns))
 
 
 _tuple = tuple.__new__  # (a named tuple from its values in order, in one C call)

@@ -15,18 +15,17 @@ cache walks the history once per request and remembers the walk. A request's wal
 
 The codec's one duty to the cache is ``context``: what a turn's bytes depend on. Write-through
 (``forms``): the bytes that went into a request are stored once the turn is appended, under its
-context (and the contexts a later request may put it in), with the walk's checkpoint. A codec
-without a turn encoder is encoded as a whole by its own ``encode_request`` with its own memo.
+context (and the contexts a later request may put it in), with the walk's checkpoint.
 """
 
 from __future__ import annotations
 
-import bisect
+import contextlib
+import functools
 import itertools
 import operator
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any, cast
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import orjson
 
@@ -41,54 +40,24 @@ from thoughtline.codecs.base import (
     Walk,
     context_key,
 )
-from thoughtline.lastwalk import LastWalk, dump, read_meta
 from thoughtline.messages import Message, Text
 from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.store.wireforms import WireForm, walk_form, walk_key
-from thoughtline.stored import Joined, StoredHistory
+from thoughtline.wire.lastwalk import LastWalk, dump, read_meta
+from thoughtline.wire.stored import Joined, StoredHistory
+from thoughtline.wire.walk import UNKNOWN, Facts, Steps, common
 
 __all__ = ["WireCache", "encode"]
 
-#: How many pieces a remembered walk's array content may be in before they are joined again.
-_CHUNKS = 32
 #: What a history may be followed by on its next request (``WireCache.forms``).
 _NEXT_USER = Message(role="user", parts=(Text(text="…"),))
-#: The state after a stored turn a checkpoint does not hold (only the last one's is stored).
-_UNKNOWN = object()
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class _Remembered:
-    """The last walk under one plan: what a history that only grew continues from."""
-
-    tokens: list[object]  # per turn: its stored message id, or the message itself
-    start: object
-    facts: list[TurnFacts]
-    states: list[object]  # the state after each turn (non-flat encoders only; or ``_UNKNOWN``)
-    turns: list[bytes]
-    afters: list[Any]
-    contexts: list[Context]
-    #: The array content in pieces (``Fragment``s): earlier requests' turns joined into a few
-    #: chunks, then the last walk's own turns one piece each (no copy of them yet)
-    chunks: list[Any]
-    ends: list[int]  # how many turns each chunk covers up to (the singles have no entry)
-
-
-@dataclass(slots=True)
-class _Into:
-    """What one walk collects, turn by turn."""
-
-    state: object
-    turns: list[bytes]
-    afters: list[Any]
-    contexts: list[Context]
-    states: list[object]
+_DATA = operator.itemgetter(0)  # (a stored form's bytes: its (data, meta)'s first)
 
 
 def encode(codec: Codec, history: Sequence[Message], plan: ReplayPlan, spec: RequestSpec,
            cache: WireCache | None) -> Encoded:
-    """The request for ``history``: through ``cache`` when there is one (which gives a codec
-    without a turn encoder its own memo, from its ``new_cache``)."""
+    """The request for ``history``: through ``cache`` when there is one, else every turn encoded
+    (``Codec.encode_request``)."""
     if not isinstance(cache, WireCache):
         return codec.encode_request(history, plan, spec, cache)
     return cache.encode(codec, history, plan, spec)
@@ -102,12 +71,11 @@ class WireCache:
         #: and its context unless that is ""), with the message (an id can be reused).
         self._memo: dict[str, dict[object, tuple[Message, bytes, Named]]] = {}
         self._digests: dict[tuple[str, str, Any], str] = {}
-        self._last: dict[tuple[str, str], _Remembered] = {}
+        self._last: dict[tuple[str, str], Steps] = {}
         #: Per encoder type: each stored meta read so far (None: not one ``_form`` wrote).
         self._metas: dict[type, dict[str, tuple[TurnFacts, Any] | None]] = {}
         #: Per (stored history, plan digest): its stored last walk, read once (None: none).
         self._points: dict[tuple[int, str], tuple[StoredHistory, LastWalk | None]] = {}
-        self._legacy: dict[str, Any] = {}
         #: (message id, plan digest, context) of every form known to be stored.
         self._written: set[tuple[str, str, str]] = set()
         #: Per plan digest: the (message id, key) of the last walk stored for this session's
@@ -119,21 +87,13 @@ class WireCache:
         self.last: tuple[object, object] | None = None
 
     def __len__(self) -> int:
-        return (sum(len(m) for m in self._memo.values())
-                + sum(len(c) for c in self._legacy.values() if c is not None))
+        return sum(len(m) for m in self._memo.values())
 
     # --- requests -----------------------------------------------------------------------------
-
-    def legacy(self, codec: Codec) -> Any:
-        """The memo of a codec without a turn encoder (its own ``new_cache``)."""
-        if codec.api not in self._legacy:
-            self._legacy[codec.api] = codec.new_cache()
-        return self._legacy[codec.api]
 
     def digest(self, codec: Codec, plan: ReplayPlan) -> str:
         """The plan digest a turn encoder's stored forms are keyed by."""
         encoder = codec.turns
-        assert encoder is not None
         key = (codec.api, encoder.version, plan.key)
         found = self._digests.get(key)
         if found is None:
@@ -143,71 +103,63 @@ class WireCache:
 
     def encode(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
                spec: RequestSpec) -> Encoded:
-        encoder = codec.turns
-        if encoder is None:
-            return codec.encode_request(history, plan, spec, self.legacy(codec))
-        return encoder.assemble(self.walk(codec, history, plan, spec), spec, plan)
+        return codec.turns.assemble(self.walk(codec, history, plan, spec), spec, plan)
 
     def walk(self, codec: Codec, history: Sequence[Message], plan: ReplayPlan,
              spec: RequestSpec) -> Walk[Any, Any]:
         """The walk of ``history`` under ``plan`` (each turn's bytes and facts)."""
         encoder = codec.turns
-        assert encoder is not None
         digest = self.digest(codec, plan)
         stored = _stored_of(history)
         split = len(stored.ids) if stored is not None else 0
         tokens: list[object] = [*stored.ids, *history[split:]] if stored is not None else list(
             history)
         last = self._last.get((codec.api, digest))
-        kept = _common(last.tokens, tokens) if last is not None else 0
-        facts = last.facts[:kept] if last is not None and kept else []
-        if stored is not None and kept < split:
+        kept = common(last.tokens, tokens) if last is not None else 0
+        if stored is not None and kept < split and stored.plan != digest:
             # (forms stored under another plan digest may be another API's: decoded)
-            read = self._stored_facts(encoder, stored, digest) if stored.plan == digest else None
-            if read is None:
-                return self._decoded(codec, history, plan, spec)
-            facts += read[kept:]
-        facts += map(encoder.facts, cast("list[Message]", tokens[len(facts):]))
+            return self._decoded(codec, history, plan, spec)
+        source = None if stored is None else self._stored_source(encoder, stored, digest)
+        facts = (last.facts.kept(kept, tokens, split, source) if last is not None and kept
+                 else Facts(tokens, encoder.facts, split, source))
         start = encoder.start(plan, spec, facts)
-        # (a flat walk's turns do not depend on its state: it goes on whatever the start)
-        if last is None or (not encoder.flat and (
-                start != last.start or (kept and last.states[kept - 1] is _UNKNOWN))):
+        read: Sequence[TurnFacts] = facts if encoder.flat else facts.all()
+        if last is None or not last.goes_on(kept, start, flat=encoder.flat):
             kept = 0
-        ends: list[int] = []
-        chunks: list[Any] = []
         if stored is not None and kept < split:
-            into = self._resumed(encoder, stored, digest, facts, start)
-            if into is None:
+            steps = self._resumed(encoder, stored, digest, read,
+                                  Steps(tokens=tokens, start=start, facts=facts, state=start))
+            if steps is None:
                 return self._decoded(codec, history, plan, spec)
-            first, kept = split, 0
-        elif kept:
-            assert last is not None
-            into = _Into(state=start if encoder.flat else last.states[kept - 1],
-                         turns=last.turns[:kept], afters=last.afters[:kept],
-                         contexts=last.contexts[:kept], states=last.states[:kept])
-            ends, chunks = _reused(last, into.turns)
-            first = kept
+        elif last is not None and kept:
+            steps = last.kept(kept, tokens, start, facts, flat=encoder.flat)
         else:
-            into = _Into(state=start, turns=[], afters=[], contexts=[], states=[])
-            first = 0
-        self._encoded(encoder, digest, tokens, facts, first, plan, into)
-        # This walk's turns, stored forms included, one piece each: joined into one chunk only
-        # if a later walk reuses them (``_reused``), so a resume's first request copies its
-        # stored bytes once, into the body, and not into a joined chunk first.
-        chunks += map(orjson.Fragment, filter(None, itertools.islice(into.turns, kept, None)))
-        self._last[(codec.api, digest)] = _Remembered(
-            tokens=tokens, start=start, facts=facts, states=into.states, turns=into.turns,
-            afters=into.afters, contexts=into.contexts, chunks=chunks, ends=ends)
-        return Walk(state=into.state, turns=into.turns, fragments=chunks, facts=facts,
-                    afters=into.afters, contexts=into.contexts, history=history)
+            steps = Steps(tokens=tokens, start=start, facts=facts, state=start)
+        self._encoded(encoder, digest, read, plan, steps)
+        self._last[(codec.api, digest)] = steps
+        return steps.walk(read, history)
 
-    def _stored_facts(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
-                      digest: str) -> list[TurnFacts] | None:
-        """The facts of the stored turns: from their last walk, else from their forms' metas
-        (None: a turn without a readable one: the history is decoded)."""
-        point = self._point(encoder, stored, digest)
-        if point is not None:
-            return point.facts
+    def _stored_source(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
+                       digest: str) -> Callable[[], list[TurnFacts]]:
+        """How the stored turns' facts are read, once, when a walk first needs them: from their
+        last walk, else from their forms' metas, else from their messages (decoded)."""
+
+        @functools.cache
+        def read() -> list[TurnFacts]:
+            found = self._point(encoder, stored, digest) if stored.plan == digest else None
+            facts = found.facts() if found is not None else None
+            if facts is None and stored.plan == digest:
+                facts = self._meta_facts(encoder, stored)
+            if facts is None:
+                facts = list(map(encoder.facts, stored[:len(stored.ids)]))
+            return facts
+
+        return read
+
+    def _meta_facts(self, encoder: TurnEncoder[Any, Any],
+                    stored: StoredHistory) -> list[TurnFacts] | None:
+        """The facts of the stored turns from their forms' metas (None: a turn has no readable
+        one)."""
         out = []
         for row in stored.rows():
             read = self._meta(encoder, next(iter(row.values()))[1]) if row else None
@@ -217,30 +169,33 @@ class WireCache:
         return out
 
     def _resumed(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory, digest: str,
-                 facts: list[TurnFacts], start: object) -> _Into | None:
-        """The stored turns of a walk from ``start``, nothing decoded: the stored last walk's
-        view that starts there, each form picked by the context it names; else walked on their
-        forms (``_on_forms``). None: a turn has no form for its context."""
+                 facts: Sequence[TurnFacts], steps: Steps) -> Steps | None:
+        """``steps`` with the stored turns of a walk from its start, nothing decoded: the stored
+        last walk's view that starts there, each form picked by the context it names; else
+        walked on their forms (``_on_forms``). None: a turn has no form for its context."""
         point = self._point(encoder, stored, digest)
-        view = point.view(encoder, start) if point is not None else None
+        view = point.view(encoder, steps.start) if point is not None else None
         rows = stored.rows()
-        if view is not None:
-            picked = list(map(dict.get, rows, view.contexts))
-            if None not in picked:
-                return _Into(state=view.end, turns=[form[0] for form in picked if form],
-                             afters=list(view.afters), contexts=list(view.contexts),
-                             states=[] if encoder.flat else [
-                                 *itertools.repeat(_UNKNOWN, len(rows) - 1), view.end])
-        return self._on_forms(encoder, rows, facts, start)
+        picked = None
+        # (at C speed: a resume's first request picks every stored turn's form here; a turn
+        # without the form its context names leaves ``picked`` None)
+        with contextlib.suppress(KeyError, TypeError):
+            picked = list(map(operator.getitem, rows, view.contexts)) if view else None
+        if view is None or picked is None:
+            return self._on_forms(encoder, rows, facts, steps)
+        steps.state, steps.turns, steps.afters = view.end, list(map(_DATA, picked)), view.afters
+        steps.contexts = list(view.contexts)
+        if not encoder.flat:
+            steps.states = [*itertools.repeat(UNKNOWN, len(rows) - 1), view.end]
+        return steps
 
     def _on_forms(self, encoder: TurnEncoder[Any, Any], rows: list[dict[str, tuple[bytes, str]]],
-                  facts: list[TurnFacts], start: object) -> _Into | None:
-        """The stored turns walked as any walk is (``context``, ``advance``), each turn's form
-        found under its context and its after facts read from the form's meta: where a walk
-        starts in a state no stored view started in (e.g. a new system turn, or a resumed
-        session's later request moved where its tool loop starts)."""
-        into = _Into(state=start, turns=[], afters=[], contexts=[], states=[])
-        state, flat = start, encoder.flat
+                  facts: Sequence[TurnFacts], steps: Steps) -> Steps | None:
+        """``steps`` with the stored turns walked as any walk is (``context``, ``advance``),
+        each turn's form found under its context and its after facts read from the form's meta:
+        where a walk starts in a state no stored view started in (e.g. a new system turn, or a
+        resumed session's later request moved where its tool loop starts)."""
+        state, flat = steps.state, encoder.flat
         context: Context = ""
         for index, row in enumerate(rows):
             if not flat:
@@ -251,12 +206,12 @@ class WireCache:
                 return None
             if not flat:
                 state = encoder.advance(state, facts[index], context, read[1])
-                into.states.append(state)
-            into.turns.append(form[0])
-            into.afters.append(read[1])
-            into.contexts.append(context)
-        into.state = state
-        return into
+                steps.states.append(state)
+            steps.turns.append(form[0])
+            steps.afters.append(read[1])
+            steps.contexts.append(context)
+        steps.state = state
+        return steps
 
     def _meta(self, encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
         """A stored form's meta read (``_form`` wrote it), once per distinct meta."""
@@ -269,8 +224,8 @@ class WireCache:
                  spec: RequestSpec) -> Walk[Any, Any]:
         """The ordinary load: the stored history decoded (once, verified), then walked."""
         stored = _stored_of(history)
-        assert stored is not None
-        list(stored)  # (decodes it: from now on its messages are what is walked)
+        if stored is not None:  # (reading its facts may have decoded it already)
+            list(stored)  # (decodes it: from now on its messages are what is walked)
         return self.walk(codec, history, plan, spec)
 
     def _point(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory,
@@ -284,16 +239,17 @@ class WireCache:
                 encoder, raw, len(stored.ids)))
         return found[1]
 
-    def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str, messages: list[Any],
-                 facts: Sequence[TurnFacts], begin: int, plan: ReplayPlan, into: _Into) -> None:
-        """Walk the turns held as messages from ``begin``, each from the memo or encoded once
-        (a cold request walks every turn here)."""
+    def _encoded(self, encoder: TurnEncoder[Any, Any], digest: str,
+                 facts: Sequence[TurnFacts], plan: ReplayPlan, steps: Steps) -> None:
+        """Walk on the turns of ``steps`` held as messages (after those it holds), each from the
+        memo or encoded once (a cold request walks every turn here)."""
         memo, encode_turn = self._digest_memo(digest), encoder.encode_turn
         context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
-        turns, afters, contexts, states = into.turns, into.afters, into.contexts, into.states
-        state = into.state
+        turns, afters, contexts, states = steps.turns, steps.afters, steps.contexts, steps.states
+        messages: list[Any] = steps.tokens  # (from ``len(turns)`` on: messages)
+        state = steps.state
         context: Context = ""
-        for index in range(begin, len(messages)):
+        for index in range(len(turns), len(messages)):
             message = messages[index]
             if not flat:
                 context = context_of(state, index, facts[index])
@@ -311,7 +267,7 @@ class WireCache:
             turns.append(data)
             afters.append(after)
             contexts.append(context)
-        into.state = state
+        steps.state = state
 
     def _digest_memo(self, digest: str) -> dict[object, tuple[Message, bytes, Named]]:
         return self._memo.setdefault(digest, {})
@@ -329,7 +285,7 @@ class WireCache:
         user turn, so the next request finds its forms and its view whichever kind of turn it
         sends."""
         encoder = codec.turns
-        if encoder is None or len(ids) != len(history) or not ids:
+        if len(ids) != len(history) or not ids:
             return []
         digest = self.digest(codec, plan)
         views = [history] if encoder.flat else [history, Joined(history, [_NEXT_USER])]
@@ -345,7 +301,7 @@ class WireCache:
             ran.append((last.start, last.contexts[:size], last.afters[:size], end))
         if not encoder.flat:
             out += self._later(codec, encoder, walks[0], history, ids, digest, plan)
-        if all(end is not _UNKNOWN for *_, end in ran):
+        if all(end is not UNKNOWN for *_, end in ran):
             out.append(walk_form(digest, ids, dump(encoder, walks[0].facts[:size], ran)))
             self._supersede(history, digest, (ids[-1], walk_key(digest, ids)))
         return out
@@ -438,37 +394,3 @@ def _stored_of(history: Sequence[Message]) -> StoredHistory | None:
     (and verified) messages are what is sent, so its stored forms are not read any more."""
     stored = history.stored if isinstance(history, Joined) else history
     return stored if isinstance(stored, StoredHistory) and not stored.decoded else None
-
-
-def _reused(last: _Remembered, turns: list[bytes]) -> tuple[list[int], list[Any]]:
-    """The pieces of ``last`` that cover the first ``len(turns)`` turns (their ends, the pieces),
-    its one-turn pieces joined into one chunk (they are reused a second time: serialized as one
-    piece from now on), and all of them joined again when a long session has made many."""
-    kept = len(turns)
-    reuse = bisect.bisect_right(last.ends, kept)
-    if reuse >= _CHUNKS:
-        reuse = 0
-    ends, chunks = last.ends[:reuse], last.chunks[:reuse]
-    covered = ends[-1] if ends else 0
-    rest = [data for data in turns[covered:] if data]
-    if rest:
-        ends.append(kept)
-        chunks.append(orjson.Fragment(b",".join(rest)))
-    return ends, chunks
-
-
-def _common(before: list[object], now: list[object]) -> int:
-    """How many leading turns ``now`` shares with ``before``: by identity first, else by
-    equality (a gateway decodes the history a client resends into new, equal messages; equal
-    turns have equal forms, so the walk of the last request goes on from there). The identical
-    prefix is found at C speed, so only the turns after it are compared by value."""
-    same = list(map(operator.is_, before, now))
-    try:
-        count = same.index(False)
-    except ValueError:
-        return len(same)
-    for a, b in zip(before[count:], now[count:], strict=False):
-        if a is not b and a != b:
-            break
-        count += 1
-    return count
