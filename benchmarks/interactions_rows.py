@@ -29,7 +29,7 @@ from thoughtline.messages import (
     tool_results,
     user,
 )
-from thoughtline.wirecache import WireCache, encode
+from thoughtline.wire.cache import WireCache, encode
 
 #: The stateless preset: a resumed session sends every stored turn (with ``store: true`` it sends
 #: only what came after the last interaction it can continue).

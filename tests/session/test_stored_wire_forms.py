@@ -37,12 +37,12 @@ PROVIDERS = st.sampled_from([
     ProviderConfig(id="mistral", base_url="https://api.mistral.ai/v1", model="magistral"),
     ProviderConfig(id="gemini-openai", base_url="https://generativelanguage.googleapis.com/"
                    "v1beta/openai", model="gemini-3-pro"),
-    # Responses stores its turns' input items the same way (its flat TurnEncoder, wirecache).
+    # Responses stores its turns' input items the same way (its flat TurnEncoder, wire.cache).
     ProviderConfig(id="openai-responses", api="openai-responses",
                    base_url="https://api.openai.com/v1", model="gpt-5.5"),
     ProviderConfig(id="xai-responses", api="openai-responses", base_url="https://api.x.ai/v1",
                    model="grok-4"),
-    # Bedrock Converse: turns merged by role into messages (codecs/bedrock/turns, wirecache).
+    # Bedrock Converse: turns merged by role into messages (codecs/bedrock/turns, wire.cache).
     ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
                    model="us.anthropic.claude-sonnet-4-5-20250929-v1:0"),
     ProviderConfig(id="bedrock", api="bedrock", base_url="", auth="sigv4:bedrock",
