@@ -351,7 +351,7 @@ class Session:
         ids = self._ids
         if ids is None:
             return
-        from thoughtline.store.wireforms import scan_form
+        from thoughtline.store.wireforms import keyed_form, scan_key
 
         codec = self.codec
         turn = self._turn([])
@@ -363,7 +363,8 @@ class Session:
                                   TurnEngine.spec(turn, stream=True))
         rows = list(forms)
         if ids:  # and where the unanswered-call scan stands after them, so a resume starts there
-            rows.append(scan_form(ids, replay.scan_to_json(replay.scan_state(self._history))))
+            scan = replay.scan_to_json(replay.scan_state(self._history))
+            rows.append(keyed_form(scan_key(ids), ids, scan))
         try:
             self.store.put_wire_forms(rows, drop=self._cache.superseded())
         except StoreError:

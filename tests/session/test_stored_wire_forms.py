@@ -218,7 +218,7 @@ def test_a_resume_starts_the_unanswered_call_scan_where_the_stored_one_ended(
         session.append(history)
         resumed = Session.resume(store, session.id)
         assert resumed.request_bytes([PENDING], stream=True) == _fresh_bytes(history, DEEPSEEK)
-        assert resumed._history._shapes is None  # no stored turn's meta was read to scan
+        assert not resumed._history._facts  # no stored turn's meta was read to scan
         assert resumed._history.decoded is False
 
 

@@ -1,21 +1,17 @@
 """Stored wire forms: each message's encoded request bytes per replay plan, in portable SQL.
 
 A wire form is a pure function of (message, plan, context) — the context is what else the turn's
-bytes depend on (``codecs.base.TurnEncoder``; "" for most) — so it is keyed by the message's
-content id (shared by every session and branch that holds the message), the plan's digest and the
-context, and written once. On load every form is checked against its digest; a form that fails
-is left out and reported (the caller rebuilds it from the canonical history), never returned.
-Loading forms reads no canonical row: a form is its own verified copy of what the message encodes
-to, and the canonical history is verified when it is decoded. Deleting messages deletes their
-forms (``history._collect``).
+bytes depend on ("" for most) — so it is keyed by the message's content id (shared by every
+session and branch that holds it), the plan's digest and the context, and written once. On load
+every form is checked against its digest; one that fails is left out and reported, never
+returned. Loading forms reads no canonical row: the canonical history is verified when it is
+decoded. Deleting messages deletes their forms (``history._collect``).
 
-One more kind of row rides on the same table: the unanswered-call scan of a whole visible history
-(``replay.scan_state``), keyed by the history's last message and ``scan:`` plus a digest of every
-visible message id in order, so it is found only for exactly that history (any branch or session
-holding it) and collected with that message. A resume reads it instead of every turn's ``meta``.
-And one more: the checkpoint of the wire cache's last walk over exactly that history under one
-plan (``lastwalk``), keyed by the history's last message and ``walk:`` plus a digest of the plan
-and of the ids' digest the scan's key is made of (a resume hashes its ids once, for both).
+Two more kinds of row ride on the same table, keyed by a visible history's last message and a
+digest of every visible id in order, so they are found only for exactly that history (any branch
+or session holding it) and collected with that message: its unanswered-call scan
+(``replay.scan_state``; ``scan:``), and the wire cache's last walk over it under one plan
+(``lastwalk``; ``walk:``, also covering the plan).
 """
 
 from __future__ import annotations
@@ -54,30 +50,22 @@ class StoredForms:
 
 
 def form_digest(meta: str, data: bytes, context: str = "") -> str:
-    """A form's digest covers its ``meta`` and its context as well as its bytes: the core trusts
-    the meta (the turn's facts, its after facts) and the context a form is found under as much as
-    the bytes. (``meta`` and a context are compact JSON or plain text without a raw newline, so
-    the parts cannot run into each other; a form without a context digests as it always did.)"""
+    """A form's digest covers its ``meta`` and context as well as its bytes: the core trusts them
+    as much. (Neither holds a raw newline, so the parts cannot run into each other; a form
+    without a context digests as it always did.)"""
     hashed = sha256((f"{context}\n{meta}\n" if context else meta + "\n").encode())
     hashed.update(data)  # (fed apart: a resume checks every form, so no copy of its bytes)
     return f"sha256:{hashed.hexdigest()}"
 
 
 def _listed(ids: Sequence[str]) -> str:
-    """The digest of the visible history ``ids`` (in order) both keys below are made of: a
-    resume hashes its ids once for both rows."""
+    """The digest of the visible history ``ids`` (in order) both keys below are made of."""
     return sha256("\n".join(ids).encode()).hexdigest()
 
 
 def scan_key(ids: Sequence[str], listed: str = "") -> str:
-    """The key of the scan of the visible history ``ids`` (in order; ``listed``: their
-    ``_listed`` digest, when known)."""
+    """The key of the scan of the visible history ``ids`` (``listed``: their ``_listed``)."""
     return "scan:" + (listed or _listed(ids))[:40]
-
-
-def scan_form(ids: Sequence[str], data: bytes) -> WireForm:
-    """The row storing ``data``, the scan state after the visible history ``ids`` (not empty)."""
-    return WireForm(message_id=ids[-1], plan=scan_key(ids), meta="", data=data)
 
 
 def walk_key(plan: str, ids: Sequence[str], listed: str = "") -> str:
@@ -85,9 +73,10 @@ def walk_key(plan: str, ids: Sequence[str], listed: str = "") -> str:
     return "walk:" + sha256(f"{plan}\n{listed or _listed(ids)}".encode()).hexdigest()[:40]
 
 
-def walk_form(plan: str, ids: Sequence[str], data: bytes) -> WireForm:
-    """The row storing ``data``, the last walk over the visible history ``ids`` (not empty)."""
-    return WireForm(message_id=ids[-1], plan=walk_key(plan, ids), meta="", data=data)
+def keyed_form(key: str, ids: Sequence[str], data: bytes) -> WireForm:
+    """The row storing ``data`` under ``key`` (``scan_key``, ``walk_key``) for the visible
+    history ``ids`` (not empty)."""
+    return WireForm(message_id=ids[-1], plan=key, meta="", data=data)
 
 
 def put(tx: Tx, forms: Iterable[WireForm]) -> None:
@@ -130,20 +119,11 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
             if seq != last_seq:  # an entry's first row (its form under "", when it has one)
                 last_seq = seq
                 entries.append((seq, mid))
-                if data is not None and stored == check(meta, data := bytes(data), context):
-                    forms[mid] = {context: (data, meta)}  # (a repeated message: the same)
-                    continue
-                if data is None:
-                    continue  # no form for this plan: the codec encodes the turn
-            else:  # another context of the entry
-                if stored == check(meta, data := bytes(data), context):
-                    found = forms.get(mid)
-                    if found is None:  # (its first form failed its digest)
-                        forms[mid] = {context: (data, meta)}
-                    else:
-                        found[context] = (data, meta)
-                    continue
-            if mid not in problems:  # (bytes(): PostgreSQL gives memoryview)
+            if data is None:
+                continue  # no form for this plan: the codec encodes the turn
+            if stored == check(meta, data := bytes(data), context):  # (PostgreSQL: memoryview)
+                forms.setdefault(mid, {})[context] = (data, meta)
+            elif mid not in problems:
                 problems.append(mid)
     ids = list(map(operator.itemgetter(1), entries))
     listed = _listed(ids) if ids else ""
@@ -153,8 +133,7 @@ def load(tx: Tx, session_id: str, plan: str) -> StoredForms:
 
 
 def _keyed(tx: Tx, ids: list[str], key: str) -> bytes | None:
-    """The verified data of the row under the last of ``ids`` and ``key`` (None: none; a cache:
-    without the scan the history's metas are scanned, without the walk it is decoded)."""
+    """The verified data of the row under the last of ``ids`` and ``key`` (None: none)."""
     row = tx.one("SELECT meta, digest, data FROM wire_forms WHERE message_id = ? AND plan = ?",
                  (ids[-1], key))
     if row is None or row[1] != form_digest(row[0], data := bytes(row[2])):

@@ -1,9 +1,6 @@
-"""What the core reads about a turn without decoding it: its ``TurnFacts`` (role, tool calls and
-results, whether it opens a tool loop, the API's own extras) and the ``Named`` values an API
-stores beside a turn's wire form (its extras, its "after" facts).
-
-Neutral: no wire format, no codec. ``codecs.base`` (the turn encoder's seam) re-exports both; the
-core's history views (``stored``, ``replay``) read them from here, so neither imports a codec.
+"""What the core reads about a turn without decoding it: its ``TurnFacts``, and the ``Named``
+values an API stores beside a turn's wire form (its extras, its "after" facts). Neutral (no wire
+format, no codec), so the core's history views (``stored``, ``replay``) import no codec.
 """
 
 from __future__ import annotations
@@ -29,64 +26,36 @@ class Named:
         out: dict[str, Any] = {}
         for f in dataclasses.fields(self):  # type: ignore[arg-type]
             value = getattr(self, f.name)
-            if f.default is not dataclasses.MISSING and value == f.default:
-                continue
-            out[f.name] = value
+            if f.default is dataclasses.MISSING or value != f.default:
+                out[f.name] = value
         return out
 
     @classmethod
     def from_json(cls, raw: Mapping[str, Any]) -> Any:
         """The value ``to_json`` wrote (``TypeError``/``KeyError`` when it is not one)."""
         kind: type = cls  # (as ``type``: mypy finds no class object hashable, python/mypy#20409)
-        return _readers(kind)(raw)
+        return cls(**{name: _tuples(raw[name]) for name in _names(kind) if name in raw})
 
     @classmethod
     def of_fields(cls, *values: Any) -> Any:
         """The value with these field values, in field order (every field given)."""
         kind: type = cls  # (as ``type``: see ``from_json``)
-        return _makers(kind)(*values)
+        return maker(kind)(*values)
 
 
 _tuple = tuple.__new__  # a named tuple from its values in order, in one call
 
 
 @functools.cache
-def _layout(cls: type) -> tuple[tuple[str, Any], ...]:
-    """A ``Named`` type's (field name, default) pairs in order (``_MISSING``: required)."""
-    out = []
-    for f in dataclasses.fields(cls):
-        default: Any = f.default
-        if f.default is dataclasses.MISSING:
-            factory = f.default_factory
-            default = _MISSING if factory is dataclasses.MISSING else factory()
-        out.append((f.name, default))
-    return tuple(out)
+def _names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
 
 
-_MISSING = object()
-
-
-def _reader(cls: type) -> Callable[[Mapping[str, Any]], Any]:
-    """``cls.from_json``: each field read by name with its default, a list read back as a
-    tuple, a missing required field a ``TypeError``."""
-    layout = _layout(cls)
-
-    def read(raw: Mapping[str, Any]) -> Any:
-        values = {}
-        for name, default in layout:
-            value = raw.get(name, default)
-            if value is _MISSING:
-                raise TypeError(f"{cls.__name__}: {name} is missing")
-            values[name] = _tuples(value)
-        return cls(**values)
-
-    return read
-
-
+@functools.cache
 def maker(cls: type) -> Callable[..., Any]:
     """A frozen dataclass's value from its field values in order (``Named.of_fields`` for any
     such class, keyword-only ones included)."""
-    names = tuple(name for name, _ in _layout(cls))
+    names = _names(cls)
 
     def make(*values: Any) -> Any:
         return cls(**dict(zip(names, values, strict=True)))
@@ -95,14 +64,9 @@ def maker(cls: type) -> Callable[..., Any]:
 
 
 def sharer(cls: type) -> Callable[..., Any]:
-    """``maker(cls)`` that makes one value per distinct field values (frozen, so shared; the
-    512 last used are kept): a history's turns repeat a handful of after facts. Every field is
-    given, and hashable."""
+    """``maker(cls)`` sharing one value per distinct field values (all given and hashable; the
+    512 last used are kept): a history's turns repeat a handful of after facts."""
     return functools.lru_cache(maxsize=512)(maker(cls))
-
-
-_readers = functools.cache(_reader)
-_makers = functools.cache(maker)
 
 
 def _tuples(value: Any) -> Any:
@@ -111,17 +75,19 @@ def _tuples(value: Any) -> Any:
     return value
 
 
+#: What the unanswered-call scan reads of a turn (``TurnFacts.shape``).
+Shape = tuple[str, Sequence[str], Sequence[str], bool]
+
+
 class TurnFacts(NamedTuple):
     """What the core and an API's walk read about one turn without decoding it.
 
     Context-free: the same under every plan and wherever the turn is, so they are stored with
     every form of the turn and read on a resume instead of the turn. ``extra`` holds the API's
-    own facts (e.g. Anthropic's prefix stamp), a ``Named`` value of the encoder's
-    ``extra_type``.
+    own facts (e.g. Anthropic's prefix stamp), of the encoder's ``extra_type``.
 
     A named tuple, not a dataclass: a resume reads one per stored turn, and a tuple is made in
-    one C call (about three times faster than a frozen slotted dataclass here); it is as
-    immutable. Made only by ``of`` and ``from_json``."""
+    one C call (about three times faster than a frozen slotted dataclass here)."""
 
     role: str
     #: The ids of the tool calls it makes (an assistant turn's).
@@ -151,22 +117,16 @@ class TurnFacts(NamedTuple):
                             role == "user" and len(results) < len(parts), extra))
 
     @property
-    def shape(self) -> tuple[str, Sequence[str], Sequence[str], bool]:
+    def shape(self) -> Shape:
         """(role, its calls if an assistant, its results if a tool turn, incomplete): what the
-        unanswered-call scan reads (``stored.shape_of``)."""
+        unanswered-call scan reads."""
         return (self.role, self.calls if self.role == "assistant" else (),
                 self.results if self.role == "tool" else (), self.incomplete)
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"role": self.role}
-        if self.calls:
-            out["calls"] = self.calls
-        if self.results:
-            out["results"] = self.results
-        if self.incomplete:
-            out["incomplete"] = True
-        if self.opens:
-            out["opens"] = True
+        # (in field order, each only when set; the role always is)
+        out: dict[str, Any] = {name: value for name, value in zip(self._fields, self, strict=True)
+                               if value}
         if self.extra is not None:
             out["extra"] = self.extra.to_json()
         return out
@@ -192,11 +152,15 @@ class TurnFacts(NamedTuple):
 UNREADABLE = (orjson.JSONDecodeError, KeyError, TypeError, ValueError, AttributeError)
 
 
-def read_facts(meta: str) -> TurnFacts | None:
-    """The neutral facts a stored form's meta holds (``{**facts.to_json(), "after": …}``, as the
-    wire cache writes it); None: it holds none (decode the turn)."""
+def read_meta(meta: str, extra_type: type[Named] | None = None,
+              after_type: type[Named] | None = None) -> tuple[TurnFacts, Any] | None:
+    """The facts and after facts (None without ``after_type``) a stored form's meta holds —
+    ``{**facts.to_json(), "after": after.to_json()}``, as the wire cache writes it — or None
+    where it holds none of these types (decode the turn)."""
     try:
-        return TurnFacts.from_json(orjson.loads(meta))
+        raw = orjson.loads(meta)
+        return (TurnFacts.from_json(raw, extra_type),
+                after_type.from_json(raw["after"]) if after_type is not None else None)
     except UNREADABLE:
         return None
 

@@ -1,17 +1,10 @@
-"""The last walk of a stored history, stored beside its turns' wire forms (issue 44).
+"""The last walk of a stored history, stored beside its turns' wire forms (issue 44): what a
+resumed walk goes on from (``wire.cache``) without decoding a turn or asking a codec rule of one.
 
-A walk over a history under a plan (``wire.cache``) ends in a state; what a resumed session needs to
-go on from there without decoding a turn, or asking a codec rule of one, is what the walk found:
-
-- every turn's ``TurnFacts`` (context-free: one list for every view);
-- per *view* (the request's start state: the history as it is, or followed by a user turn), every
-  turn's context key, its after facts and the state after the last turn.
-
-A resumed walk continues a view exactly as a live session continues its remembered walk: the
-stored history is the one the checkpoint was written for (its key covers every message id in
-order and the plan digest), the request starts in the view's start state, and each turn's form
-is picked by the context the view names. Encoder states are stored as the plain JSON values the
-encoder makes of them (``TurnEncoder.state_json``/``state_of``).
+It holds every turn's ``TurnFacts`` (context-free: one list for every view) and, per *view* (the
+walk's start state: the history as it is, or followed by a user turn), every turn's context key,
+its after facts and the state after the last turn, as the plain JSON value the encoder makes of
+it (``TurnEncoder.state_json``/``state_of``).
 
 Only the wire cache writes and reads this format: two compact JSON documents on two lines, the
 views first and the facts (by column) after, so a walk that never asks for a stored turn's facts
@@ -32,7 +25,7 @@ import orjson
 from thoughtline.codecs.base import Context, Named, TurnEncoder, TurnFacts, context_key
 from thoughtline.wire.facts import UNREADABLE
 
-__all__ = ["LastWalk", "View", "dump", "read_meta", "start_key"]
+__all__ = ["LastWalk", "View", "dump", "start_key"]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -45,8 +38,7 @@ class View:
 
 
 class LastWalk:
-    """A stored last walk, read: each view by its start key, the stored turns' facts read from
-    their columns on first need (``facts``: a flat encoder's walk may never ask for them)."""
+    """A stored last walk, read: its views by start key now, its turns' facts on first need."""
 
     __slots__ = ("_extra", "_facts", "_raw", "_size", "afters", "views")
 
@@ -60,8 +52,7 @@ class LastWalk:
     @classmethod
     def read(cls, encoder: TurnEncoder[Any, Any], raw: bytes, size: int) -> LastWalk | None:
         """The last walk ``raw`` holds for ``size`` stored turns (None: not one this cache wrote
-        for them, or not this encoder's: the ordinary load runs). Its views are read now, its
-        facts on first need (``facts``)."""
+        for them, or not this encoder's: the ordinary load runs)."""
         cut = raw.find(b"\n")  # (``dump``: the views, a newline, the facts)
         if cut < 0:
             return None
@@ -70,17 +61,15 @@ class LastWalk:
             views, afters = doc["views"], doc["afters"]
         except (*UNREADABLE, IndexError):
             return None
-        if doc.get("size") != size or type(views) is not dict or type(
-                afters) is not list:
+        if doc.get("size") != size or type(views) is not dict or type(afters) is not list:
             return None
         return cls(memoryview(raw)[cut + 1:], size, encoder.extra_type, views, afters)
 
     def facts(self) -> list[TurnFacts] | None:
         """The stored turns' facts (None: they do not read: the turns are decoded for them)."""
         if self._facts is None:
-            # (thousands of small values that live as long as the session and form no cycles:
-            # the cyclic collector would rescan them while they are made, as in
-            # ``store.engine``)
+            # (thousands of small values, as long-lived as the session, in no cycle: the cyclic
+            # collector would rescan them while they are made, as in ``store.engine``)
             collecting = gc.isenabled()
             gc.disable()
             try:
@@ -168,15 +157,3 @@ def _facts_of(columns: dict[str, list[Any]], extra_type: type[Named] | None,
     rows = zip(roles, map(tuple, columns["calls"]), map(tuple, columns["results"]),
                map(bool, columns["incomplete"]), map(bool, columns["opens"]), made, strict=True)
     return list(map(_tuple, itertools.repeat(TurnFacts), rows))
-
-
-def read_meta(encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
-    """The facts and after facts a stored form's meta holds — ``{**facts.to_json(), "after":
-    after.to_json()}``, as the wire cache writes it — or None where it holds none of this
-    encoder's."""
-    try:
-        raw = orjson.loads(meta)
-        return (TurnFacts.from_json(raw, encoder.extra_type),
-                encoder.after_type.from_json(raw["after"]))
-    except UNREADABLE:
-        return None

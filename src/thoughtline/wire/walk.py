@@ -1,9 +1,5 @@
-"""One request's walk over its history (``cache``): the one object a walk fills turn by turn,
-that the cache remembers as the walk a later request of the same history continues from.
-
-``Facts`` are its turns' ``TurnFacts``, each made on first read; ``Steps`` is the rest: per turn
-its token (a stored message id, or the message), bytes, after facts, context and the state after
-it, and the array content in pieces.
+"""One request's walk over its history (``cache``): ``Steps``, filled turn by turn, with its
+turns' ``Facts``; the cache remembers it as the walk a later request of the history goes on from.
 """
 
 from __future__ import annotations
@@ -30,22 +26,20 @@ UNKNOWN = object()
 
 
 class Facts(Sequence[TurnFacts]):
-    """Every turn's facts of one walk, each made on first read: the first ``split`` turns'
-    (a resumed history's stored turns) from ``stored``, all at once, the others' from their
-    messages (``of``). A flat walk's encoder may never read them (a Chat request does not); a
-    walk that reads them all gets a plain list (``all``); a walk that goes on from this one
-    keeps what it made (``kept``)."""
+    """Every turn's facts of one walk, each made on first read (a Chat request reads none): the
+    first ``split`` turns' (a resumed history's stored turns) from ``stored``, all at once, the
+    others' from their messages (``of``); ``all`` as a plain list."""
 
     __slots__ = ("_made", "_of", "_split", "_stored", "_tokens")
 
     def __init__(self, tokens: list[Any], of: Callable[[Message], TurnFacts], split: int,
-                 stored: Callable[[], Sequence[TurnFacts]] | None,
+                 stored: Callable[[], Sequence[TurnFacts]],
                  made: list[TurnFacts | None] | None = None) -> None:
         self._tokens, self._of, self._split, self._stored = tokens, of, split, stored
         self._made: list[TurnFacts | None] = [None] * len(tokens) if made is None else made
 
     def kept(self, count: int, tokens: list[Any], split: int,
-             stored: Callable[[], Sequence[TurnFacts]] | None) -> Facts:
+             stored: Callable[[], Sequence[TurnFacts]]) -> Facts:
         """The facts of a walk over ``tokens`` whose first ``count`` turns are this walk's."""
         made = self._made[:count]
         made += itertools.repeat(None, len(tokens) - count)
@@ -62,23 +56,18 @@ class Facts(Sequence[TurnFacts]):
             if index < 0:
                 index += len(self._made)
             found = self._made[index] = (self._of(self._tokens[index]) if index >= self._split
-                                         else self._stored_list()[index])
+                                         else self._stored()[index])
         return found
-
-    def _stored_list(self) -> Sequence[TurnFacts]:
-        assert self._stored is not None  # (a stored turn's walk has its stored source)
-        return self._stored()
 
     def all(self) -> list[TurnFacts]:
         """Every turn's facts, as a list (made now where they are not yet)."""
         made, split = self._made, self._split
         if None in made:
             if None in made[:split]:
-                made[:split] = self._stored_list()
-            tokens, of = self._tokens, self._of
+                made[:split] = self._stored()
             for index in range(made.index(None) if None in made else len(made), len(made)):
                 if made[index] is None:
-                    made[index] = of(tokens[index])
+                    made[index] = self._of(self._tokens[index])
         return made  # type: ignore[return-value]
 
 
@@ -145,10 +134,9 @@ class Steps:
 
 
 def common(before: list[object], now: list[object]) -> int:
-    """How many leading turns ``now`` shares with ``before``: by identity first, else by
+    """How many leading turns ``now`` shares with ``before``: by identity (at C speed), then by
     equality (a gateway decodes the history a client resends into new, equal messages; equal
-    turns have equal forms, so the walk of the last request goes on from there). The identical
-    prefix is found at C speed, so only the turns after it are compared by value."""
+    turns have equal forms, so the walk of the last request goes on from there)."""
     same = list(map(operator.is_, before, now))
     try:
         count = same.index(False)
