@@ -42,7 +42,7 @@ from thoughtline.replay import ReplayPlan, plan_digest
 from thoughtline.store.wireforms import WireForm, keyed_form, walk_key
 from thoughtline.wire.facts import read_meta
 from thoughtline.wire.lastwalk import LastWalk, dump
-from thoughtline.wire.stored import Joined, StoredHistory
+from thoughtline.wire.stored import Forms, Joined, StoredHistory
 from thoughtline.wire.walk import UNKNOWN, Facts, Steps, common
 
 __all__ = ["WireCache", "encode"]
@@ -118,17 +118,17 @@ class WireCache:
         read: Sequence[TurnFacts] = facts if encoder.flat else facts.all()
         if last is None or not last.goes_on(kept, start, flat=encoder.flat):
             kept = 0
+        rows: list[Forms] = []
         if stored is not None and kept < split:
-            steps = self._resumed(encoder, stored, digest, read,
+            rows = stored.rows()
+            steps = self._resumed(encoder, stored, digest, rows,
                                   Steps(tokens=tokens, start=start, facts=facts, state=start))
-            if steps is None:
-                return self._decoded(codec, history, plan, spec)
         elif last is not None and kept:
             steps = last.kept(kept, tokens, start, facts, flat=encoder.flat)
         else:
             steps = Steps(tokens=tokens, start=start, facts=facts, state=start)
-        # (the turns after the stored or remembered ones: from the memo, else encoded once)
-        _walked(encoder, read, steps, len(tokens), self._turn_of(encoder, digest, plan, tokens))
+        if not self._walk_on(encoder, digest, read, plan, steps, rows):
+            return self._decoded(codec, history, plan, spec)
         self._last[(codec.api, digest)] = steps
         return steps.walk(read, history)
 
@@ -161,38 +161,63 @@ class WireCache:
         return out
 
     def _resumed(self, encoder: TurnEncoder[Any, Any], stored: StoredHistory, digest: str,
-                 facts: Sequence[TurnFacts], steps: Steps) -> Steps | None:
-        """``steps`` with the stored turns, nothing decoded: the stored last walk's view that
-        starts where ``steps`` does, each form picked by the context it names; else walked on
-        their forms (``_on_forms``). None: a turn has no form for its context."""
+                 rows: list[Forms], steps: Steps) -> Steps:
+        """``steps`` with the stored turns the stored last walk's view that starts where it does
+        names (nothing decoded); else as it is, for ``_walk_on`` to walk their forms (a walk
+        that starts where no stored view did, e.g. after a new system turn)."""
         point = self._point(encoder, stored, digest)
         view = point.view(encoder, steps.start) if point is not None else None
-        rows = stored.rows()
         picked = None
         # (at C speed: a resume's first request picks every stored turn's form here; a turn
         # without the form its context names leaves ``picked`` None)
         with contextlib.suppress(KeyError, TypeError):
             picked = list(map(operator.getitem, rows, view.contexts)) if view else None
         if view is None or picked is None:
-            return self._on_forms(encoder, rows, facts, steps)
+            return steps
         steps.state, steps.afters, steps.contexts = view.end, view.afters, list(view.contexts)
         steps.turns = list(map(operator.itemgetter(0), picked))  # (each form's data)
         if not encoder.flat:
             steps.states = [*itertools.repeat(UNKNOWN, len(rows) - 1), view.end]
         return steps
 
-    def _on_forms(self, encoder: TurnEncoder[Any, Any], rows: list[dict[str, tuple[bytes, str]]],
-                  facts: Sequence[TurnFacts], steps: Steps) -> Steps | None:
-        """``steps`` with the stored turns walked as any walk is, each turn's form found under
-        its context, its after facts read from the form's meta: where a walk starts in a state
-        no stored view started in (e.g. a new system turn)."""
-
-        def stored(index: int, context: Context) -> tuple[bytes, Named] | None:
-            form = rows[index].get(context_key(context))
-            read = None if form is None else self._meta(encoder, form[1])
-            return None if form is None or read is None else (form[0], read[1])
-
-        return _walked(encoder, facts, steps, len(rows), stored)
+    def _walk_on(self, encoder: TurnEncoder[Any, Any], digest: str, facts: Sequence[TurnFacts],
+                 plan: ReplayPlan, steps: Steps, rows: list[Forms]) -> bool:
+        """Walk ``steps`` on from the turns it holds: a stored turn (of ``rows``) by its form
+        under its context and the form's meta, a message from the memo, else encoded once.
+        False: a stored turn has no such form (the history is decoded instead)."""
+        memo, encode_turn = self._memo.setdefault(digest, {}), encoder.encode_turn
+        context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
+        turns, afters, contexts, states = steps.turns, steps.afters, steps.contexts, steps.states
+        tokens: list[Any] = steps.tokens  # (after the stored turns: messages)
+        state, stored = steps.state, len(rows)
+        context: Context = ""
+        for index in range(len(turns), len(tokens)):
+            if not flat:
+                context = context_of(state, index, facts[index])
+            key = context if type(context) is str else context_key(context)
+            if index < stored:
+                form = rows[index].get(key)
+                read = None if form is None else self._meta(encoder, form[1])
+                if form is None or read is None:
+                    return False
+                data, after = form[0], read[1]
+            else:
+                message = tokens[index]
+                at = id(message) if key == "" else (id(message), key)  # (as ``_turn_of``)
+                hit = memo.get(at)
+                if hit is not None and hit[0] is message:
+                    data, after = hit[1], hit[2]
+                else:
+                    data, after = encode_turn(message, plan, context)
+                    memo[at] = (message, data, after)
+            if not flat:
+                state = advance(state, facts[index], context, after)
+                states.append(state)
+            turns.append(data)
+            afters.append(after)
+            contexts.append(context)
+        steps.state = state
+        return True
 
     def _meta(self, encoder: TurnEncoder[Any, Any], meta: str) -> tuple[TurnFacts, Any] | None:
         """A stored form's meta read (``_form`` wrote it), once per distinct meta."""
@@ -226,8 +251,7 @@ class WireCache:
 
         def turn(index: int, context: Context) -> tuple[bytes, Named]:
             message = messages[index]
-            key = id(message) if context == "" else (  # (``context_key``, inlined: per turn)
-                id(message), context if type(context) is str else context_key(context))
+            key = id(message) if context == "" else (id(message), context_key(context))
             hit = memo.get(key)
             if hit is not None and hit[0] is message:
                 return hit[1], hit[2]
@@ -273,7 +297,7 @@ class WireCache:
     def _supersede(self, history: Sequence[Message], digest: str, key: tuple[str, str]) -> None:
         """Note ``key`` as the session's last walk under ``digest``: the one before it (written
         here, or loaded with a resumed history) is superseded. (A branch that shared it resumes
-        on its stored forms instead: ``_on_forms``.)"""
+        on its stored forms instead: ``_walk_on``.)"""
         before = self._walked.get(digest)
         stored = history.stored if isinstance(history, Joined) else history
         if before is None and isinstance(stored, StoredHistory) and stored.ids and (
@@ -328,30 +352,6 @@ class WireCache:
     def unwritten(self, forms: Sequence[WireForm]) -> None:
         """A write of ``forms`` failed: they are offered again next time."""
         self._written.difference_update((f.message_id, f.plan, f.context) for f in forms)
-
-
-def _walked(encoder: TurnEncoder[Any, Any], facts: Sequence[TurnFacts], steps: Steps, upto: int,
-            turn: Callable[[int, Context], tuple[bytes, Named] | None]) -> Steps | None:
-    """``steps`` walked on to turn ``upto`` (``context``, ``advance``), each turn's bytes and
-    after facts from ``turn`` (None: it has none in its context, and the walk stops)."""
-    context_of, advance, flat = encoder.context, encoder.advance, encoder.flat
-    turns, afters, contexts, states = steps.turns, steps.afters, steps.contexts, steps.states
-    state = steps.state
-    context: Context = ""
-    for index in range(len(turns), upto):
-        if not flat:
-            context = context_of(state, index, facts[index])
-        found = turn(index, context)
-        if found is None:
-            return None
-        if not flat:
-            state = advance(state, facts[index], context, found[1])
-            states.append(state)
-        turns.append(found[0])
-        afters.append(found[1])
-        contexts.append(context)
-    steps.state = state
-    return steps
 
 
 def _form(mid: str, digest: str, key: str, facts: TurnFacts, after: Named,
