@@ -168,8 +168,7 @@ class WireCache:
         point = self._point(encoder, stored, digest)
         view = point.view(encoder, steps.start) if point is not None else None
         picked = None
-        # (at C speed: a resume's first request picks every stored turn's form here; a turn
-        # without the form its context names leaves ``picked`` None)
+        # (at C speed, every stored turn; one without the form its context names: None)
         with contextlib.suppress(KeyError, TypeError):
             picked = list(map(operator.getitem, rows, view.contexts)) if view else None
         if view is None or picked is None:

@@ -13,7 +13,7 @@ import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import overload
 
-from thoughtline.messages import Message
+from thoughtline.messages import Message, ToolCall, ToolResult
 from thoughtline.wire.facts import Shape, TurnFacts, read_meta
 
 #: Each context's (data, meta) of one stored message (a dict: a resumed walk looks its rows up
@@ -22,8 +22,10 @@ Forms = dict[str, tuple[bytes, str]]
 
 
 def shape_of(m: Message) -> Shape:
-    """What the unanswered-call scan reads of ``m`` (``TurnFacts.shape``)."""
-    return TurnFacts.of(m).shape
+    """``TurnFacts.of(m).shape``, made directly: the scan reads it per message (cold builds)."""
+    calls = [p.id for p in m.parts if type(p) is ToolCall] if m.role == "assistant" else ()
+    results = [p.call_id for p in m.parts if type(p) is ToolResult] if m.role == "tool" else ()
+    return m.role, calls, results, m.incomplete
 
 
 class _TwoParts(Sequence[Message]):
@@ -126,8 +128,7 @@ class StoredHistory(_TwoParts):
         return known
 
     def shapes(self, start: int = 0) -> Iterator[Shape]:
-        """The shape of every message from ``start`` (``TurnFacts.shape``), each from its facts:
-        a stored one's read without decoding it."""
+        """Each message's shape from ``start`` (``TurnFacts.shape``; a stored one's undecoded)."""
         return (self.facts(index).shape for index in range(start, len(self)))
 
 
