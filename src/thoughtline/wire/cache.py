@@ -193,16 +193,16 @@ class WireCache:
         for index in range(len(turns), len(tokens)):
             if not flat:
                 context = context_of(state, index, facts[index])
-            key = context if type(context) is str else context_key(context)
             if index < stored:
-                form = rows[index].get(key)
+                form = rows[index].get(context if type(context) is str else context_key(context))
                 read = None if form is None else self._meta(encoder, form[1])
                 if form is None or read is None:
                     return False
                 data, after = form[0], read[1]
             else:
                 message = tokens[index]
-                at = id(message) if key == "" else (id(message), key)  # (as ``_turn_of``)
+                at = id(message) if context == "" else (  # (as ``_turn_of``; inlined: per turn)
+                    id(message), context if type(context) is str else context_key(context))
                 hit = memo.get(at)
                 if hit is not None and hit[0] is message:
                     data, after = hit[1], hit[2]

@@ -86,8 +86,6 @@ class StoredHistory(_TwoParts):
         self.extra: list[Message] = []  # the messages added since loading
         self._rows: list[Forms] | None = None
 
-    # --- the plain Sequence (decodes what is stored, on first need) ---------------------------
-
     def _first(self) -> list[Message]:
         if self._messages is None:
             loaded = list(self._load()) if self.ids else []
