@@ -1,3 +1,2 @@
-"""The one wire cache (issue 44; its modules are listed in docs/design.md). Nothing is imported
-here: ``codecs.base`` imports ``facts`` and ``cache`` imports the codecs.
-"""
+"""The one wire cache (its modules are listed in docs/design.md). Nothing is imported here:
+``codecs.base`` imports ``facts`` and ``cache`` imports the codecs."""

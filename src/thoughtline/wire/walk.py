@@ -7,7 +7,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,6 +58,9 @@ class Facts(Sequence[TurnFacts]):
             found = self._made[index] = (self._of(self._tokens[index]) if index >= self._split
                                          else self._stored()[index])
         return found
+
+    def __iter__(self) -> Iterator[TurnFacts]:  # (at C speed, not a __getitem__ per turn)
+        return iter(self.all())
 
     def all(self) -> list[TurnFacts]:
         """Every turn's facts, as a list (made now where they are not yet)."""
