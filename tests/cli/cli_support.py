@@ -182,6 +182,15 @@ _CTTY = ("import fcntl, os, sys, termios; fcntl.ioctl(0, termios.TIOCSCTTY, 0); 
          "os.execv(sys.argv[1], sys.argv[1:])")
 
 
+def readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` has something to read within ``timeout`` seconds. ``poll``, not
+    ``select``: a long test run's worker can hold over 1,024 descriptors, and ``select`` then
+    fails with "filedescriptor out of range in select()"."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(timeout * 1000))
+
+
 class PtyProcess:
     """A command on a pseudo-terminal: type into it, wait for text on its screen."""
 
@@ -205,8 +214,7 @@ class PtyProcess:
 
     def _pump(self, timeout: float) -> int | None:
         """Read what the child printed within ``timeout``: bytes read, or None once it closed."""
-        ready, _, _ = select.select([self.master], [], [], timeout)
-        if not ready:
+        if not readable(self.master, timeout):
             return 0
         try:
             data = os.read(self.master, 65536)

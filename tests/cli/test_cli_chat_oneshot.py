@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import pty
-import select
 import signal
 import subprocess
 import time
@@ -17,7 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cli_support import ANSI, DIM, ENTRY, Cli, assistant_messages, seed_sessions, strip_ansi
+from cli_support import (
+    ANSI,
+    DIM,
+    ENTRY,
+    Cli,
+    assistant_messages,
+    readable,
+    seed_sessions,
+    strip_ansi,
+)
 
 from thoughtline.testing import ChatEmulator
 from thoughtline.testing.script import plan_turn
@@ -131,7 +139,7 @@ def test_piped_one_shot_dims_the_reasoning_on_a_terminal_stderr(cli: Cli,
     try:
         stdout, _ = proc.communicate(timeout=60)
         stderr = b""
-        while select.select([master], [], [], 1)[0]:
+        while readable(master, 1):
             try:
                 chunk = os.read(master, 65536)
             except OSError:  # EIO: the child closed the terminal

@@ -8,14 +8,13 @@ not after a sleep.
 from __future__ import annotations
 
 import os
-import select
 import signal
 import subprocess
 import time
 from collections.abc import Iterator
 
 import pytest
-from cli_support import ENTRY, Cli
+from cli_support import ENTRY, Cli, readable
 
 from thoughtline.testing import ChatEmulator
 
@@ -34,8 +33,7 @@ def wait_for_output(proc: subprocess.Popen[bytes], text: bytes, limit: float = 3
     deadline = time.monotonic() + limit
     while text not in seen:
         assert time.monotonic() < deadline, seen
-        ready, _, _ = select.select([proc.stdout], [], [], 0.1)
-        if ready:
+        if readable(proc.stdout.fileno(), 0.1):
             chunk = os.read(proc.stdout.fileno(), 4096)
             assert chunk, f"the child closed stdout early: {seen!r}"
             seen += chunk
