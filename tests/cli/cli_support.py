@@ -223,7 +223,7 @@ class PtyProcess:
         self.raw += data
         return len(data) or None
 
-    def expect(self, text: str, timeout: float = 20) -> str:
+    def expect(self, text: str, timeout: float = 60) -> str:
         """Wait until ``text`` appears after the last match; returns the screen up to it."""
         deadline = time.monotonic() + timeout
         while True:
@@ -244,7 +244,7 @@ class PtyProcess:
         """Type a line and press Enter."""
         self.send(text + "\r")
 
-    def wait(self, timeout: float = 20) -> int:
+    def wait(self, timeout: float = 60) -> int:
         """Wait for the child to exit, keeping its output; returns the exit status."""
         deadline = time.monotonic() + timeout
         while self.proc.poll() is None and time.monotonic() < deadline:

@@ -91,7 +91,7 @@ def test_workers_stop_serving_and_exit_when_their_supervisor_is_killed(
                                       start_new_session=True)
         try:
             port = _announced_port(supervisor)
-            assert _accepts(port)
+            assert wait_for(lambda: _accepts(port), BOUND_S)  # (a loaded machine: not at once)
             supervisor.kill()
             supervisor.wait(BOUND_S)
             stopped = wait_for(lambda: not _accepts(port), BOUND_S)
