@@ -114,8 +114,8 @@ class WireCache:
         source = tuple if stored is None else self._stored_source(encoder, stored, digest)
         facts = (last.facts.kept(kept, tokens, split, source) if last is not None and kept
                  else Facts(tokens, encoder.facts, split, source))
-        start = encoder.start(plan, spec, facts)
         read: Sequence[TurnFacts] = facts if encoder.flat else facts.all()
+        start = encoder.start(plan, spec, read)
         if last is None or not last.goes_on(kept, start, flat=encoder.flat):
             kept = 0
         rows: list[Forms] = []
