@@ -33,6 +33,13 @@ def is_minted(value: Any) -> TypeGuard[str]:
     return isinstance(value, str) and value.startswith(MINT_PREFIX)
 
 
+def array_at(body: Any, key: str) -> list[Any] | None:
+    """``body[key]`` when ``body`` is an object and that is an array (None otherwise): a face's
+    conversation items, under the key its codec names (``items_of``)."""
+    items = body.get(key) if isinstance(body, Mapping) else None
+    return items if isinstance(items, list) else None
+
+
 #: What a face does with a type a client may send (each face's ``kinds`` table; docs/faces.md):
 #: give it every upstream in its own terms; send it verbatim to an upstream of the face's own
 #: API only (named in ``dropped`` for the others); verify and expand a value the gateway minted;

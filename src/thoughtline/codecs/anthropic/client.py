@@ -75,6 +75,7 @@ from thoughtline.codecs.face import (
     ItemMemo,
     Minted,
     Walked,
+    array_at,
     is_minted,
     walk,
 )
@@ -117,8 +118,7 @@ _NEUTRAL_FOR: Mapping[str, frozenset[str]] = {
 def items_of(body: Any) -> list[Any] | None:
     """The body's conversation items: the top-level array its parse converts item by item
     (None: the body has none). The gateway checks their nesting apart (``memo``)."""
-    items = body.get("messages") if isinstance(body, Mapping) else None
-    return items if isinstance(items, list) else None
+    return array_at(body, "messages")
 
 
 def smallest_request(model: str) -> dict[str, Any]:

@@ -19,7 +19,14 @@ from typing import Any
 
 import orjson
 
-from thoughtline.codecs.face import ClientRequest, ClientRequestError, ItemMemo, Walked, walk
+from thoughtline.codecs.face import (
+    ClientRequest,
+    ClientRequestError,
+    ItemMemo,
+    Walked,
+    array_at,
+    walk,
+)
 from thoughtline.codecs.openai_chat.kinds import TEXT_PARTS
 from thoughtline.codecs.openai_chat.wire import API, RC, R
 from thoughtline.codecs.openai_chat.wire import text_of as _str
@@ -58,8 +65,7 @@ _HANDLED = frozenset({"model", "messages", "tools", "stream", "stream_options", 
 def items_of(body: Any) -> list[Any] | None:
     """The body's conversation items: the top-level array its parse converts item by item
     (None: the body has none). The gateway checks their nesting apart (``memo``)."""
-    items = body.get("messages") if isinstance(body, Mapping) else None
-    return items if isinstance(items, list) else None
+    return array_at(body, "messages")
 
 
 def smallest_request(model: str) -> dict[str, Any]:

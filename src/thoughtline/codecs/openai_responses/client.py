@@ -54,6 +54,7 @@ from thoughtline.codecs.face import (
     ItemMemo,
     Minted,
     Walked,
+    array_at,
     is_minted,
     walk,
 )
@@ -151,8 +152,7 @@ class ResponsesRequest(ClientRequest):
 def items_of(body: Any) -> list[Any] | None:
     """The body's conversation items: the top-level array its parse converts item by item
     (None: the body has none). The gateway checks their nesting apart (``memo``)."""
-    items = body.get("input") if isinstance(body, Mapping) else None
-    return items if isinstance(items, list) else None
+    return array_at(body, "input")
 
 
 def smallest_request(model: str) -> dict[str, Any]:
