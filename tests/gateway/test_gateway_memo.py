@@ -75,6 +75,18 @@ FACES = {
 }
 
 
+def _poster(origin: str, path: str) -> Any:
+    """POSTs a body to the gateway's ``path``, asserting a 200; returns the answer's JSON."""
+    def post(body: dict[str, Any]) -> Any:
+        reply = httpx.post(origin + path, content=orjson.dumps(body), timeout=60,
+                           headers={"content-type": "application/json",
+                                    "authorization": "Bearer none"})
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+    return post
+
+
 def _conversation(face: str, tmp: Path, memos: Memos) -> tuple[list[bytes], int]:
     """The scripted conversation through a gateway using ``memos``: what its upstream received,
     and how many conversions the memo held at the end."""
@@ -82,13 +94,7 @@ def _conversation(face: str, tmp: Path, memos: Memos) -> tuple[list[bytes], int]
     with emulator() as emu, running_gateway(emu, tmp, **upstream) as gw:
         gw.gateway.conversations.memos = memos
 
-        def post(body: dict[str, Any]) -> Any:
-            reply = httpx.post(gw.server.origin + path, content=orjson.dumps(body), timeout=60,
-                               headers={"content-type": "application/json",
-                                        "authorization": "Bearer none"})
-            assert reply.status_code == 200, reply.text
-            return reply.json()
-
+        post = _poster(gw.server.origin, path)
         history: list[Any] = []
 
         def turn(question: str | None) -> None:
@@ -132,13 +138,7 @@ def test_a_provider_reasoning_item_resent_through_the_memo_reaches_it_byte_for_b
     by the memo from the second request on) is in the upstream's request as the client's bytes."""
     path, step, emulator, upstream = FACES["responses-to-responses"]
     with emulator() as emu, running_gateway(emu, tmp_path, **upstream) as gw:
-        def post(body: dict[str, Any]) -> Any:
-            reply = httpx.post(gw.server.origin + path, content=orjson.dumps(body), timeout=60,
-                               headers={"content-type": "application/json",
-                                        "authorization": "Bearer none"})
-            assert reply.status_code == 200, reply.text
-            return reply.json()
-
+        post = _poster(gw.server.origin, path)
         history: list[Any] = []
         for question in ("Weather in Paris?", "And in Rome?", "And in Oslo?"):
             history.append({"role": "user", "content": question})
